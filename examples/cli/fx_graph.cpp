@@ -1,0 +1,924 @@
+// Reader for PyTorch aten-level FX graph printouts; see fx_graph.hpp for the accepted format.
+//
+// Structure: the text is split into lines; everything before `def forward(` is ignored; the
+// signature becomes placeholders; each body line is first checked for balanced brackets and
+// quotes and cut at `;` / `#` (scan_line), then parsed by a small recursive-descent Cursor.
+
+#include "fx_graph.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <system_error>
+#include <unordered_map>
+
+namespace ctshard::fx {
+
+namespace {
+
+constexpr std::size_t kMaxShownText = 200;         // longer offending lines are cut in what()
+constexpr std::int64_t kMaxGetitemIndex = 1 << 16;  // larger indices do not fill Node::outputs
+constexpr std::string_view kOpsPrefix = "torch.ops.";
+
+struct DtypeSize {
+  std::string_view name;
+  std::size_t size;
+};
+
+constexpr DtypeSize kDtypes[] = {
+    {"f64", 8},        {"f32", 4},        {"f16", 2},          {"bf16", 2},
+    {"f8e4m3fn", 1},   {"f8e5m2", 1},     {"f8e4m3fnuz", 1},   {"f8e5m2fnuz", 1},
+    {"c128", 16},      {"c64", 8},        {"c32", 4},          {"i64", 8},
+    {"i32", 4},        {"i16", 2},        {"i8", 1},           {"u64", 8},
+    {"u32", 4},        {"u16", 2},        {"u8", 1},           {"b8", 1},
+};
+
+// ---- character and text helpers ----------------------------------------------------------
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
+bool is_quote(char c) { return c == '\'' || c == '"'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::size_t indentation(std::string_view line) {
+  std::size_t n = 0;
+  while (n < line.size() && is_space(line[n])) ++n;
+  return n;
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !is_ident_start(s.front())) return false;
+  for (char c : s)
+    if (!is_ident_char(c)) return false;
+  return true;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return lines;
+}
+
+std::string strip_ops_prefix(std::string_view name) {
+  if (name.starts_with(kOpsPrefix)) name.remove_prefix(kOpsPrefix.size());
+  return std::string(name);
+}
+
+// ---- error location --------------------------------------------------------------------------
+
+/// Where a piece of text comes from, for error messages.
+struct Where {
+  std::string_view source;
+  std::size_t line;  // 1-based
+  std::string_view text;
+};
+
+[[noreturn]] void fail(const Where& where, const std::string& problem) {
+  throw parse_error(std::string(where.source), where.line, problem, std::string(where.text));
+}
+
+// ---- line scanning: bracket/quote balance, `;` statements, `#` comments -------------------
+
+char closing_of(char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
+
+/// Index just past the string literal opening at `s[start]`, or npos if it is not terminated.
+std::size_t skip_string(std::string_view s, std::size_t start) {
+  const char quote = s[start];
+  for (std::size_t i = start + 1; i < s.size(); ++i) {
+    if (s[i] == '\\')
+      ++i;
+    else if (s[i] == quote)
+      return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+/// Net number of brackets left open at the end of `s` (quotes respected, never negative).
+std::size_t open_brackets(std::string_view s) {
+  std::size_t depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (is_quote(c)) {
+      i = skip_string(s, i);
+      if (i == std::string_view::npos) return depth;
+      --i;
+    } else if (c == '#') {
+      return depth;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return depth;
+}
+
+/// Checks brackets and quotes of one logical line, drops a `#` comment and splits the rest at
+/// top-level `;` into trimmed statements.
+std::vector<std::string_view> scan_line(std::string_view s, const Where& where) {
+  std::vector<std::string_view> statements;
+  std::string open;  // stack of open brackets
+  std::size_t begin = 0;
+  std::size_t i = 0;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (is_quote(c)) {
+      const std::size_t end = skip_string(s, i);
+      if (end == std::string_view::npos)
+        fail(where, "unterminated string literal starting at column " + std::to_string(i + 1));
+      i = end - 1;
+    } else if (c == '#') {
+      break;
+    } else if (c == '(' || c == '[' || c == '{') {
+      open.push_back(c);
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (open.empty() || closing_of(open.back()) != c)
+        fail(where, std::string("unbalanced brackets: unexpected '") + c + "' at column " +
+                        std::to_string(i + 1));
+      open.pop_back();
+    } else if (c == ';' && open.empty()) {
+      statements.push_back(trim(s.substr(begin, i - begin)));
+      begin = i + 1;
+    }
+  }
+  if (!open.empty())
+    fail(where, std::string("unbalanced brackets: '") + open.back() + "' is never closed");
+  statements.push_back(trim(s.substr(begin, i - begin)));
+  return statements;
+}
+
+/// A trailer statement must read `a = b = ... = None` (FX frees dead values this way).
+bool is_none_trailer(std::string_view statement) {
+  std::size_t pieces = 0;
+  std::string_view last;
+  while (true) {
+    const std::size_t eq = statement.find('=');
+    last = trim(statement.substr(0, eq));
+    if (!is_identifier(last)) return false;
+    ++pieces;
+    if (eq == std::string_view::npos) break;
+    statement.remove_prefix(eq + 1);
+  }
+  return pieces >= 2 && last == "None";
+}
+
+// ---- Cursor: recursive-descent scanning of one statement ----------------------------------
+
+class Cursor {
+ public:
+  Cursor(std::string_view text, const Where& where) : s_(text), where_(where) {}
+
+  bool done() {
+    skip_ws();
+    return pos_ >= s_.size();
+  }
+  /// Next non-blank character, or '\0' at the end.
+  char peek() {
+    skip_ws();
+    return pos_ < s_.size() ? s_[pos_] : '\0';
+  }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void expect(char c) {
+    if (!eat(c)) fail(std::string("expected '") + c + "'");
+  }
+  void expect_end() {
+    if (!done()) fail("unexpected text");
+  }
+  std::size_t pos() const { return pos_; }
+  void reset(std::size_t pos) { pos_ = pos; }
+  std::string_view text_from(std::size_t start) const { return s_.substr(start, pos_ - start); }
+  /// The whole statement being scanned.
+  std::string_view full() const { return s_; }
+
+  /// `[A-Za-z_][A-Za-z0-9_]*` or "" (nothing consumed).
+  std::string_view ident() {
+    skip_ws();
+    const std::size_t start = pos_;
+    if (pos_ < s_.size() && is_ident_start(s_[pos_]))
+      while (pos_ < s_.size() && is_ident_char(s_[pos_])) ++pos_;
+    return s_.substr(start, pos_ - start);
+  }
+  /// `ident(.ident)*` or "".
+  std::string_view dotted() {
+    skip_ws();
+    const std::size_t start = pos_;
+    if (ident().empty()) return {};
+    while (pos_ + 1 < s_.size() && s_[pos_] == '.' && is_ident_start(s_[pos_ + 1])) {
+      ++pos_;
+      ident();
+    }
+    return text_from(start);
+  }
+  /// Consumes the identifier `word` if it comes next as a whole word.
+  bool eat_word(std::string_view word) {
+    const std::size_t start = pos_;
+    if (ident() == word) return true;
+    pos_ = start;
+    return false;
+  }
+  /// Consumes `=` but not `==`.
+  bool eat_assign() {
+    if (peek() != '=' || (pos_ + 1 < s_.size() && s_[pos_ + 1] == '=')) return false;
+    ++pos_;
+    return true;
+  }
+
+  /// A '...' or "..." literal, unescaped.
+  std::string string_literal() {
+    if (!is_quote(peek())) fail("expected a string literal");
+    const char quote = s_[pos_++];
+    std::string out;
+    while (pos_ < s_.size() && s_[pos_] != quote) {
+      char c = s_[pos_++];
+      if (c == '\\' && pos_ < s_.size()) c = unescape(s_[pos_++], out);
+      out.push_back(c);
+    }
+    if (pos_ >= s_.size()) fail("unterminated string literal");
+    ++pos_;
+    return out;
+  }
+
+  /// Skips a bracketed group starting at the next character, which must be an opening bracket.
+  void skip_group() {
+    const char open = peek();
+    if (open != '(' && open != '[' && open != '{') fail("expected an opening bracket");
+    skip_until("", true);
+  }
+
+  /// Advances to the next top-level character listed in `stops` (quotes and brackets
+  /// respected). With `one_group`, stops right after the first bracket group closes instead.
+  void skip_until(std::string_view stops, bool one_group = false) {
+    std::size_t depth = 0;
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_];
+      if (depth == 0 && stops.find(c) != std::string_view::npos) return;
+      if (is_quote(c)) {
+        string_literal();
+        continue;
+      }
+      ++pos_;
+      if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if (c == ')' || c == ']' || c == '}') {
+        if (depth == 0) fail("unbalanced brackets");
+        if (--depth == 0 && one_group) return;
+      }
+    }
+    if (depth != 0) fail("unbalanced brackets");
+  }
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    if (pos_ >= s_.size()) ::ctshard::fx::fail(where_, problem + " at end of statement");
+    ::ctshard::fx::fail(where_, problem + " near '" + std::string(s_.substr(pos_, 24)) + "'");
+  }
+
+ private:
+  void skip_ws() {
+    while (pos_ < s_.size() && (is_space(s_[pos_]) || s_[pos_] == '\n')) ++pos_;
+  }
+  // Maps the character after a backslash; unknown escapes keep their backslash.
+  static char unescape(char c, std::string& out) {
+    switch (c) {
+      case 'n': return '\n';
+      case 't': return '\t';
+      case 'r': return '\r';
+      case '0': return '\0';
+      case '\\': case '\'': case '"': return c;
+      default: out.push_back('\\'); return c;
+    }
+  }
+
+  std::string_view s_;
+  std::size_t pos_ = 0;
+  const Where& where_;
+};
+
+// ---- number literals ---------------------------------------------------------------------
+
+/// Parses an int or float literal (optional sign, `inf`, `nan`, exponent) at the cursor.
+Arg parse_number(Cursor& c) {
+  const std::string_view text = c.full();
+  const std::size_t start = c.pos();
+  bool negative = false;
+  std::size_t i = start;
+  if (text[i] == '+' || text[i] == '-') negative = text[i++] == '-';
+  c.reset(i);
+  if (i < text.size() && is_ident_start(text[i])) {
+    const std::string_view word = c.ident();
+    if (word == "inf")
+      return Arg::make_float(negative ? -std::numeric_limits<double>::infinity()
+                                      : std::numeric_limits<double>::infinity());
+    if (word == "nan") return Arg::make_float(std::numeric_limits<double>::quiet_NaN());
+    c.reset(start);
+    c.fail("malformed number");
+  }
+  const std::size_t digits = i;
+  bool is_float = false;
+  while (i < text.size() && is_digit(text[i])) ++i;
+  if (i < text.size() && text[i] == '.') {
+    is_float = true;
+    ++i;
+    while (i < text.size() && is_digit(text[i])) ++i;
+  }
+  const bool has_mantissa = i > digits && !(i == digits + 1 && is_float);
+  if (has_mantissa && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    std::size_t j = i + 1;
+    if (j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
+    if (j < text.size() && is_digit(text[j])) {
+      is_float = true;
+      i = j;
+      while (i < text.size() && is_digit(text[i])) ++i;
+    }
+  }
+  c.reset(start);
+  if (!has_mantissa || (i < text.size() && (is_ident_char(text[i]) || text[i] == '.')))
+    c.fail("malformed number");
+  // from_chars accepts a leading '-' but not '+'.
+  const char* first = text.data() + (text[start] == '+' ? start + 1 : start);
+  const char* last = text.data() + i;
+  Arg arg;
+  std::errc ec{};
+  if (is_float) {
+    double value = 0.0;
+    ec = std::from_chars(first, last, value).ec;
+    arg = Arg::make_float(value);
+  } else {
+    std::int64_t value = 0;
+    ec = std::from_chars(first, last, value).ec;
+    arg = Arg::make_int(value);
+  }
+  if (ec == std::errc::result_out_of_range) c.fail("number out of range");
+  if (ec != std::errc{}) c.fail("malformed number");
+  c.reset(i);
+  return arg;
+}
+
+// ---- the graph builder --------------------------------------------------------------------
+
+bool is_def_forward(std::string_view line) {
+  line = trim(line);
+  if (!line.starts_with("def") || line.size() < 4 || !is_space(line[3])) return false;
+  line = trim(line.substr(3));
+  if (!line.starts_with("forward")) return false;
+  line = trim(line.substr(7));
+  return line.starts_with("(");
+}
+
+class GraphBuilder {
+ public:
+  GraphBuilder(std::string_view text, std::string_view source)
+      : source_(source), lines_(split_lines(text)) {
+    graph_.source_name = std::string(source);
+  }
+
+  Graph build() {
+    const std::size_t def = find_forward();
+    const std::size_t body = parse_signature(def);
+    parse_body(body, indentation(lines_[def]));
+    fill_multi_outputs();
+    return std::move(graph_);
+  }
+
+ private:
+  Where where(std::size_t index) const { return {source_, index + 1, trim(lines_[index])}; }
+
+  std::size_t find_forward() const {
+    for (std::size_t i = 0; i < lines_.size(); ++i)
+      if (is_def_forward(lines_[i])) return i;
+    fail(Where{source_, 0, ""}, "no 'def forward(self, ...)' line found");
+  }
+
+  // -- signature -> placeholders
+
+  /// Parses `def forward(...):` (possibly over several lines); returns the first body line.
+  std::size_t parse_signature(std::size_t def) {
+    std::string text(lines_[def]);
+    std::size_t end = def + 1;
+    while (open_brackets(text) > 0) {
+      if (end >= lines_.size()) fail(where(def), "unterminated 'def forward(' signature");
+      text += '\n';
+      text += lines_[end++];
+    }
+    const Where at = where(def);
+    const std::vector<std::string_view> statements = scan_line(text, at);
+    if (statements.size() != 1) fail(at, "unexpected ';' in the forward signature");
+    Cursor c(statements.front(), at);
+    c.eat_word("def");
+    c.eat_word("forward");
+    c.expect('(');
+    parse_parameters(c, def + 1);
+    if (c.eat('-')) {  // return annotation `-> T`
+      c.expect('>');
+      c.skip_until(":");
+    }
+    c.expect(':');
+    c.expect_end();
+    return end;
+  }
+
+  void parse_parameters(Cursor& c, std::size_t line) {
+    bool first = true;
+    while (!c.eat(')')) {
+      const std::string_view name = c.ident();
+      if (name.empty()) c.fail("expected a parameter name");
+      std::optional<TensorType> type;
+      if (c.eat(':')) type = parse_parameter_type(c, name);
+      if (c.eat_assign()) c.skip_until(",)");  // default value
+      if (!(first && name == "self")) add_placeholder(name, std::move(type), line, c);
+      first = false;
+      if (!c.eat(',')) {
+        c.expect(')');
+        break;
+      }
+    }
+  }
+
+  /// A string annotation must be a static tensor type; any other annotation means untyped.
+  std::optional<TensorType> parse_parameter_type(Cursor& c, std::string_view name) {
+    if (!is_quote(c.peek())) {
+      c.skip_until(",)=");
+      return std::nullopt;
+    }
+    const std::string annotation = c.string_literal();
+    std::optional<TensorType> type = parse_tensor_type(annotation);
+    if (!type)
+      c.fail("unsupported type annotation \"" + annotation + "\" of parameter '" +
+             std::string(name) + "'");
+    return type;
+  }
+
+  void add_placeholder(std::string_view name, std::optional<TensorType> type, std::size_t line,
+                       const Cursor& c) {
+    Node node;
+    node.name = std::string(name);
+    node.kind = "placeholder";
+    node.target = node.name;
+    node.line = line;
+    const bool typed = type.has_value();
+    if (typed) node.outputs.push_back(std::move(*type));
+    add_node(std::move(node), typed, c);
+  }
+
+  // -- body
+
+  void parse_body(std::size_t first, std::size_t def_indent) {
+    bool returned = false;
+    for (std::size_t i = first; i < lines_.size(); ++i) {
+      const std::string_view text = trim(lines_[i]);
+      if (text.empty() || text.front() == '#') continue;
+      const Where at = where(i);
+      if (returned) fail(at, "unexpected text after 'return'");
+      if (indentation(lines_[i]) <= def_indent)
+        fail(at, "expected an indented body line of forward (an assignment or 'return')");
+      const std::vector<std::string_view> statements = scan_line(text, at);
+      for (std::size_t k = 1; k < statements.size(); ++k)
+        if (!statements[k].empty() && !is_none_trailer(statements[k]))
+          fail(at, "unexpected statement '" + std::string(statements[k]) +
+                       "' (only '; a = b = None' may follow a node)");
+      if (statements.front().empty()) fail(at, "expected an assignment or 'return'");
+      returned = parse_statement(statements.front(), at);
+    }
+    if (!returned)
+      fail(Where{source_, lines_.size(), ""}, "missing 'return' at the end of forward");
+  }
+
+  /// Parses one body statement; returns true for `return`.
+  bool parse_statement(std::string_view statement, const Where& at) {
+    Cursor c(statement, at);
+    if (c.eat_word("return")) {
+      parse_return(c, at.line);
+      return true;
+    }
+    Node node;
+    node.name = std::string(c.ident());
+    node.line = at.line;
+    if (node.name.empty()) c.fail("expected an assignment 'name = ...' or 'return'");
+    const bool annotated = c.eat(':');
+    if (annotated) {
+      const std::string annotation = c.string_literal();
+      std::optional<TensorType> type = parse_tensor_type(annotation);
+      if (!type) c.fail("unsupported type annotation \"" + annotation + "\"");
+      node.outputs.push_back(std::move(*type));
+    }
+    if (!c.eat_assign()) c.fail("expected '='");
+    parse_rhs(c, node);
+    c.expect_end();
+    add_node(std::move(node), annotated, c);
+    return false;
+  }
+
+  /// `torch.ops.ns.op.overload(args)`, `y[i]` or `self.attr`.
+  void parse_rhs(Cursor& c, Node& node) {
+    const std::string_view callee = c.dotted();
+    if (callee.empty()) c.fail("expected a call, 'node[index]' or 'self.attribute'");
+    if (c.peek() == '(') {
+      node.kind = "call_function";
+      node.target = strip_ops_prefix(callee);
+      parse_call_arguments(c, node);
+    } else if (callee.starts_with("self.")) {
+      node.kind = "get_attr";
+      node.target = std::string(callee.substr(5));
+    } else if (c.peek() == '[' && is_identifier(callee)) {
+      node.kind = "call_function";
+      node.target = "getitem";
+      node.args.push_back(node_reference(c, callee));
+      c.expect('[');
+      const Arg index = parse_value(c);
+      if (index.kind != ArgKind::integer) c.fail("expected an integer index");
+      node.args.push_back(index);
+      c.expect(']');
+    } else {
+      c.fail("expected a call, 'node[index]' or 'self.attribute'");
+    }
+  }
+
+  void parse_call_arguments(Cursor& c, Node& node) {
+    c.expect('(');
+    while (!c.eat(')')) {
+      const std::size_t start = c.pos();
+      const std::string_view key = c.ident();
+      if (!key.empty() && c.eat_assign()) {
+        if (node.kwarg(key) != nullptr) c.fail("duplicate keyword argument '" + std::string(key) + "'");
+        node.kwargs.emplace_back(std::string(key), parse_value(c));
+      } else {
+        c.reset(start);
+        if (!node.kwargs.empty()) c.fail("positional argument after keyword argument");
+        node.args.push_back(parse_value(c));
+      }
+      if (!c.eat(',')) {
+        c.expect(')');
+        break;
+      }
+    }
+  }
+
+  void parse_return(Cursor& c, std::size_t line) {
+    Node node;
+    node.kind = "output";
+    node.target = "output";
+    node.line = line;
+    Arg value = Arg::make_none();
+    if (!c.done()) {
+      value = parse_value(c);
+      if (c.eat(',')) {  // bare tuple `return a, b`
+        std::vector<Arg> items{std::move(value)};
+        while (!c.done()) {
+          items.push_back(parse_value(c));
+          if (!c.eat(',')) break;
+        }
+        value = Arg::make_list(std::move(items));
+      }
+      c.expect_end();
+    }
+    if (value.kind == ArgKind::list) {
+      for (const Arg& item : value.items) graph_.outputs.push_back(item.is_node() ? item.text : "");
+    } else {
+      graph_.outputs.push_back(value.is_node() ? value.text : "");
+    }
+    node.args.push_back(std::move(value));
+    node.name = unique_name("output");
+    add_node(std::move(node), false, c);
+  }
+
+  // -- values
+
+  Arg parse_value(Cursor& c) {
+    const char next = c.peek();
+    if (next == '[') return parse_sequence(c, ']');
+    if (next == '(') return parse_sequence(c, ')');
+    if (is_quote(next)) return Arg::make_string(c.string_literal());
+    if (is_digit(next) || next == '-' || next == '+' || next == '.')
+      return parse_number(c);
+    if (!is_ident_start(next)) c.fail("expected a value");
+
+    const std::size_t start = c.pos();
+    const std::string_view name = c.dotted();
+    if (name == "True" || name == "False") return Arg::make_bool(name == "True");
+    if (name == "None") return Arg::make_none();
+    if (name == "inf" || name == "nan") {
+      c.reset(start);
+      return parse_number(c);
+    }
+    if (c.peek() == '(') {  // device(type='cuda', index=0), torch.device('cuda'), ...
+      c.skip_group();
+      return Arg::make_opaque(std::string(c.text_from(start)));
+    }
+    if (name.find('.') != std::string_view::npos)
+      return Arg::make_opaque(name.starts_with(kOpsPrefix) ? strip_ops_prefix(name)
+                                                           : std::string(name));
+    Arg ref = node_reference(c, name);
+    if (c.eat('[')) {
+      const Arg index = parse_value(c);
+      if (index.kind != ArgKind::integer) c.fail("expected an integer index");
+      ref.index = index.int_value;
+      c.expect(']');
+    }
+    return ref;
+  }
+
+  Arg parse_sequence(Cursor& c, char close) {
+    c.expect(close == ']' ? '[' : '(');
+    std::vector<Arg> items;
+    while (!c.eat(close)) {
+      items.push_back(parse_value(c));
+      if (!c.eat(',')) {
+        c.expect(close);
+        break;
+      }
+    }
+    return Arg::make_list(std::move(items));
+  }
+
+  Arg node_reference(const Cursor& c, std::string_view name) const {
+    if (index_.find(std::string(name)) == index_.end())
+      c.fail("unknown node reference '" + std::string(name) + "'");
+    return Arg::make_node(std::string(name));
+  }
+
+  // -- nodes
+
+  void add_node(Node node, bool annotated, const Cursor& c) {
+    if (!index_.emplace(node.name, graph_.nodes.size()).second)
+      c.fail("duplicate node name '" + node.name + "'");
+    graph_.nodes.push_back(std::move(node));
+    annotated_.push_back(annotated);
+  }
+
+  std::string unique_name(const std::string& base) const {
+    std::string name = base;
+    for (std::size_t n = 1; index_.count(name) != 0; ++n) name = base + "_" + std::to_string(n);
+    return name;
+  }
+
+  /// Types the outputs of un-annotated nodes from their annotated getitem children.
+  void fill_multi_outputs() {
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const Node& item = graph_.nodes[i];
+      if (item.kind != "call_function" || item.target != "getitem" || !annotated_[i]) continue;
+      const std::size_t parent = index_.at(item.args[0].text);
+      const std::int64_t k = item.args[1].int_value;
+      if (annotated_[parent] || k < 0 || k >= kMaxGetitemIndex) continue;
+      std::vector<TensorType>& outputs = graph_.nodes[parent].outputs;
+      const auto slot = static_cast<std::size_t>(k);
+      if (outputs.size() <= slot) outputs.resize(slot + 1);
+      if (!outputs[slot].known()) outputs[slot] = item.outputs.front();
+    }
+  }
+
+  std::string_view source_;
+  std::vector<std::string_view> lines_;
+  Graph graph_;
+  std::unordered_map<std::string, std::size_t> index_;  // node name -> position in graph_.nodes
+  std::vector<bool> annotated_;                         // per node: had a type annotation
+};
+
+void append_float(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "nan";
+    return;
+  }
+  if (std::isinf(value)) {
+    out += value < 0 ? "-inf" : "inf";
+    return;
+  }
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  const std::string_view text(buffer, static_cast<std::size_t>(result.ptr - buffer));
+  out += text;
+  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+}  // namespace
+
+// ---- parse_error ------------------------------------------------------------------------
+
+namespace {
+std::string format_error(const std::string& source, std::size_t line, const std::string& problem,
+                         const std::string& text) {
+  std::string message = source + ":" + std::to_string(line) + ": " + problem;
+  if (!text.empty()) {
+    message += " in: ";
+    message += text.size() > kMaxShownText ? text.substr(0, kMaxShownText) + "..." : text;
+  }
+  return message;
+}
+}  // namespace
+
+parse_error::parse_error(std::string source, std::size_t line, const std::string& problem,
+                         std::string text)
+    : std::runtime_error(format_error(source, line, problem, text)),
+      source_(std::move(source)),
+      line_(line),
+      text_(std::move(text)) {}
+
+// ---- dtypes and TensorType --------------------------------------------------------------
+
+bool is_known_dtype(std::string_view dtype) noexcept {
+  for (const DtypeSize& d : kDtypes)
+    if (d.name == dtype) return true;
+  return false;
+}
+
+std::size_t dtype_itemsize(std::string_view dtype) {
+  for (const DtypeSize& d : kDtypes)
+    if (d.name == dtype) return d.size;
+  throw std::invalid_argument("ctshard::fx: unknown dtype '" + std::string(dtype) + "'");
+}
+
+std::size_t TensorType::itemsize() const { return dtype_itemsize(dtype); }
+
+std::int64_t TensorType::numel() const noexcept {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::size_t TensorType::nbytes() const { return static_cast<std::size_t>(numel()) * itemsize(); }
+
+std::string TensorType::to_string() const {
+  if (!known()) return "?";
+  std::string out = dtype + "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+namespace {
+/// Parses `[n, n, ...]` at `s[i]` (non-negative integers); advances `i`.
+bool parse_int_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* out) {
+  if (i >= s.size() || s[i] != '[') return false;
+  ++i;
+  auto skip = [&] { while (i < s.size() && s[i] == ' ') ++i; };
+  skip();
+  if (i < s.size() && s[i] == ']') return ++i, true;
+  while (true) {
+    std::int64_t value = 0;
+    const auto result = std::from_chars(s.data() + i, s.data() + s.size(), value);
+    if (result.ec != std::errc{} || value < 0 || !is_digit(s[i])) return false;
+    i = static_cast<std::size_t>(result.ptr - s.data());
+    if (out != nullptr) out->push_back(value);
+    skip();
+    if (i < s.size() && s[i] == ']') return ++i, true;
+    if (i >= s.size() || s[i] != ',') return false;
+    ++i;
+    skip();
+  }
+}
+}  // namespace
+
+std::optional<TensorType> parse_tensor_type(std::string_view text) {
+  text = trim(text);
+  std::size_t i = 0;
+  while (i < text.size() && (is_ident_char(text[i]))) ++i;
+  TensorType type;
+  type.dtype = std::string(text.substr(0, i));
+  if (!is_known_dtype(type.dtype) || !parse_int_list(text, i, &type.shape)) return std::nullopt;
+  if (i < text.size() && text[i] == '[' && !parse_int_list(text, i, nullptr))  // strides
+    return std::nullopt;
+  // Optional device suffix: `cpu`, `cuda:0`, `meta`, ...
+  const std::size_t device = i;
+  while (i < text.size() && text[i] >= 'a' && text[i] <= 'z') ++i;
+  if (i > device && i < text.size() && text[i] == ':') {
+    const std::size_t digits = ++i;
+    while (i < text.size() && is_digit(text[i])) ++i;
+    if (i == digits) return std::nullopt;
+  }
+  if (i != text.size()) return std::nullopt;
+  return type;
+}
+
+// ---- Arg ----------------------------------------------------------------------------------
+
+Arg Arg::make_node(std::string name, std::optional<std::int64_t> index) {
+  Arg a;
+  a.kind = ArgKind::node;
+  a.text = std::move(name);
+  a.index = index;
+  return a;
+}
+
+Arg Arg::make_int(std::int64_t value) {
+  Arg a;
+  a.kind = ArgKind::integer;
+  a.int_value = value;
+  return a;
+}
+
+Arg Arg::make_float(double value) {
+  Arg a;
+  a.kind = ArgKind::floating;
+  a.float_value = value;
+  return a;
+}
+
+Arg Arg::make_bool(bool value) {
+  Arg a;
+  a.kind = ArgKind::boolean;
+  a.bool_value = value;
+  return a;
+}
+
+Arg Arg::make_none() { return Arg{}; }
+
+Arg Arg::make_string(std::string value) {
+  Arg a;
+  a.kind = ArgKind::string;
+  a.text = std::move(value);
+  return a;
+}
+
+Arg Arg::make_list(std::vector<Arg> items) {
+  Arg a;
+  a.kind = ArgKind::list;
+  a.items = std::move(items);
+  return a;
+}
+
+Arg Arg::make_opaque(std::string text) {
+  Arg a;
+  a.kind = ArgKind::opaque;
+  a.text = std::move(text);
+  return a;
+}
+
+std::string Arg::to_string() const {
+  std::string out;
+  switch (kind) {
+    case ArgKind::node:
+      out = text;
+      if (index) out += "[" + std::to_string(*index) + "]";
+      break;
+    case ArgKind::integer: out = std::to_string(int_value); break;
+    case ArgKind::floating: append_float(out, float_value); break;
+    case ArgKind::boolean: out = bool_value ? "True" : "False"; break;
+    case ArgKind::none: out = "None"; break;
+    case ArgKind::string:
+      out = "'";
+      for (char c : text) {
+        if (c == '\'' || c == '\\') out += '\\';
+        out += c;
+      }
+      out += "'";
+      break;
+    case ArgKind::list:
+      out = "[";
+      for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i].to_string();
+      out += "]";
+      break;
+    case ArgKind::opaque: out = text; break;
+  }
+  return out;
+}
+
+// ---- Node and Graph -----------------------------------------------------------------------
+
+const Arg* Node::kwarg(std::string_view key) const noexcept {
+  for (const auto& [k, value] : kwargs)
+    if (k == key) return &value;
+  return nullptr;
+}
+
+const Node* Graph::find(std::string_view name) const noexcept {
+  for (const Node& node : nodes)
+    if (node.name == name) return &node;
+  return nullptr;
+}
+
+Graph parse_fx_graph(std::string_view text, std::string_view source_name) {
+  return GraphBuilder(text, source_name).build();
+}
+
+Graph read_fx_graph_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw parse_error(path, 0, "is a directory", "");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw parse_error(path, 0, "cannot open file", "");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw parse_error(path, 0, "cannot read file", "");
+  return parse_fx_graph(text, path);
+}
+
+}  // namespace ctshard::fx

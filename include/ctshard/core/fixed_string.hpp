@@ -1,0 +1,32 @@
+#pragma once
+/// \file core/fixed_string.hpp
+/// fixed_string: a string literal usable as a class-type non-type template parameter
+/// (`einsum_strategy<"mk,kn->mn">`), the CTRE / C++20 NTTP idiom.
+
+#include <cstddef>
+#include <string_view>
+
+namespace ctshard {
+
+/// A compile-time string of N characters (no terminator counted). Built from a string literal;
+/// the deduction guide below makes `fixed_string{"ab"}` a `fixed_string<2>`.
+template <std::size_t N>
+struct fixed_string {
+  char data[N + 1]{};  // public: structural type requirement
+
+  constexpr fixed_string() = default;
+  // clang 14-16 need this converting constructor plus the deduction guide to deduce N from a
+  // literal in a template argument.
+  constexpr fixed_string(const char (&text)[N + 1]) noexcept {  // NOLINT: implicit by design
+    for (std::size_t i = 0; i < N; ++i) data[i] = text[i];
+  }
+  [[nodiscard]] static constexpr std::size_t size() noexcept { return N; }
+  [[nodiscard]] constexpr std::string_view view() const noexcept { return {data, N}; }
+  constexpr operator std::string_view() const noexcept { return view(); }  // NOLINT
+  [[nodiscard]] constexpr char operator[](std::size_t i) const noexcept { return data[i]; }
+};
+
+template <std::size_t M>
+fixed_string(const char (&)[M]) -> fixed_string<M - 1>;
+
+}  // namespace ctshard

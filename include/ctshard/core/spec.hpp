@@ -1,0 +1,173 @@
+#pragma once
+/// \file core/spec.hpp
+/// Spec: one placement per mesh dim (DTensor `DTensorSpec.placements`), printed and parsed in
+/// DTensor's short form with placements concatenated: `S(0)R` on a 2-D mesh.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ctshard/config.hpp"
+#include "ctshard/core/placement.hpp"
+
+namespace ctshard {
+
+/// Placements of one tensor on an N-dim mesh (N <= max_mesh_dims), mesh dim 0 first.
+/// A structural value: no allocation, usable in constant expressions and as a template argument.
+struct Spec {
+  std::array<Placement, max_mesh_dims> placements{};
+  std::uint8_t ndim = 0;  ///< mesh rank N
+
+  constexpr Spec() = default;
+  /// All-Replicate spec on an `ndim`-dim mesh. Throws ctshard::error when ndim > max_mesh_dims.
+  constexpr explicit Spec(std::size_t mesh_ndim) {
+    if (mesh_ndim > max_mesh_dims) detail::invalid_tensor_dim("ctshard::Spec: mesh rank above max_mesh_dims", static_cast<int>(mesh_ndim));
+    ndim = static_cast<std::uint8_t>(mesh_ndim);
+  }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return ndim; }
+  [[nodiscard]] constexpr const Placement& operator[](std::size_t mesh_dim) const noexcept { return placements[mesh_dim]; }
+  [[nodiscard]] constexpr Placement& operator[](std::size_t mesh_dim) noexcept { return placements[mesh_dim]; }
+  [[nodiscard]] constexpr const Placement* begin() const noexcept { return placements.data(); }
+  [[nodiscard]] constexpr const Placement* end() const noexcept { return placements.data() + ndim; }
+  /// Appends one mesh dim. Throws ctshard::error past max_mesh_dims.
+  constexpr void push_back(Placement p) {
+    if (ndim >= max_mesh_dims) detail::invalid_tensor_dim("ctshard::Spec: mesh rank above max_mesh_dims", ndim + 1);
+    placements[ndim++] = p;
+  }
+  /// True when every mesh dim is Replicate (an empty spec counts as replicated).
+  [[nodiscard]] constexpr bool is_replicated() const noexcept {
+    for (const auto& p : *this)
+      if (!p.is_replicate()) return false;
+    return true;
+  }
+  friend constexpr bool operator==(const Spec&, const Spec&) = default;
+};
+
+/// Product of the mesh sizes of the mesh dims whose placement is `Shard` or `StridedShard`
+/// (DTensor `DTensorSpec.num_shards`). `mesh_sizes` has one entry per mesh dim of `spec`.
+template <class Sizes>
+[[nodiscard]] constexpr std::int64_t num_shards(const Spec& spec, const Sizes& mesh_sizes) noexcept {
+  std::int64_t n = 1;
+  for (std::size_t i = 0; i < spec.size(); ++i)
+    if (spec[i].is_any_shard()) n *= static_cast<std::int64_t>(mesh_sizes[i]);
+  return n;
+}
+
+namespace detail {
+[[noreturn]] inline void invalid_placement_text(std::string_view api, std::string_view text, std::size_t column) {
+  throw error(std::string(api) + ": cannot parse a placement at column " + std::to_string(column + 1) + " of '" +
+              std::string(text) + "' (expected R, S(d), _S(d, sf), P(sum|avg|max|min))");
+}
+
+struct PlacementCursor {
+  std::string_view text;
+  std::size_t pos = 0;
+  std::string_view api;
+
+  constexpr void skip_space() {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
+  }
+  constexpr bool eat(char c) {
+    skip_space();
+    if (pos < text.size() && text[pos] == c) { ++pos; return true; }
+    return false;
+  }
+  constexpr void expect(char c, std::size_t start) {
+    if (!eat(c)) invalid_placement_text(api, text, start);
+  }
+  constexpr bool eat_word(std::string_view w) {
+    skip_space();
+    if (text.substr(pos, w.size()) == w) { pos += w.size(); return true; }
+    return false;
+  }
+  constexpr int number(std::size_t start) {
+    skip_space();
+    int value = 0;
+    std::size_t digits = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9' && digits < 6) {
+      value = value * 10 + (text[pos] - '0');
+      ++pos, ++digits;
+    }
+    if (digits == 0) invalid_placement_text(api, text, start);
+    return value;
+  }
+  /// Parses one placement starting at `pos`; `allow_placeholder` admits `S?(d)`.
+  constexpr Placement placement(bool allow_placeholder) {
+    skip_space();
+    const std::size_t start = pos;
+    if (eat_word("_S(")) {
+      const int d = number(start);
+      expect(',', start);
+      const int sf = number(start);
+      expect(')', start);
+      return StridedShard(d, sf);
+    }
+    if (allow_placeholder && eat_word("S?(")) {
+      const int d = number(start);
+      expect(')', start);
+      return ShardingPlaceholder(d);
+    }
+    if (eat_word("S(")) {
+      const int d = number(start);
+      expect(')', start);
+      return Shard(d);
+    }
+    if (eat_word("P")) {
+      if (!eat('(')) return Partial(ReduceOp::sum);  // older DTensor prints a bare "P"
+      ReduceOp op = ReduceOp::sum;
+      if (eat_word("sum")) op = ReduceOp::sum;
+      else if (eat_word("avg")) op = ReduceOp::avg;
+      else if (eat_word("max")) op = ReduceOp::max;
+      else if (eat_word("min")) op = ReduceOp::min;
+      else invalid_placement_text(api, text, start);
+      expect(')', start);
+      return Partial(op);
+    }
+    if (eat_word("R")) return Replicate();
+    invalid_placement_text(api, text, start);
+  }
+};
+}  // namespace detail
+
+/// Parses one placement in DTensor short form (`R`, `S(1)`, `_S(0, 2)`, `P(avg)`, bare `P` =
+/// `P(sum)`; `S?(d)` placeholders too). Surrounding blanks are ignored. Throws ctshard::error
+/// naming the text and column; in a constant expression a bad text is a compile error.
+[[nodiscard]] constexpr Placement parse_placement(std::string_view text) {
+  detail::PlacementCursor c{text, 0, "ctshard::parse_placement"};
+  const Placement p = c.placement(true);
+  c.skip_space();
+  if (c.pos != text.size()) detail::invalid_placement_text(c.api, text, c.pos);
+  return p;
+}
+
+/// Parses a spec: placements concatenated, mesh dim 0 first (`S(0)R`, `RS(1)P(sum)`); blanks and
+/// commas between placements and one pair of enclosing parentheses are accepted. Placeholders are
+/// rejected. Throws ctshard::error naming the offending text (compile error when constant-evaluated).
+[[nodiscard]] constexpr Spec parse_spec(std::string_view text) {
+  detail::PlacementCursor c{text, 0, "ctshard::parse_spec"};
+  Spec spec;
+  c.skip_space();
+  const bool parenthesised = c.eat('(');
+  while (true) {
+    c.skip_space();
+    if (c.pos == text.size() || (parenthesised && text[c.pos] == ')')) break;
+    if (spec.size() > 0 && c.eat(',')) continue;
+    if (spec.size() == max_mesh_dims) detail::invalid_placement_text("ctshard::parse_spec: more than max_mesh_dims placements", text, c.pos);
+    spec.push_back(c.placement(false));
+  }
+  if (parenthesised) c.expect(')', c.pos);
+  c.skip_space();
+  if (c.pos != text.size() || spec.size() == 0) detail::invalid_placement_text(c.api, text, c.pos);
+  return spec;
+}
+
+/// Prints a spec in DTensor short form, placements concatenated (`S(0)R`).
+[[nodiscard]] inline std::string to_string(const Spec& spec) {
+  std::string s;
+  for (const auto& p : spec) s += to_string(p);
+  return s;
+}
+
+}  // namespace ctshard

@@ -1,0 +1,126 @@
+#pragma once
+/// \file expand/mesh_expansion.hpp
+/// Mesh expansion at compile time: a single-dim strategy becomes the strategy table of an N-dim
+/// mesh — the cartesian product over mesh dims, S^N rows in DTensor's order (mesh dim 0 varies
+/// slowest; DTensor `expand_to_full_mesh_op_strategy`, `itertools.product(*[rules] * ndim)`).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "ctshard/core/spec.hpp"
+#include "ctshard/expand/single_dim_strategy.hpp"
+
+namespace ctshard {
+
+/// Largest table `expand_to_mesh` materialises at compile time (rows); bigger products are the
+/// run-time enumerator's or the search's job.
+inline constexpr std::size_t max_constexpr_table_rows = std::size_t{1} << 20;
+
+/// base^exp, saturating at max_constexpr_table_rows + 1.
+[[nodiscard]] constexpr std::size_t table_rows(std::size_t base, std::size_t exp) noexcept {
+  std::size_t r = 1;
+  for (std::size_t i = 0; i < exp; ++i) {
+    r *= base;
+    if (r > max_constexpr_table_rows) return max_constexpr_table_rows + 1;
+  }
+  return r;
+}
+
+/// The strategy table of an op on an N-dim mesh. `single_dim` holds the rules after the framework
+/// inserted the all-Replicate row (index 0) and filled placeholders with plain `Shard`; `rows[i]`
+/// is the compact form of row i: one index per mesh dim into `single_dim` (the mixed-radix digits
+/// of i, mesh dim 0 most significant). `spec(i, k)` decodes operand k (outputs first).
+template <std::size_t S, std::size_t Width, std::size_t N>
+struct StrategyTable {
+  SingleDimStrategy<S, Width> single_dim{};
+  std::array<std::array<std::uint8_t, N>, table_rows(S, N)> rows{};
+
+  [[nodiscard]] static constexpr std::size_t size() noexcept { return table_rows(S, N); }
+  [[nodiscard]] static constexpr std::size_t mesh_ndim() noexcept { return N; }
+  /// Spec of operand `operand` (0 = first output, then inputs) in row `row`.
+  [[nodiscard]] constexpr Spec spec(std::size_t row, std::size_t operand) const {
+    Spec s;
+    for (std::size_t d = 0; d < N; ++d) s.push_back(single_dim.rows[rows[row][d]][operand]);
+    return s;
+  }
+  [[nodiscard]] constexpr Spec output(std::size_t row, std::size_t k = 0) const { return spec(row, k); }
+  [[nodiscard]] constexpr Spec input(std::size_t row, std::size_t k) const { return spec(row, single_dim.num_outputs + k); }
+};
+
+namespace detail {
+template <std::size_t R, std::size_t W>
+consteval SingleDimStrategy<R + 1, W> framework_rows(const SingleDimStrategy<R, W>& s) {
+  const RuleSet filled = fill_placeholders(with_replicate_row(s.to_rule_set()), plain_shard_kinds);
+  SingleDimStrategy<R + 1, W> out;
+  out.num_outputs = s.num_outputs;
+  out.ranks = s.ranks;
+  for (std::size_t r = 0; r < R + 1; ++r)
+    for (std::size_t k = 0; k < W; ++k) out.rows[r][k] = filled.at(r, k);
+  return out;
+}
+}  // namespace detail
+
+/// Expands a single-dim strategy (no all-Replicate row; placeholders allowed) to an N-dim mesh:
+/// inserts the all-Replicate row, fills placeholders with plain Shard, and lists all (R+1)^N rows.
+/// Compile errors: N outside [1, max_mesh_dims]; more than 255 rules; a table above
+/// max_constexpr_table_rows; a rule row that is all-Replicate (the framework's row).
+template <std::size_t N, std::size_t R, std::size_t W>
+[[nodiscard]] consteval auto expand_to_mesh(const SingleDimStrategy<R, W>& strategy) {
+  static_assert(N >= 1 && N <= max_mesh_dims, "ctshard::expand_to_mesh: mesh rank N must be in [1, max_mesh_dims]");
+  static_assert(R + 1 <= 255, "ctshard::expand_to_mesh: more than 254 single-dim rules");
+  static_assert(table_rows(R + 1, N) <= max_constexpr_table_rows,
+                "ctshard::expand_to_mesh: (rules+1)^N exceeds max_constexpr_table_rows; use the run-time enumerator");
+  StrategyTable<R + 1, W, N> table;
+  table.single_dim = detail::framework_rows(strategy);
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    std::size_t rest = i;
+    for (std::size_t d = N; d-- > 0;) {
+      table.rows[i][d] = static_cast<std::uint8_t>(rest % (R + 1));
+      rest /= (R + 1);
+    }
+  }
+  return table;
+}
+
+/// `mesh_expansion_v<einsum_strategy_v<"mk,kn->mn">, 2>`: the expanded table as a constexpr value.
+template <auto Strategy, std::size_t N>
+inline constexpr auto mesh_expansion_v = expand_to_mesh<N>(Strategy);
+
+/// Laws every expanded table obeys; `static_assert(table_laws_hold(t))`. Checks: size = S^N;
+/// row 0 all-Replicate; rows pairwise distinct; compact rows in mixed-radix order; no Shard on a
+/// tensor dim the operand lacks (when its rank is known).
+template <std::size_t S, std::size_t W, std::size_t N>
+[[nodiscard]] constexpr bool table_laws_hold(const StrategyTable<S, W, N>& t) {
+  if (t.size() != table_rows(S, N)) return false;
+  for (std::size_t k = 0; k < W; ++k)
+    if (!t.spec(0, k).is_replicated()) return false;
+  for (std::size_t r = 0; r < S; ++r) {
+    for (std::size_t q = 0; q < r; ++q)
+      if (t.single_dim.rows[q] == t.single_dim.rows[r]) return false;  // distinct rules => distinct rows
+    for (std::size_t k = 0; k < W; ++k) {
+      const Placement& p = t.single_dim.rows[r][k];
+      if (p.is_any_shard() && t.single_dim.ranks[k] >= 0 && p.dim >= t.single_dim.ranks[k]) return false;
+    }
+  }
+  for (std::size_t i = 0; i + 1 < t.size(); ++i) {
+    // mixed-radix successor: rows[i+1] == rows[i] + 1 with mesh dim 0 most significant
+    std::array<std::uint8_t, N> next = t.rows[i];
+    for (std::size_t d = N; d-- > 0;) {
+      if (++next[d] < S) break;
+      next[d] = 0;
+    }
+    if (next != t.rows[i + 1]) return false;
+  }
+  return true;
+}
+
+namespace literals {
+/// `"S(0)R"_spec`: a Spec parsed at compile time (a bad text is a compile error).
+template <fixed_string Text>
+consteval Spec operator""_spec() {
+  return parse_spec(Text.view());
+}
+}  // namespace literals
+
+}  // namespace ctshard

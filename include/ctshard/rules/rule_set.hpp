@@ -1,0 +1,106 @@
+#pragma once
+/// \file rules/rule_set.hpp
+/// RuleSet: an op's single-dim strategy — rows `[out_0 .. out_{k-1}, in_0 .. in_{n-1}]` of
+/// placements valid on ONE mesh dim (DTensor `register_single_dim_strategy` rule lists).
+/// Usable in constant expressions (transient allocation) and at run time.
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ctshard/core/placement.hpp"
+#include "ctshard/error.hpp"
+
+namespace ctshard {
+
+namespace detail {
+[[noreturn]] inline void rule_row_width_mismatch(std::size_t got, std::size_t expected) {
+  throw error("ctshard::RuleSet: strategy length " + std::to_string(got) + " != expected " + std::to_string(expected) +
+              " (outputs + inputs)");
+}
+}  // namespace detail
+
+/// A single-dim strategy: `size()` rows of `width() = num_outputs() + num_inputs()` placements.
+/// `rank(operand)` is the tensor rank of each operand when the generator knows it (-1 otherwise);
+/// mesh expansion and law checks use it to reject `Shard` on a missing dim.
+class RuleSet {
+ public:
+  constexpr RuleSet() = default;
+  constexpr RuleSet(std::size_t num_outputs, std::size_t num_inputs)
+      : num_outputs_(num_outputs), num_inputs_(num_inputs), ranks_(num_outputs + num_inputs, -1) {}
+
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return width() == 0 ? 0 : cells_.size() / width(); }
+  [[nodiscard]] constexpr bool empty() const noexcept { return cells_.empty(); }
+  [[nodiscard]] constexpr std::size_t num_outputs() const noexcept { return num_outputs_; }
+  [[nodiscard]] constexpr std::size_t num_inputs() const noexcept { return num_inputs_; }
+  [[nodiscard]] constexpr std::size_t width() const noexcept { return num_outputs_ + num_inputs_; }
+
+  /// Row `r` as a span of width() placements.
+  [[nodiscard]] constexpr std::span<const Placement> row(std::size_t r) const noexcept {
+    return std::span<const Placement>(cells_).subspan(r * width(), width());
+  }
+  [[nodiscard]] constexpr const Placement& at(std::size_t r, std::size_t operand) const noexcept {
+    return cells_[r * width() + operand];
+  }
+
+  /// Appends a row. Throws ctshard::error ("strategy length N != expected M") on a wrong width.
+  constexpr RuleSet& add(std::span<const Placement> row) {
+    if (row.size() != width()) detail::rule_row_width_mismatch(row.size(), width());
+    cells_.insert(cells_.end(), row.begin(), row.end());
+    return *this;
+  }
+  constexpr RuleSet& add(std::initializer_list<Placement> row) { return add(std::span<const Placement>(row.begin(), row.size())); }
+
+  /// Tensor rank of operand `k` (outputs first), -1 when unknown.
+  [[nodiscard]] constexpr int rank(std::size_t operand) const noexcept { return ranks_[operand]; }
+  constexpr void set_rank(std::size_t operand, int rank) noexcept { ranks_[operand] = static_cast<std::int8_t>(rank); }
+
+  /// True when some row contains a ShardingPlaceholder.
+  [[nodiscard]] constexpr bool has_placeholder() const noexcept {
+    for (const auto& p : cells_)
+      if (p.is_placeholder()) return true;
+    return false;
+  }
+
+  friend constexpr bool operator==(const RuleSet&, const RuleSet&) = default;
+
+ private:
+  std::size_t num_outputs_ = 0;
+  std::size_t num_inputs_ = 0;
+  std::vector<std::int8_t> ranks_;
+  std::vector<Placement> cells_;
+};
+
+/// True when a row is all-Replicate (the row the framework inserts; rules must not list it).
+[[nodiscard]] constexpr bool is_replicate_row(std::span<const Placement> row) noexcept {
+  for (const auto& p : row)
+    if (!p.is_replicate()) return false;
+  return true;
+}
+
+namespace detail {
+[[noreturn]] inline void rule_lists_replicate_row(std::size_t row) {
+  throw error("ctshard: single-dim strategy row " + std::to_string(row) +
+              " is all-Replicate; the framework inserts that row, rules must not list it");
+}
+}  // namespace detail
+
+/// The rules with the all-Replicate row inserted first (DTensor
+/// `_insert_single_dim_replication_strategy`). Throws ctshard::error (a compile error in a constant
+/// expression) when a rule already lists an all-Replicate row.
+[[nodiscard]] constexpr RuleSet with_replicate_row(const RuleSet& rules) {
+  RuleSet out(rules.num_outputs(), rules.num_inputs());
+  for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
+  std::vector<Placement> all_r(rules.width(), Replicate());
+  out.add(all_r);
+  for (std::size_t r = 0; r < rules.size(); ++r) {
+    if (is_replicate_row(rules.row(r))) detail::rule_lists_replicate_row(r);
+    out.add(rules.row(r));
+  }
+  return out;
+}
+
+}  // namespace ctshard
