@@ -21,6 +21,7 @@ namespace {
 
 constexpr std::size_t kMaxShownText = 200;         // longer offending lines are cut in what()
 constexpr std::int64_t kMaxGetitemIndex = 1 << 16;  // larger indices do not fill Node::outputs
+constexpr std::size_t kMaxNesting = 64;           // deeper nested lists are rejected
 constexpr std::string_view kOpsPrefix = "torch.ops.";
 
 struct DtypeSize {
@@ -40,7 +41,8 @@ constexpr DtypeSize kDtypes[] = {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+bool is_ident_start(char c) { return is_lower(c) || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 bool is_quote(char c) { return c == '\'' || c == '"'; }
 
@@ -81,7 +83,7 @@ std::string strip_ops_prefix(std::string_view name) {
   return std::string(name);
 }
 
-// ---- error location --------------------------------------------------------------------------
+// ---- errors --------------------------------------------------------------------------------
 
 /// Where a piece of text comes from, for error messages.
 struct Where {
@@ -92,6 +94,39 @@ struct Where {
 
 [[noreturn]] void fail(const Where& where, const std::string& problem) {
   throw parse_error(std::string(where.source), where.line, problem, std::string(where.text));
+}
+
+std::string format_error(const std::string& source, std::size_t line, const std::string& problem,
+                         const std::string& text) {
+  std::string message = source + ":" + std::to_string(line) + ": " + problem;
+  if (!text.empty()) {
+    message += " in: ";
+    message += text.size() > kMaxShownText ? text.substr(0, kMaxShownText) + "..." : text;
+  }
+  return message;
+}
+
+// ---- tensor types ----------------------------------------------------------------------------
+
+/// Parses `[n, n, ...]` at `s[i]` (non-negative integers); advances `i`.
+bool parse_int_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* out) {
+  if (i >= s.size() || s[i] != '[') return false;
+  ++i;
+  auto skip = [&] { while (i < s.size() && s[i] == ' ') ++i; };
+  skip();
+  if (i < s.size() && s[i] == ']') return ++i, true;
+  while (true) {
+    std::int64_t value = 0;
+    const auto result = std::from_chars(s.data() + i, s.data() + s.size(), value);
+    if (result.ec != std::errc{} || value < 0 || !is_digit(s[i])) return false;
+    i = static_cast<std::size_t>(result.ptr - s.data());
+    if (out != nullptr) out->push_back(value);
+    skip();
+    if (i < s.size() && s[i] == ']') return ++i, true;
+    if (i >= s.size() || s[i] != ',') return false;
+    ++i;
+    skip();
+  }
 }
 
 // ---- line scanning: bracket/quote balance, `;` statements, `#` comments -------------------
@@ -164,19 +199,20 @@ std::vector<std::string_view> scan_line(std::string_view s, const Where& where) 
   return statements;
 }
 
-/// A trailer statement must read `a = b = ... = None` (FX frees dead values this way).
-bool is_none_trailer(std::string_view statement) {
-  std::size_t pieces = 0;
-  std::string_view last;
+/// The names of a trailer statement `a = b = ... = None` (FX frees dead values this way), or
+/// nullopt if `statement` has another form.
+std::optional<std::vector<std::string_view>> none_trailer_names(std::string_view statement) {
+  std::vector<std::string_view> names;
   while (true) {
     const std::size_t eq = statement.find('=');
-    last = trim(statement.substr(0, eq));
-    if (!is_identifier(last)) return false;
-    ++pieces;
+    names.push_back(trim(statement.substr(0, eq)));
+    if (!is_identifier(names.back())) return std::nullopt;
     if (eq == std::string_view::npos) break;
     statement.remove_prefix(eq + 1);
   }
-  return pieces >= 2 && last == "None";
+  if (names.size() < 2 || names.back() != "None") return std::nullopt;
+  names.pop_back();
+  return names;
 }
 
 // ---- Cursor: recursive-descent scanning of one statement ----------------------------------
@@ -492,15 +528,26 @@ class GraphBuilder {
       if (indentation(lines_[i]) <= def_indent)
         fail(at, "expected an indented body line of forward (an assignment or 'return')");
       const std::vector<std::string_view> statements = scan_line(text, at);
-      for (std::size_t k = 1; k < statements.size(); ++k)
-        if (!statements[k].empty() && !is_none_trailer(statements[k]))
-          fail(at, "unexpected statement '" + std::string(statements[k]) +
-                       "' (only '; a = b = None' may follow a node)");
       if (statements.front().empty()) fail(at, "expected an assignment or 'return'");
       returned = parse_statement(statements.front(), at);
+      for (std::size_t k = 1; k < statements.size(); ++k)
+        check_trailer(statements[k], k + 1 == statements.size(), at);
     }
     if (!returned)
       fail(Where{source_, lines_.size(), ""}, "missing 'return' at the end of forward");
+  }
+
+  /// Checks a statement after the first `;` of a body line: `a = b = None` naming known nodes,
+  /// or nothing after a final `;`.
+  void check_trailer(std::string_view statement, bool last, const Where& at) const {
+    if (last && statement.empty()) return;
+    const auto names = none_trailer_names(statement);
+    if (!names)
+      fail(at, "unexpected statement '" + std::string(statement) +
+                   "' (only '; a = b = None' may follow a node)");
+    for (std::string_view name : *names)
+      if (index_.find(std::string(name)) == index_.end())
+        fail(at, "unknown node '" + std::string(name) + "' in '" + std::string(statement) + "'");
   }
 
   /// Parses one body statement; returns true for `return`.
@@ -533,6 +580,8 @@ class GraphBuilder {
     const std::string_view callee = c.dotted();
     if (callee.empty()) c.fail("expected a call, 'node[index]' or 'self.attribute'");
     if (c.peek() == '(') {
+      if (!callee.starts_with(kOpsPrefix))
+        c.fail("unknown callee '" + std::string(callee) + "' (expected a torch.ops.* operator)");
       node.kind = "call_function";
       node.target = strip_ops_prefix(callee);
       parse_call_arguments(c, node);
@@ -559,7 +608,8 @@ class GraphBuilder {
       const std::size_t start = c.pos();
       const std::string_view key = c.ident();
       if (!key.empty() && c.eat_assign()) {
-        if (node.kwarg(key) != nullptr) c.fail("duplicate keyword argument '" + std::string(key) + "'");
+        if (node.kwarg(key) != nullptr)
+          c.fail("duplicate keyword argument '" + std::string(key) + "'");
         node.kwargs.emplace_back(std::string(key), parse_value(c));
       } else {
         c.reset(start);
@@ -620,13 +670,16 @@ class GraphBuilder {
       c.reset(start);
       return parse_number(c);
     }
-    if (c.peek() == '(') {  // device(type='cuda', index=0), torch.device('cuda'), ...
+    const bool is_torch = name.starts_with("torch.");
+    if (c.peek() == '(') {  // device(type='cuda', index=0), torch.device('cuda'), slice(...)
+      if (!is_torch && name != "device" && name != "slice")
+        c.fail("unknown call '" + std::string(name) + "(...)' in an argument");
       c.skip_group();
       return Arg::make_opaque(std::string(c.text_from(start)));
     }
+    if (is_torch) return Arg::make_opaque(strip_ops_prefix(name));  // torch.float32, op refs
     if (name.find('.') != std::string_view::npos)
-      return Arg::make_opaque(name.starts_with(kOpsPrefix) ? strip_ops_prefix(name)
-                                                           : std::string(name));
+      c.fail("unknown name '" + std::string(name) + "' (only torch.* names are accepted)");
     Arg ref = node_reference(c, name);
     if (c.eat('[')) {
       const Arg index = parse_value(c);
@@ -638,6 +691,7 @@ class GraphBuilder {
   }
 
   Arg parse_sequence(Cursor& c, char close) {
+    if (++nesting_ > kMaxNesting) c.fail("lists nested too deeply");
     c.expect(close == ']' ? '[' : '(');
     std::vector<Arg> items;
     while (!c.eat(close)) {
@@ -647,6 +701,7 @@ class GraphBuilder {
         break;
       }
     }
+    --nesting_;
     return Arg::make_list(std::move(items));
   }
 
@@ -691,6 +746,7 @@ class GraphBuilder {
   Graph graph_;
   std::unordered_map<std::string, std::size_t> index_;  // node name -> position in graph_.nodes
   std::vector<bool> annotated_;                         // per node: had a type annotation
+  std::size_t nesting_ = 0;                             // open lists in parse_sequence
 };
 
 void append_float(std::string& out, double value) {
@@ -712,18 +768,6 @@ void append_float(std::string& out, double value) {
 }  // namespace
 
 // ---- parse_error ------------------------------------------------------------------------
-
-namespace {
-std::string format_error(const std::string& source, std::size_t line, const std::string& problem,
-                         const std::string& text) {
-  std::string message = source + ":" + std::to_string(line) + ": " + problem;
-  if (!text.empty()) {
-    message += " in: ";
-    message += text.size() > kMaxShownText ? text.substr(0, kMaxShownText) + "..." : text;
-  }
-  return message;
-}
-}  // namespace
 
 parse_error::parse_error(std::string source, std::size_t line, const std::string& problem,
                          std::string text)
@@ -766,29 +810,6 @@ std::string TensorType::to_string() const {
   return out + "]";
 }
 
-namespace {
-/// Parses `[n, n, ...]` at `s[i]` (non-negative integers); advances `i`.
-bool parse_int_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* out) {
-  if (i >= s.size() || s[i] != '[') return false;
-  ++i;
-  auto skip = [&] { while (i < s.size() && s[i] == ' ') ++i; };
-  skip();
-  if (i < s.size() && s[i] == ']') return ++i, true;
-  while (true) {
-    std::int64_t value = 0;
-    const auto result = std::from_chars(s.data() + i, s.data() + s.size(), value);
-    if (result.ec != std::errc{} || value < 0 || !is_digit(s[i])) return false;
-    i = static_cast<std::size_t>(result.ptr - s.data());
-    if (out != nullptr) out->push_back(value);
-    skip();
-    if (i < s.size() && s[i] == ']') return ++i, true;
-    if (i >= s.size() || s[i] != ',') return false;
-    ++i;
-    skip();
-  }
-}
-}  // namespace
-
 std::optional<TensorType> parse_tensor_type(std::string_view text) {
   text = trim(text);
   std::size_t i = 0;
@@ -800,7 +821,7 @@ std::optional<TensorType> parse_tensor_type(std::string_view text) {
     return std::nullopt;
   // Optional device suffix: `cpu`, `cuda:0`, `meta`, ...
   const std::size_t device = i;
-  while (i < text.size() && text[i] >= 'a' && text[i] <= 'z') ++i;
+  while (i < text.size() && is_lower(text[i])) ++i;
   if (i > device && i < text.size() && text[i] == ':') {
     const std::size_t digits = ++i;
     while (i < text.size() && is_digit(text[i])) ++i;

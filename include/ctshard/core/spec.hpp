@@ -66,6 +66,8 @@ struct PlacementCursor {
   std::size_t pos = 0;
   std::string_view api;
 
+  /// The character at the cursor, or '\0' at the end.
+  [[nodiscard]] constexpr char peek() const noexcept { return pos < text.size() ? text[pos] : '\0'; }
   constexpr void skip_space() {
     while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
   }
@@ -152,7 +154,7 @@ struct PlacementCursor {
   const bool parenthesised = c.eat('(');
   while (true) {
     c.skip_space();
-    if (c.pos == text.size() || (parenthesised && text[c.pos] == ')')) break;
+    if (c.pos == text.size() || (parenthesised && c.peek() == ')')) break;
     if (spec.size() > 0 && c.eat(',')) continue;
     if (spec.size() == max_mesh_dims) detail::invalid_placement_text("ctshard::parse_spec: more than max_mesh_dims placements", text, c.pos);
     spec.push_back(c.placement(false));

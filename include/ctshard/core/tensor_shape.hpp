@@ -82,7 +82,7 @@ struct TensorMeta {
 [[nodiscard]] inline std::string to_string(const TensorShape& s) {
   if (s.rank == 0) return "scalar";
   std::string out;
-  for (std::size_t d = 0; d < s.rank; ++d) out += (d ? "x" : "") + std::to_string(s[d]);
+  for (std::size_t d = 0; d < s.rank; ++d) { out += (d ? "x" : ""); out += std::to_string(s[d]); }
   return out;
 }
 

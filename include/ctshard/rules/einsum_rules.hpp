@@ -84,15 +84,17 @@ enum class EinsumLinearity : std::uint8_t { none, per_input, dtensor };
 }
 
 /// Inserts a bias operand right after the output (addmm / baddbmm `self`, broadcast to the
-/// output): a placeholder output dim maps through `infer_broadcast_dims_map(out_shape, bias_shape)`
-/// (unmatched → Replicate); Partial and Replicate are copied. DTensor
-/// `gen_single_dim_einsum_strategies(..., bias_shape)`.
+/// output): a placeholder output dim maps to the aligned bias dim, or to Replicate where the bias
+/// is padded or has size 1 there (even when the output dim has size 1 too); Partial and Replicate
+/// are copied. DTensor `gen_single_dim_einsum_strategies(..., bias_shape)`.
 [[nodiscard]] constexpr RuleSet with_bias_operand(const RuleSet& rules, const TensorShape& out_shape, const TensorShape& bias_shape) {
   RuleSet out(rules.num_outputs(), rules.num_inputs() + 1);
   out.set_rank(0, rules.rank(0));
   out.set_rank(1, bias_shape.rank);
   for (std::size_t k = 1; k < rules.width(); ++k) out.set_rank(k + 1, rules.rank(k));
-  const auto map = infer_broadcast_dims_map(out_shape, bias_shape);
+  auto map = infer_broadcast_dims_map(out_shape, bias_shape);
+  for (std::size_t i = 0; i < out_shape.rank; ++i)
+    if (map[i] >= 0 && bias_shape[static_cast<std::size_t>(map[i])] == 1) map[i] = -1;
   std::vector<Placement> row(out.width());
   for (std::size_t r = 0; r < rules.size(); ++r) {
     const auto src = rules.row(r);

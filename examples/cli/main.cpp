@@ -1,0 +1,157 @@
+// ctshard — command-line front end: `plan` (propagate placements through an aten FX graph),
+// `table` (one op's strategy table), `cost` (price one redistribution).
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include "commands.hpp"
+#include "ctshard/ctshard.hpp"
+#include "default_graph.hpp"
+#include "fx_graph.hpp"
+#include "plan.hpp"
+
+namespace {
+
+using namespace ctshard;
+using namespace ctshard::cli;
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  nlohmann::json j;
+  j["source"] = plan.source;
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : plan.nodes) {
+    nlohmann::json node = {{"name", n.name}, {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs},
+                           {"cost_us", cost_value(n.cost_us)}, {"fallback", n.fallback}};
+    if (n.fallback) node["reason"] = n.reason;
+    j["nodes"].push_back(std::move(node));
+  }
+  j["total_cost_us"] = cost_value(plan.total_cost_us);
+  j["nodes_with_rule"] = plan.nodes_with_rule;
+  j["nodes_fallback"] = plan.nodes_fallback;
+  j["fallback_ops"] = plan.fallback_ops;
+  return j;
+}
+
+void print_plan(const Plan& plan, std::ostream& out) {
+  out << "plan of " << plan.source << "\n";
+  for (const auto& n : plan.nodes) {
+    std::string ins;
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) { ins += (i ? ", " : ""); ins += n.inputs[i]; }
+    std::string outs;
+    for (std::size_t i = 0; i < n.outputs.size(); ++i) { outs += (i ? ", " : ""); outs += n.outputs[i]; }
+    out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   "
+        << std::fixed << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
+        << '\n';
+  }
+  out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
+  out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';
+  for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
+}
+
+void print_coverage(const std::string& dir, const PlanOptions& options, bool json) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().string().ends_with(".fx.txt")) files.push_back(e.path());
+  if (files.empty()) throw error("ctshard plan --coverage: no *.fx.txt files in '" + dir + "'");
+  std::sort(files.begin(), files.end());
+  nlohmann::json report = nlohmann::json::array();
+  for (const auto& f : files) {
+    const Plan plan = plan_graph(fx::read_fx_graph_file(f.string()), options, builtin_registry());
+    const double share = plan.nodes.empty() ? 1.0 : static_cast<double>(plan.nodes_with_rule) / static_cast<double>(plan.nodes.size());
+    report.push_back({{"file", f.filename().string()}, {"nodes_with_rule", plan.nodes_with_rule}, {"nodes_fallback", plan.nodes_fallback},
+                      {"rule_share", share}, {"fallback_ops", plan.fallback_ops}});
+    if (json) continue;
+    std::cout << f.filename().string() << ": " << plan.nodes_with_rule << " with a rule, " << plan.nodes_fallback << " fallback ("
+              << std::fixed << std::setprecision(1) << 100.0 * share << std::defaultfloat << "% covered)\n";
+    for (const auto& [op, count] : plan.fallback_ops) std::cout << "  " << op << " x" << count << '\n';
+  }
+  if (json) std::cout << nlohmann::json{{"files", report}}.dump(2) << '\n';
+}
+
+std::vector<std::int64_t> mesh_sizes(const std::string& text) {
+  std::size_t ndim = 0;
+  const auto sizes = parse_mesh_sizes(text, ndim);
+  return {sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(ndim)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ctshard: sharding strategy tables, redistribution costs and placement propagation (DTensor semantics)"};
+  app.require_subcommand(0, 1);
+
+  std::string graph_path, mesh = "8", coverage_dir;
+  std::int64_t dph = 8;
+  std::vector<std::string> places;
+  bool json = false;
+  auto* plan_cmd = app.add_subcommand("plan", "propagate placements through an aten FX graph (default: the embedded example block)");
+  plan_cmd->add_option("graph", graph_path, "FX graph printout (print_readable / AOT dump); omit for the embedded default");
+  plan_cmd->add_option("--mesh", mesh, "mesh sizes, mesh dim 0 first: 8, 2x4, 2x2x2")->capture_default_str();
+  plan_cmd->add_option("--devices-per-host", dph, "devices per host for the cost model")->capture_default_str();
+  plan_cmd->add_option("--place", places, "input placement NAME=SPEC, e.g. primals_1=S(0)R (repeatable)");
+  plan_cmd->add_option("--coverage", coverage_dir, "report rule coverage for every *.fx.txt in DIR");
+  plan_cmd->add_flag("--json", json, "machine-readable output");
+
+  TableOptions table;
+  bool table_json_flag = false;
+  auto* table_cmd = app.add_subcommand("table", "one op's filtered strategy table with per-input costs and the chosen row");
+  table_cmd->add_option("--op", table.op, "mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an aten name")->required();
+  table_cmd->add_option("--shapes", table.shapes, "global shapes of the tensor inputs: 6x8,8x12 (0-d: scalar)")->required();
+  table_cmd->add_option("--mesh", table.mesh, "mesh sizes: 2x4")->required();
+  table_cmd->add_option("--inputs", table.inputs, "current spec of each input: \"S(0)R;RS(1)\"")->required();
+  table_cmd->add_option("--devices-per-host", table.devices_per_host, "devices per host")->capture_default_str();
+  table_cmd->add_option("--dtype", table.dtype, "element type: float32, bfloat16, ...")->capture_default_str();
+  table_cmd->add_flag("--sound", table.sound, "drop DTensor's unsound all-Partial rows of batch-only einsums");
+  table_cmd->add_flag("--json", table_json_flag, "machine-readable output");
+
+  CostOptions cost;
+  bool cost_json_flag = false;
+  auto* cost_cmd = app.add_subcommand("cost", "price one redistribution and list its steps");
+  cost_cmd->add_option("--shape", cost.shape, "global shape: 8x8")->required();
+  cost_cmd->add_option("--mesh", cost.mesh, "mesh sizes: 2x2")->required();
+  cost_cmd->add_option("--from", cost.from, "current spec: \"S(0)S(0)\"")->required();
+  cost_cmd->add_option("--to", cost.to, "target spec: \"RS(0)\"")->required();
+  cost_cmd->add_option("--devices-per-host", cost.devices_per_host, "devices per host")->capture_default_str();
+  cost_cmd->add_option("--dtype", cost.dtype, "element type")->capture_default_str();
+  cost_cmd->add_flag("--json", cost_json_flag, "machine-readable output");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*table_cmd) {
+      const auto t = table_json(table);
+      if (table_json_flag) std::cout << t.dump() << '\n';
+      else print_table(t, std::cout);
+      return 0;
+    }
+    if (*cost_cmd) {
+      const auto c = cost_json(cost);
+      if (cost_json_flag) std::cout << c.dump(2) << '\n';
+      else print_cost(c, std::cout);
+      return 0;
+    }
+    // `plan` is the main job, and what runs with no subcommand.
+    PlanOptions options;
+    options.mesh = mesh_sizes(mesh);
+    options.devices_per_host = dph;
+    for (const auto& p : places) {
+      const auto eq = p.find('=');
+      if (eq == std::string::npos || eq == 0) throw error("ctshard plan: --place expects NAME=SPEC, got '" + p + "'");
+      options.placements[p.substr(0, eq)] = parse_spec(p.substr(eq + 1));
+    }
+    if (!coverage_dir.empty()) {
+      print_coverage(coverage_dir, options, json);
+      return 0;
+    }
+    const fx::Graph graph = graph_path.empty() ? fx::parse_fx_graph(default_graph_text, "<embedded default: examples/default_graph.fx.txt>")
+                                               : fx::read_fx_graph_file(graph_path);
+    const Plan plan = plan_graph(graph, options, builtin_registry());
+    if (json) std::cout << plan_to_json(plan).dump(2) << '\n';
+    else print_plan(plan, std::cout);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 1;
+  }
+}

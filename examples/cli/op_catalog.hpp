@@ -1,0 +1,25 @@
+#pragma once
+/// \file op_catalog.hpp
+/// The short op names of `ctshard table --op` (as in the reference cases: mm, bmm, addmm, baddbmm,
+/// dot, einsum:EQ, pointwise:NAME) mapped to aten calls of the op registry.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctshard/registry/op_call.hpp"
+
+namespace ctshard::cli {
+
+/// Builds the OpCall for a short op name and tensor input metas. Throws ctshard::error naming an
+/// unknown op (and listing the known names).
+OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors);
+
+/// Short names `ctshard table` accepts (pointwise names without the prefix), for help texts.
+std::vector<std::string> table_op_names();
+
+/// Element size in bytes of a dtype name ("float32", "f32", "bfloat16", "bf16", "int64", ...).
+/// Throws ctshard::error naming an unknown dtype.
+std::size_t dtype_itemsize(std::string_view dtype);
+
+}  // namespace ctshard::cli

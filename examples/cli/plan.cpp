@@ -1,0 +1,221 @@
+#include "plan.hpp"
+
+#include <cmath>
+
+#include "ctshard/ctshard.hpp"
+
+namespace ctshard::cli {
+namespace {
+
+/// Current specs and metas of every value produced so far.
+struct Value {
+  std::vector<Spec> specs;
+  std::vector<TensorMeta> metas;
+  std::vector<bool> known;  ///< meta known (annotated)
+};
+
+TensorMeta meta_of(const fx::TensorType& t) {
+  TensorMeta m;
+  m.shape = TensorShape(std::span<const std::int64_t>(t.shape));
+  m.itemsize = t.known() ? t.itemsize() : 4;
+  return m;
+}
+
+struct Resolved {
+  Spec spec;
+  TensorMeta meta;
+  bool known = false;
+};
+
+class Planner {
+ public:
+  Planner(const fx::Graph& g, const PlanOptions& o, const OpRegistry& r) : graph_(g), options_(o), registry_(r) {
+    std::size_t n = o.mesh.size();
+    mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), n), o.devices_per_host);
+  }
+
+  Plan run() {
+    check_placements();
+    Plan plan;
+    plan.source = graph_.source_name;
+    for (const auto& node : graph_.nodes) {
+      if (node.kind == "placeholder" || node.kind == "get_attr") {
+        define_source(node);
+      } else if (node.kind == "call_function" && node.target == "getitem") {
+        define_getitem(node);
+      } else if (node.kind == "call_function") {
+        PlannedNode p = plan_node(node);
+        plan.total_cost_us += p.cost_us;
+        if (p.fallback) {
+          ++plan.nodes_fallback;
+          ++plan.fallback_ops[p.op];
+        } else {
+          ++plan.nodes_with_rule;
+        }
+        plan.nodes.push_back(std::move(p));
+      }
+    }
+    return plan;
+  }
+
+ private:
+  void check_placements() const {
+    for (const auto& [name, spec] : options_.placements) {
+      const fx::Node* n = graph_.find(name);
+      if (n == nullptr || n->kind != "placeholder")
+        throw error("ctshard plan: --place names '" + name + "', which is not an input (placeholder) of " + graph_.source_name);
+      if (spec.size() != mesh_.size())
+        throw error("ctshard plan: --place " + name + "=" + to_string(spec) + " has " + std::to_string(spec.size()) +
+                    " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
+    }
+  }
+
+  Value replicated(const fx::Node& node) const {
+    Value v;
+    const std::size_t n = node.outputs.empty() ? 1 : node.outputs.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      v.specs.emplace_back(mesh_.size());
+      const bool known = i < node.outputs.size() && node.outputs[i].known();
+      v.metas.push_back(known ? meta_of(node.outputs[i]) : TensorMeta{});
+      v.known.push_back(known);
+    }
+    return v;
+  }
+
+  void define_source(const fx::Node& node) {
+    Value v = replicated(node);
+    if (const auto it = options_.placements.find(node.name); it != options_.placements.end()) v.specs[0] = it->second;
+    values_[node.name] = std::move(v);
+  }
+
+  void define_getitem(const fx::Node& node) {
+    Value v = replicated(node);
+    if (!node.args.empty() && node.args[0].is_node() && node.args.size() > 1 && node.args[1].kind == fx::ArgKind::integer) {
+      const auto it = values_.find(node.args[0].text);
+      const auto k = static_cast<std::size_t>(node.args[1].int_value);
+      if (it != values_.end() && k < it->second.specs.size()) v.specs[0] = it->second.specs[k];
+    }
+    values_[node.name] = std::move(v);
+  }
+
+  Resolved resolve(const fx::Arg& a) const {
+    Resolved r{Spec(mesh_.size()), TensorMeta{}, false};
+    const auto it = values_.find(a.text);
+    if (it == values_.end()) return r;
+    const std::size_t k = a.index ? static_cast<std::size_t>(*a.index) : 0;
+    if (k >= it->second.specs.size()) return r;
+    return {it->second.specs[k], it->second.metas[k], it->second.known[k]};
+  }
+
+  OpArg convert(const fx::Arg& a, OpCall& call, std::vector<Resolved>& inputs) const {
+    OpArg out;
+    switch (a.kind) {
+      case fx::ArgKind::node:
+        out.kind = OpArg::Kind::tensor;
+        out.integer = static_cast<std::int64_t>(call.tensors.size());
+        inputs.push_back(resolve(a));
+        call.tensors.push_back(inputs.back().meta);
+        break;
+      case fx::ArgKind::integer: out.kind = OpArg::Kind::integer; out.integer = a.int_value; break;
+      case fx::ArgKind::floating: out.kind = OpArg::Kind::floating; out.floating = a.float_value; break;
+      case fx::ArgKind::boolean: out.kind = OpArg::Kind::boolean; out.integer = a.bool_value ? 1 : 0; break;
+      case fx::ArgKind::none: out.kind = OpArg::Kind::none; break;
+      case fx::ArgKind::string: out.kind = OpArg::Kind::string; out.text = a.text; break;
+      case fx::ArgKind::list: {
+        bool all_int = true;
+        for (const auto& item : a.items) all_int = all_int && item.kind == fx::ArgKind::integer;
+        out.kind = all_int ? OpArg::Kind::int_list : OpArg::Kind::tensor_list;
+        for (const auto& item : a.items) {
+          if (all_int) out.ints.push_back(item.int_value);
+          else if (item.is_node()) out.ints.push_back(convert(item, call, inputs).integer);
+          else out.kind = OpArg::Kind::other;
+        }
+        if (out.kind == OpArg::Kind::other) out.text = a.to_string();
+        break;
+      }
+      case fx::ArgKind::opaque: out.kind = OpArg::Kind::other; out.text = a.text; break;
+    }
+    return out;
+  }
+
+  PlannedNode plan_node(const fx::Node& node) {
+    PlannedNode p;
+    p.name = node.name;
+    p.op = node.target;
+    OpCall call;
+    call.op = node.target;
+    std::vector<Resolved> inputs;
+    for (const auto& a : node.args) call.args.push_back(convert(a, call, inputs));
+    for (const auto& [k, a] : node.kwargs) call.kwargs.emplace_back(k, convert(a, call, inputs));
+    for (const auto& t : node.outputs) call.outputs.push_back(t.known() ? meta_of(t) : TensorMeta{});
+
+    std::vector<Spec> current;
+    for (const auto& in : inputs) current.push_back(in.spec);
+    Value out = replicated(node);
+    bool planned = false;
+    if (const RuleFactory* factory = registry_.find(node.target); factory == nullptr) {
+      p.reason = "no rule";
+    } else {
+      try {
+        for (const auto& in : inputs)
+          if (!in.known) throw error("an input's shape is unknown");
+        const OpRule rule = (*factory)(call);
+        if (rule.rules.num_outputs() != out.specs.size())
+          throw error("rule has " + std::to_string(rule.rules.num_outputs()) + " outputs, node has " + std::to_string(out.specs.size()));
+        StrategyEnumerator& e = enumerator_for(node.target, rule);
+        std::vector<std::uint8_t> chosen;
+        ChoiceAccumulator acc;
+        std::vector<std::vector<std::uint8_t>> rows;
+        std::vector<double> totals;
+        (void)e.for_each(call.tensors, current, [&](const CandidateView& c) {
+          acc.offer(c.index, c.total_us, c.inputs_match);
+          rows.emplace_back(c.digits.begin(), c.digits.end());
+          totals.push_back(c.total_us);
+        });
+        const Choice choice = acc.choice();
+        for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(rows[choice.index], e.num_outputs() + i)));
+        for (std::size_t k = 0; k < out.specs.size(); ++k) out.specs[k] = e.spec_of(rows[choice.index], k);
+        p.cost_us = totals[choice.index];
+        planned = true;
+      } catch (const error& ex) {
+        p.reason = ex.what();
+      }
+    }
+    if (!planned) {
+      p.fallback = true;
+      p.inputs.clear();
+      p.cost_us = 0;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        p.inputs.push_back(to_string(Spec(mesh_.size())));
+        if (inputs[i].known) p.cost_us += redistribute_cost(inputs[i].spec, Spec(mesh_.size()), inputs[i].meta, mesh_);
+      }
+      out = replicated(node);
+    }
+    for (const auto& s : out.specs) p.outputs.push_back(to_string(s));
+    values_[node.name] = std::move(out);
+    return p;
+  }
+
+  StrategyEnumerator& enumerator_for(const std::string& op, const OpRule& rule) {
+    // Rules depend on shapes, so an enumerator is cached per (op, rules) pair.
+    for (auto& [key, e] : enumerators_)
+      if (key.first == op && key.second == rule.rules) return e;
+    enumerators_.emplace_back(std::make_pair(op, rule.rules), StrategyEnumerator(rule.rules, mesh_, rule.allow_uneven_sharding));
+    return enumerators_.back().second;
+  }
+
+  const fx::Graph& graph_;
+  const PlanOptions& options_;
+  const OpRegistry& registry_;
+  MeshTopology mesh_;
+  std::map<std::string, Value> values_;
+  std::vector<std::pair<std::pair<std::string, RuleSet>, StrategyEnumerator>> enumerators_;
+};
+
+}  // namespace
+
+Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
+  return Planner(graph, options, registry).run();
+}
+
+}  // namespace ctshard::cli

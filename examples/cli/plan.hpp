@@ -1,0 +1,51 @@
+#pragma once
+/// \file plan.hpp
+/// Sharding propagation through an aten FX graph: every op node, in graph order, takes the
+/// strategy DTensor's selection would take given its inputs' current specs; ops without a rule
+/// fall back visibly (all inputs replicated, outputs Replicate).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ctshard/core/spec.hpp"
+#include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/registry/op_registry.hpp"
+#include "fx_graph.hpp"
+
+namespace ctshard::cli {
+
+/// One planned op node.
+struct PlannedNode {
+  std::string name;
+  std::string op;                    ///< aten overload name (or namespace.op.overload)
+  std::vector<std::string> inputs;   ///< specs the strategy needs for each tensor input
+  std::vector<std::string> outputs;  ///< spec of each output
+  double cost_us = 0;                ///< redistribution cost of the inputs (µs)
+  bool fallback = false;             ///< no rule applied: inputs replicated
+  std::string reason;                ///< why it fell back ("no rule", or the rule's error)
+};
+
+/// The plan of a whole graph.
+struct Plan {
+  std::string source;
+  std::vector<PlannedNode> nodes;
+  double total_cost_us = 0;
+  std::size_t nodes_with_rule = 0;
+  std::size_t nodes_fallback = 0;
+  std::map<std::string, std::size_t> fallback_ops;  ///< op name -> count
+};
+
+/// Options of `ctshard plan`.
+struct PlanOptions {
+  std::vector<std::int64_t> mesh{8};
+  std::int64_t devices_per_host = 8;
+  std::map<std::string, Spec> placements;  ///< placeholder name -> spec; others Replicate
+};
+
+/// Plans `graph`. Throws ctshard::error when a `placements` name is not a placeholder of the graph
+/// or its spec has the wrong mesh rank.
+Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry);
+
+}  // namespace ctshard::cli

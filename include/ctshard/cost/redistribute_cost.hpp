@@ -1,0 +1,129 @@
+#pragma once
+/// \file cost/redistribute_cost.hpp
+/// Redistribute cost: microseconds to turn a tensor's current spec into a target spec, following
+/// newest DTensor `redistribute_cost` with the greedy transform planner
+/// (`DTensorRedistributePlanner.generate_greedy_transform_infos`) and the per-step costs of
+/// `_compute_placement_transition_cost`.
+
+#include <array>
+#include <cstddef>
+#include <limits>
+
+#include "ctshard/core/spec.hpp"
+#include "ctshard/core/tensor_shape.hpp"
+#include "ctshard/cost/collectives.hpp"
+#include "ctshard/cost/mesh_topology.hpp"
+
+namespace ctshard {
+
+inline constexpr double infinite_cost = std::numeric_limits<double>::infinity();
+
+/// One step of a redistribution on one mesh dim.
+struct RedistributeStep {
+  std::size_t mesh_dim = 0;
+  Placement from{}, to{};
+  Collective collective = Collective::none;
+  double comm_bytes = 0;  ///< bytes the collective moves per device as DTensor counts them (b·1024³)
+  double cost_us = 0;     ///< µs, +inf for an impossible step
+};
+
+/// At most two steps per mesh dim (nested sharding goes through Replicate).
+struct RedistributePlan {
+  std::array<RedistributeStep, 2 * max_mesh_dims> steps{};
+  std::size_t size = 0;
+  double cost_us = 0;  ///< sum of step costs (µs), +inf when any step is impossible
+  [[nodiscard]] constexpr const RedistributeStep* begin() const noexcept { return steps.data(); }
+  [[nodiscard]] constexpr const RedistributeStep* end() const noexcept { return steps.data() + size; }
+};
+
+namespace detail {
+/// True when mesh dims [0, upto) shard tensor dim `d` identically in `a` and `b`.
+constexpr bool same_shard_prefix(const Spec& a, const Spec& b, std::size_t upto, int d) noexcept {
+  for (std::size_t j = 0; j < upto; ++j)
+    if ((a[j].is_shard() && a[j].dim == d) != (b[j].is_shard() && b[j].dim == d)) return false;
+  return true;
+}
+
+/// One mesh-dim transition with comm volume `gb` (GiB units), updating it
+/// (`_compute_placement_transition_cost`).
+constexpr RedistributeStep transition(std::size_t mesh_dim, Placement from, Placement to, double& gb, const MeshTopology& mesh) noexcept {
+  RedistributeStep s{mesh_dim, from, to, Collective::none, 0, 0};
+  const double n = static_cast<double>(mesh.sizes[mesh_dim]);
+  if (from.is_any_shard() && to.is_replicate()) {
+    gb *= n;
+    s.collective = Collective::all_gather;
+    s.comm_bytes = gb;
+    s.cost_us = allgather_cost(gb, mesh, mesh_dim);
+  } else if (from.is_any_shard() && to.is_any_shard()) {
+    s.collective = Collective::all_to_all;
+    s.comm_bytes = gb;
+    s.cost_us = all_to_all_cost(gb, mesh, mesh_dim);
+  } else if (from.is_partial() && to.is_replicate()) {
+    s.collective = Collective::all_reduce;
+    s.comm_bytes = gb;
+    s.cost_us = allreduce_cost(gb, mesh, mesh_dim);
+  } else if (from.is_partial() && to.is_any_shard()) {
+    s.collective = Collective::reduce_scatter;
+    s.comm_bytes = gb;
+    s.cost_us = reduce_scatter_cost(gb, mesh, mesh_dim);
+    gb /= n;
+  } else if (from.is_replicate() && to.is_any_shard()) {
+    gb /= n;
+  } else if (from.is_replicate() && to.is_partial()) {
+    // free: keep the value on one rank, zeros elsewhere
+  } else {  // Shard -> Partial, Partial(op) -> Partial(other op)
+    s.collective = Collective::impossible;
+    s.cost_us = infinite_cost;
+  }
+  s.comm_bytes *= 1024.0 * 1024.0 * 1024.0;
+  return s;
+}
+}  // namespace detail
+
+/// The greedy redistribution plan from `current` to `target` for a tensor described by `meta` on
+/// `mesh`, with per-step collectives and costs (µs). DTensor rules: an all-Replicate source or an
+/// unchanged spec costs 0 with no step; a StridedShard on either side (other than unchanged) is
+/// +inf; otherwise comm volume starts at itemsize·numel/num_shards/1024³ and the greedy planner
+/// first walks mesh dims last→first (only when the source has more than one shard), sending a
+/// mesh dim whose target Shard(d) is nested differently (earlier mesh dims shard d differently)
+/// through Replicate, then walks first→last to reach the target. Shard→Partial and
+/// Partial(op)→Partial(other) are +inf.
+/// Throws ctshard::error when the specs' ranks differ from the mesh's.
+[[nodiscard]] constexpr RedistributePlan redistribute_plan(const Spec& current, const Spec& target, const TensorMeta& meta,
+                                                           const MeshTopology& mesh) {
+  if (current.size() != mesh.size() || target.size() != mesh.size())
+    throw error("ctshard::redistribute_cost: spec '" + to_string(current) + "' -> '" + to_string(target) + "' does not match a " +
+                std::to_string(mesh.size()) + "-dim mesh");
+  RedistributePlan plan;
+  if (current.is_replicated() || current == target) return plan;
+  for (std::size_t d = 0; d < mesh.size(); ++d)
+    if (current[d].is_strided_shard() || target[d].is_strided_shard()) {
+      plan.cost_us = infinite_cost;
+      return plan;
+    }
+  double gb = meta.bytes() / static_cast<double>(num_shards(current, mesh.sizes)) / 1024.0 / 1024.0 / 1024.0;
+  Spec state = current;
+  auto step = [&](std::size_t d, Placement to) {
+    RedistributeStep s = detail::transition(d, state[d], to, gb, mesh);
+    state[d] = to;
+    plan.cost_us += s.cost_us;
+    plan.steps[plan.size++] = s;
+  };
+  if (mesh.size() > 1 && num_shards(current, mesh.sizes) > 1) {
+    for (std::size_t d = mesh.size(); d-- > 0;) {
+      Placement to = target[d];
+      if (to.is_shard() && !detail::same_shard_prefix(state, target, d, to.dim)) to = Replicate();
+      if (state[d] != to) step(d, to);
+    }
+  }
+  for (std::size_t d = 0; d < mesh.size(); ++d)
+    if (state[d] != target[d]) step(d, target[d]);
+  return plan;
+}
+
+/// Redistribute cost in µs (+inf where DTensor says so); see `redistribute_plan`.
+[[nodiscard]] constexpr double redistribute_cost(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh) {
+  return redistribute_plan(current, target, meta, mesh).cost_us;
+}
+
+}  // namespace ctshard

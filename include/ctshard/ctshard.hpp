@@ -1,0 +1,28 @@
+#pragma once
+/// \file ctshard.hpp
+/// Umbrella header: everything in the core library (no ext/ type-level views).
+
+#include "ctshard/config.hpp"
+#include "ctshard/error.hpp"
+#include "ctshard/core/fixed_string.hpp"
+#include "ctshard/core/placement.hpp"
+#include "ctshard/core/spec.hpp"
+#include "ctshard/core/tensor_shape.hpp"
+#include "ctshard/einsum/equation.hpp"
+#include "ctshard/rules/rule_set.hpp"
+#include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/einsum_rules.hpp"
+#include "ctshard/rules/pointwise_rules.hpp"
+#include "ctshard/expand/single_dim_strategy.hpp"
+#include "ctshard/expand/mesh_expansion.hpp"
+#include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/cost/collectives.hpp"
+#include "ctshard/cost/redistribute_cost.hpp"
+#include "ctshard/select/filters.hpp"
+#include "ctshard/select/selection.hpp"
+#include "ctshard/select/enumerator.hpp"
+#include "ctshard/registry/op_call.hpp"
+#include "ctshard/registry/op_registry.hpp"
+#include "ctshard/registry/einsum_ops.hpp"
+#include "ctshard/registry/pointwise_ops.hpp"
+#include "ctshard/registry/builtin_registry.hpp"

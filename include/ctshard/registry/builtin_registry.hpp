@@ -1,0 +1,26 @@
+#pragma once
+/// \file registry/builtin_registry.hpp
+/// The registry of every rule family ctshard ships.
+
+#include "ctshard/registry/einsum_ops.hpp"
+#include "ctshard/registry/op_registry.hpp"
+#include "ctshard/registry/pointwise_ops.hpp"
+
+namespace ctshard {
+
+/// A registry with all built-in rule families (einsum family, pointwise), einsum Partial rows as
+/// DTensor writes them (`EinsumLinearity::dtensor`) unless told otherwise.
+[[nodiscard]] inline OpRegistry make_builtin_registry(EinsumLinearity linearity = EinsumLinearity::dtensor) {
+  OpRegistry r;
+  register_einsum_ops(r, linearity);
+  register_pointwise_ops(r);
+  return r;
+}
+
+/// The shared built-in registry (DTensor einsum linearity), built on first use.
+[[nodiscard]] inline const OpRegistry& builtin_registry() {
+  static const OpRegistry registry = make_builtin_registry();
+  return registry;
+}
+
+}  // namespace ctshard

@@ -1,0 +1,56 @@
+#pragma once
+/// \file registry/einsum_ops.hpp
+/// Registers the einsum family: aten.mm / bmm / dot / addmm / baddbmm / einsum (DTensor
+/// `_matrix_ops.py` single-dim registrations; `allow_uneven_sharding` false).
+
+#include <string>
+
+#include "ctshard/einsum/equation.hpp"
+#include "ctshard/registry/op_registry.hpp"
+#include "ctshard/rules/einsum_rules.hpp"
+
+namespace ctshard {
+
+namespace detail {
+inline void expect_tensors(const OpCall& call, std::size_t n) {
+  if (call.tensors.size() != n)
+    throw error("ctshard: op '" + call.op + "' takes " + std::to_string(n) + " tensor inputs, got " + std::to_string(call.tensors.size()));
+}
+
+/// Rules of a two-operand einsum over the call's last two tensors, checking ranks.
+inline RuleSet einsum_rules_for(const OpCall& call, const EinsumEquation& eq, std::size_t first, EinsumLinearity linearity) {
+  (void)einsum_output_shape(eq, call.tensors[first].shape, call.tensors[first + 1].shape);  // throws on rank mismatch
+  return einsum_single_dim_strategy(eq, linearity);
+}
+
+inline RuleFactory einsum_factory(std::string_view equation, bool with_bias, EinsumLinearity linearity) {
+  const EinsumEquation eq = parse_einsum_or_throw(equation, 2);
+  return [eq, with_bias, linearity](const OpCall& call) {
+    expect_tensors(call, with_bias ? 3 : 2);
+    const std::size_t first = with_bias ? 1 : 0;
+    RuleSet rules = einsum_rules_for(call, eq, first, linearity);
+    if (with_bias) {
+      const TensorShape out = einsum_output_shape(eq, call.tensors[1].shape, call.tensors[2].shape);
+      rules = with_bias_operand(rules, out, call.tensors[0].shape);
+    }
+    return OpRule{rules, false};
+  };
+}
+}  // namespace detail
+
+/// Registers mm, bmm, dot, addmm, baddbmm (.default) and einsum.default (equation from the first
+/// argument, two operands) with the given Partial-row policy (DTensor's by default).
+inline void register_einsum_ops(OpRegistry& registry, EinsumLinearity linearity = EinsumLinearity::dtensor) {
+  registry.add({"aten.mm.default"}, detail::einsum_factory(mm_equation, false, linearity));
+  registry.add({"aten.bmm.default"}, detail::einsum_factory(bmm_equation, false, linearity));
+  registry.add({"aten.dot.default"}, detail::einsum_factory(dot_equation, false, linearity));
+  registry.add({"aten.addmm.default"}, detail::einsum_factory(mm_equation, true, linearity));
+  registry.add({"aten.baddbmm.default"}, detail::einsum_factory(bmm_equation, true, linearity));
+  registry.add({"aten.einsum.default"}, [linearity](const OpCall& call) {
+    const OpArg* eq = call.arg(0);
+    if (eq == nullptr || eq->kind != OpArg::Kind::string) throw error("ctshard: aten.einsum.default needs the equation string as its first argument");
+    return OpRule{detail::einsum_rules_for(call, parse_einsum_or_throw(eq->text, 2), 0, linearity), false};
+  });
+}
+
+}  // namespace ctshard

@@ -1,0 +1,49 @@
+#pragma once
+/// \file registry/op_call.hpp
+/// OpCall: what a rule factory sees of one op call — tensor inputs (global shape, itemsize) and the
+/// non-tensor arguments (ints, floats, int lists, None, ...), positionally as aten passes them.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ctshard/core/tensor_shape.hpp"
+
+namespace ctshard {
+
+/// A call argument: `tensor` holds the index into OpCall::tensors; the others are literal values.
+struct OpArg {
+  enum class Kind : unsigned char { none, tensor, integer, floating, boolean, int_list, tensor_list, string, other };
+  Kind kind = Kind::none;
+  std::int64_t integer = 0;            ///< integer, boolean (0/1), or tensor index
+  double floating = 0;                 ///< floating
+  std::vector<std::int64_t> ints;      ///< int_list values, or tensor_list indices
+  std::string text;                    ///< string / other (raw text)
+
+  [[nodiscard]] bool is_tensor() const noexcept { return kind == Kind::tensor; }
+  [[nodiscard]] bool is_number() const noexcept { return kind == Kind::integer || kind == Kind::floating || kind == Kind::boolean; }
+};
+
+/// One op call: `op` is the aten overload name ("aten.mm.default"), `tensors` the tensor inputs in
+/// argument order (tensor lists flattened in place), `args` / `kwargs` every argument as written,
+/// `outputs` the output metas when known (graph annotations).
+struct OpCall {
+  std::string op;
+  std::vector<TensorMeta> tensors;
+  std::vector<OpArg> args;
+  std::vector<std::pair<std::string, OpArg>> kwargs;
+  std::vector<TensorMeta> outputs;
+
+  /// Positional argument i, or nullptr.
+  [[nodiscard]] const OpArg* arg(std::size_t i) const noexcept { return i < args.size() ? &args[i] : nullptr; }
+  /// Keyword argument by name, or nullptr.
+  [[nodiscard]] const OpArg* kwarg(const std::string& name) const noexcept {
+    for (const auto& [k, v] : kwargs)
+      if (k == name) return &v;
+    return nullptr;
+  }
+};
+
+}  // namespace ctshard

@@ -1,0 +1,59 @@
+#pragma once
+/// \file registry/op_registry.hpp
+/// OpRegistry: aten overload name ("aten.mm.default") → the op's single-dim rule factory. A rule
+/// written once serves every overload it is registered under.
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctshard/error.hpp"
+#include "ctshard/registry/op_call.hpp"
+#include "ctshard/rules/rule_set.hpp"
+
+namespace ctshard {
+
+/// What a factory returns for one call: the single-dim rules over the call's tensor inputs
+/// (outputs first, no all-Replicate row) and whether an input already at a candidate placement is
+/// accepted even when unevenly shardable (DTensor `allow_uneven_sharding`).
+struct OpRule {
+  RuleSet rules;
+  bool allow_uneven_sharding = false;
+};
+
+/// A rule factory: builds the rules for one call. Throws ctshard::error when the call does not fit
+/// (wrong tensor count, bad argument), naming the op and the problem.
+using RuleFactory = std::function<OpRule(const OpCall&)>;
+
+/// Maps aten overload names to rule factories.
+class OpRegistry {
+ public:
+  /// Registers `factory` under every name in `names`. Throws ctshard::error on a duplicate name.
+  void add(std::initializer_list<std::string_view> names, const RuleFactory& factory) {
+    for (auto name : names) {
+      if (!rules_.emplace(std::string(name), factory).second)
+        throw error("ctshard::OpRegistry: op '" + std::string(name) + "' registered twice");
+    }
+  }
+  /// The factory for `op`, or nullptr when the op has no rule.
+  [[nodiscard]] const RuleFactory* find(std::string_view op) const {
+    const auto it = rules_.find(std::string(op));
+    return it == rules_.end() ? nullptr : &it->second;
+  }
+  [[nodiscard]] bool contains(std::string_view op) const { return find(op) != nullptr; }
+  /// Registered names, sorted.
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : rules_) out.push_back(k);
+    return out;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return rules_.size(); }
+
+ private:
+  std::map<std::string, RuleFactory, std::less<>> rules_;
+};
+
+}  // namespace ctshard

@@ -1,0 +1,45 @@
+#pragma once
+/// \file select/filters.hpp
+/// The two filters mesh expansion applies to every candidate row: mixed Partial kinds in one spec,
+/// and inputs that cannot be placed on their global shape (DTensor `expand_to_full_mesh_op_strategy`
+/// steps 4 and 7, `is_tensor_shardable`).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "ctshard/core/spec.hpp"
+#include "ctshard/core/tensor_shape.hpp"
+#include "ctshard/cost/mesh_topology.hpp"
+
+namespace ctshard {
+
+/// DTensor `is_tensor_shardable(shape, spec)`: false when a Shard / StridedShard names a tensor dim
+/// the tensor lacks, or when a sharded dim is smaller than the number of shards on it
+/// (times the split factor for StridedShard). Uneven shards are fine; empty ones are not.
+[[nodiscard]] constexpr bool is_tensor_shardable(const TensorShape& shape, const Spec& spec, const MeshTopology& mesh) noexcept {
+  std::array<std::int64_t, max_tensor_dims> shards{};
+  shards.fill(1);
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    const Placement& p = spec[i];
+    if (!p.is_any_shard()) continue;
+    if (p.dim >= shape.rank) return false;
+    const auto d = static_cast<std::size_t>(p.dim);
+    shards[d] *= mesh.sizes[i];
+    const std::int64_t needed = p.is_strided_shard() ? shards[d] * p.split_factor : shards[d];
+    if (shape[d] < needed) return false;
+  }
+  return true;
+}
+
+/// DTensor's mixed-partial rule: within one spec, all Partial placements share one reduce op,
+/// except that `sum` and `avg` may mix. Returns true when the spec is acceptable.
+[[nodiscard]] constexpr bool has_compatible_partials(const Spec& spec) noexcept {
+  unsigned mask = 0;
+  for (const auto& p : spec)
+    if (p.is_partial()) mask |= 1u << static_cast<unsigned>(p.reduce_op);
+  const unsigned sum_avg = (1u << static_cast<unsigned>(ReduceOp::sum)) | (1u << static_cast<unsigned>(ReduceOp::avg));
+  return (mask & (mask - 1)) == 0 || mask == sum_avg;
+}
+
+}  // namespace ctshard

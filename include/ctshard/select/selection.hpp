@@ -1,0 +1,76 @@
+#pragma once
+/// \file select/selection.hpp
+/// Choosing one strategy among priced candidates exactly as DTensor does
+/// (`ShardingPropagator._select_min_cost_strategy`, with op_schema).
+
+#include <cstddef>
+#include <string_view>
+
+namespace ctshard {
+
+/// Which of DTensor's tie rules picked the row.
+enum class ChoiceRule : unsigned char {
+  only,             ///< a single candidate
+  no_redistribute,  ///< the LAST zero-cost candidate whose input specs equal the runtime specs
+  zero_cost,        ///< the first zero-cost candidate
+  min_cost,         ///< the first candidate of minimum total
+};
+
+[[nodiscard]] constexpr std::string_view to_string(ChoiceRule r) noexcept {
+  switch (r) {
+    case ChoiceRule::only: return "only";
+    case ChoiceRule::no_redistribute: return "no_redistribute";
+    case ChoiceRule::zero_cost: return "zero_cost";
+    case ChoiceRule::min_cost: return "min_cost";
+  }
+  return "?";
+}
+
+/// A choice: the candidate index and the rule that picked it.
+struct Choice {
+  std::size_t index = 0;
+  ChoiceRule rule = ChoiceRule::only;
+  double total_us = 0;
+  friend constexpr bool operator==(const Choice&, const Choice&) = default;
+};
+
+/// Streams candidates in enumeration order and keeps DTensor's choice, allocation-free:
+/// one candidate → it; else the last zero-total candidate whose inputs already match; else the first
+/// zero-total one; else the first minimum (costs are never negative here).
+class ChoiceAccumulator {
+ public:
+  /// Offers candidate `index` with `total` µs; `inputs_match` when its input specs equal the
+  /// runtime input specs.
+  constexpr void offer(std::size_t index, double total, bool inputs_match) noexcept {
+    ++count_;
+    if (count_ == 1 || total < min_total_) {
+      min_total_ = total;
+      min_index_ = index;
+    }
+    if (total == 0) {
+      if (!has_zero_) zero_index_ = index;
+      has_zero_ = true;
+      if (inputs_match) {
+        match_index_ = index;
+        has_match_ = true;
+      }
+    }
+  }
+  [[nodiscard]] constexpr std::size_t count() const noexcept { return count_; }
+  /// The first index of the minimum total (the choice without DTensor's tie preferences).
+  [[nodiscard]] constexpr std::size_t plain_min_index() const noexcept { return min_index_; }
+  /// DTensor's choice; meaningless when count() == 0.
+  [[nodiscard]] constexpr Choice choice() const noexcept {
+    if (count_ == 1) return {min_index_, ChoiceRule::only, min_total_};
+    if (has_match_) return {match_index_, ChoiceRule::no_redistribute, 0.0};
+    if (has_zero_) return {zero_index_, ChoiceRule::zero_cost, 0.0};
+    return {min_index_, ChoiceRule::min_cost, min_total_};
+  }
+
+ private:
+  std::size_t count_ = 0, min_index_ = 0, zero_index_ = 0, match_index_ = 0;
+  double min_total_ = 0;
+  bool has_zero_ = false, has_match_ = false;
+};
+
+}  // namespace ctshard

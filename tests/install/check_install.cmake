@@ -1,0 +1,20 @@
+# Installs ctshard into a scratch prefix, then builds and runs a consumer with find_package(ctshard)
+# and another with add_subdirectory. Fails on any error.
+file(REMOVE_RECURSE ${WORK})
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGV}\n${out}\n${err}")
+  endif()
+endfunction()
+run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/lib -DCMAKE_CXX_COMPILER=${CXX} -DCTSHARD_BUILD_TESTS=OFF -DCTSHARD_BUILD_EXAMPLES=OFF
+    -DCTSHARD_BUILD_BENCHMARKS=OFF -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+run(${CMAKE_COMMAND} --install ${WORK}/lib)
+run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/find -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+run(${CMAKE_COMMAND} --build ${WORK}/find)
+run(${WORK}/find/consumer)
+run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/sub -DCMAKE_CXX_COMPILER=${CXX} -DUSE_SUBDIRECTORY=ON
+    -DCTSHARD_SOURCE=${SOURCE})
+run(${CMAKE_COMMAND} --build ${WORK}/sub)
+run(${WORK}/sub/consumer)
+message(STATUS "install and add_subdirectory consumers built and ran")
