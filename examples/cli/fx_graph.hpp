@@ -11,11 +11,19 @@
 ///   as `primals_1: "f32[2304, 768]"` or untyped (`x`, `x: torch.Tensor`: empty outputs);
 /// - body lines (indented deeper than `def`) are `name[: "type"] = rhs` assignments, where rhs is
 ///   a call `torch.ops.ns.op.overload(args)`, a getitem `y[i]` or an attribute `self.path`,
-///   followed until the end by one `return value` line. A `;  a = b = None` trailer and `# ...`
-///   comments are dropped; blank lines and comment lines are skipped;
+///   followed until the end by one `return value` line (`[a, b]`, `(a, b)`, `(a,)`, `a, b`, `a`).
+///   A `;  a = b = None` trailer (whose names must be known nodes) and `# ...` comments are
+///   dropped; blank lines and comment lines are skipped; text after the return is an error;
 /// - only static shapes: a string annotation must read `dtype[d0, d1, ...]` (an optional
 ///   `[strides]` and device suffix, as in `"f32[4, 8][8, 1]cuda:0"`, is accepted and ignored).
 /// Anything else raises parse_error; a malformed body line is never skipped.
+///
+/// Example:
+/// \code
+///   const ctshard::fx::Graph g = ctshard::fx::read_fx_graph_file("vit_b16_fw.fx.txt");
+///   for (const ctshard::fx::Node& n : g.nodes)
+///     if (n.kind == "call_function" && n.target == "aten.mm.default") { /* ... */ }
+/// \endcode
 
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +37,9 @@
 namespace ctshard::fx {
 
 /// Raised for unreadable or malformed graph text. `what()` reads
-/// `<source>:<line>: <problem> in: <offending line>` (the line trimmed, very long lines cut).
+/// `<source>:<line>: <problem> in: <offending line>` (the line trimmed, cut after 200
+/// characters); problems not tied to a line (unreadable file, no `def forward`) read
+/// `<source>:0: <problem>`.
 class parse_error : public std::runtime_error {
  public:
   /// Builds the message from its parts; `line` is 1-based (0 when no line applies).
@@ -97,11 +107,12 @@ enum class ArgKind {
 /// One call argument (positional or keyword value), an output value, or a list element.
 ///
 /// A bare identifier is a node reference when it names an earlier node or placeholder, and an
-/// error otherwise. Dotted names and calls (`torch.float32`, `torch.contiguous_format`,
-/// `device(type='cuda', index=0)`) are opaque and keep their text verbatim, except op references
-/// such as `torch.ops._C.rms_norm.default` (the first argument of
-/// `higher_order.auto_functionalized`), whose text loses the `torch.ops.` prefix
-/// ("_C.rms_norm.default").
+/// error otherwise. `torch.*` names and the calls `device(...)`, `slice(...)` and `torch.*(...)`
+/// (`torch.float32`, `torch.contiguous_format`, `device(type='cuda', index=0)`) are opaque and
+/// keep their text verbatim, except op references such as `torch.ops._C.rms_norm.default` (the
+/// first argument of `higher_order.auto_functionalized`), whose text loses the `torch.ops.`
+/// prefix ("_C.rms_norm.default"). Other dotted names or calls are errors, as are lists nested
+/// more than 64 deep.
 struct Arg {
   /// What this Arg holds; only the fields documented for that kind are meaningful.
   ArgKind kind = ArgKind::none;

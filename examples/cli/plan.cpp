@@ -1,6 +1,7 @@
 #include "plan.hpp"
 
 #include <cmath>
+#include <memory>
 
 #include "ctshard/ctshard.hpp"
 
@@ -198,9 +199,14 @@ class Planner {
 
   StrategyEnumerator& enumerator_for(const std::string& op, const OpRule& rule) {
     // Rules depend on shapes, so an enumerator is cached per (op, rules) pair.
+    // Ops with a full-mesh filter are not cached: the filter may capture call arguments.
+    if (rule.filter) {
+      uncached_ = std::make_unique<StrategyEnumerator>(rule.rules, mesh_, rule.allow_uneven_sharding, rule.filter);
+      return *uncached_;
+    }
     for (auto& [key, e] : enumerators_)
-      if (key.first == op && key.second == rule.rules) return e;
-    enumerators_.emplace_back(std::make_pair(op, rule.rules), StrategyEnumerator(rule.rules, mesh_, rule.allow_uneven_sharding));
+      if (key.first == op && key.second == rule.rules && e.allow_uneven_sharding() == rule.allow_uneven_sharding) return e;
+    enumerators_.emplace_back(std::make_pair(op, rule.rules), StrategyEnumerator(rule.rules, mesh_, rule.allow_uneven_sharding, rule.filter));
     return enumerators_.back().second;
   }
 
@@ -210,6 +216,7 @@ class Planner {
   MeshTopology mesh_;
   std::map<std::string, Value> values_;
   std::vector<std::pair<std::pair<std::string, RuleSet>, StrategyEnumerator>> enumerators_;
+  std::unique_ptr<StrategyEnumerator> uncached_;
 };
 
 }  // namespace

@@ -58,7 +58,7 @@ nlohmann::json table_json(const TableOptions& o) {
   const RuleFactory* factory = registry.find(call.op);
   if (factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + call.op + ") has no sharding rule");
   const OpRule rule = (*factory)(call);
-  StrategyEnumerator enumerator(rule.rules, mesh, rule.allow_uneven_sharding);
+  StrategyEnumerator enumerator(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
 
   nlohmann::json j;
   j["op"] = o.op;
@@ -96,6 +96,7 @@ nlohmann::json table_json(const TableOptions& o) {
     strategies.push_back(std::move(s));
   });
   j["filtered"] = {{"mixed_partial", counts.mixed_partial}, {"unshardable", counts.unshardable}};
+  if (counts.op_filter > 0) j["filtered"]["op_filter"] = counts.op_filter;
   j["strategies"] = std::move(strategies);
   const Choice choice = acc.choice();
   j["choice"] = {{"index", choice.index}, {"rule", std::string(to_string(choice.rule))}};

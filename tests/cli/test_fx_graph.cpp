@@ -540,6 +540,17 @@ TEST_CASE("fx_graph: parse_error carries source, line and text", "[fx]") {
   }
 }
 
+TEST_CASE("fx_graph: errors in a very long signature name the parameter", "[fx]") {
+  std::string params;
+  for (int i = 1; i <= 60; ++i) params += "primals_" + std::to_string(i) + ": \"f32[768]\", ";
+  const std::string message = error_of(module(params + "bad: \"f32[768\"", "    return []\n"));
+  CHECK_THAT(message, StartsWith("t.fx:5: unsupported type annotation \"f32[768\" of parameter "
+                                 "'bad'") &&
+                          Contains(" in: def forward(self, primals_1: \"f32[768]\"") &&
+                          EndsWith("..."));
+  CHECK(message.size() < 400);
+}
+
 TEST_CASE("fx_graph: read_fx_graph_file reports unreadable files", "[fx]") {
   const std::string missing = "/nonexistent/dir/graph.fx.txt";
   CHECK_THROWS_AS(ctshard::fx::read_fx_graph_file(missing), parse_error);

@@ -13,6 +13,7 @@
 #include "ctshard/error.hpp"
 #include "ctshard/registry/op_call.hpp"
 #include "ctshard/rules/rule_set.hpp"
+#include "ctshard/select/enumerator.hpp"
 
 namespace ctshard {
 
@@ -22,6 +23,7 @@ namespace ctshard {
 struct OpRule {
   RuleSet rules;
   bool allow_uneven_sharding = false;
+  FullMeshFilter filter{};  ///< optional full-mesh check (DTensor `full_mesh_strategy_filter`)
 };
 
 /// A rule factory: builds the rules for one call. Throws ctshard::error when the call does not fit

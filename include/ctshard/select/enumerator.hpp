@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,7 +26,13 @@ namespace ctshard {
 struct FilterCounts {
   std::size_t mixed_partial = 0;  ///< a spec mixing Partial kinds other than sum+avg
   std::size_t unshardable = 0;    ///< an input spec `is_tensor_shardable` rejects
+  std::size_t op_filter = 0;      ///< rejected by the op's full-mesh filter
 };
+
+/// An op-specific check of a whole full-mesh candidate (DTensor `full_mesh_strategy_filter`):
+/// receives one spec per operand (outputs first, then inputs) and the input metas; false drops
+/// the row. Example: mean needs the reduced dims evenly sharded.
+using FullMeshFilter = std::function<bool(std::span<const Spec> operand_specs, std::span<const TensorMeta> inputs)>;
 
 /// One surviving candidate: `digits[d]` is the filled-rule index used on mesh dim d.
 struct CandidateView {
@@ -45,14 +52,16 @@ class StrategyEnumerator {
   /// `raw_rules`: the op's single-dim strategy (no all-Replicate row, placeholders allowed).
   /// `allow_uneven_sharding`: an input already at a candidate's placement counts as shardable
   /// (DTensor pointwise ops); einsum-family ops pass false.
-  StrategyEnumerator(RuleSet raw_rules, const MeshTopology& mesh, bool allow_uneven_sharding)
-      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), allow_uneven_(allow_uneven_sharding) {
+  /// `filter` (optional): the op's full-mesh filter, applied after the two standard filters.
+  StrategyEnumerator(RuleSet raw_rules, const MeshTopology& mesh, bool allow_uneven_sharding, FullMeshFilter filter = {})
+      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), allow_uneven_(allow_uneven_sharding), filter_(std::move(filter)) {
     if (raw_.num_inputs() > max_inputs) throw error("ctshard::StrategyEnumerator: more than 64 tensor inputs");
   }
 
   [[nodiscard]] const MeshTopology& mesh() const noexcept { return mesh_; }
   [[nodiscard]] std::size_t num_inputs() const noexcept { return raw_.num_inputs(); }
   [[nodiscard]] std::size_t num_outputs() const noexcept { return raw_.num_outputs(); }
+  [[nodiscard]] bool allow_uneven_sharding() const noexcept { return allow_uneven_; }
 
   /// The rules after inserting the all-Replicate row and filling placeholders for these inputs.
   [[nodiscard]] const RuleSet& filled_rules(std::span<const Spec> input_specs) { return prepare(input_specs).rules; }
@@ -92,6 +101,8 @@ class StrategyEnumerator {
         }
         if (!ok) {
           ++counts.unshardable;
+        } else if (filter_ && !passes_filter(digits.data(), inputs)) {
+          ++counts.op_filter;
         } else {
           visit(CandidateView{index++, std::span<const std::uint8_t>(digits.data(), n), std::span<const double>(costs.data(), nin), total, match});
         }
@@ -135,6 +146,12 @@ class StrategyEnumerator {
     std::vector<std::size_t> distinct;     // per operand: number of distinct placements
     std::vector<std::vector<Entry>> memo;  // per input operand: distinct^N entries (empty if too many)
   };
+
+  bool passes_filter(const std::uint8_t* digits, std::span<const TensorMeta> inputs) {
+    operand_specs_.resize(last_->rules.width());
+    for (std::size_t k = 0; k < operand_specs_.size(); ++k) operand_specs_[k] = spec_of(std::span<const std::uint8_t>(digits, mesh_.size()), k);
+    return filter_(operand_specs_, inputs);
+  }
 
   static constexpr std::size_t max_inputs = 64;
   static constexpr std::size_t max_memo_entries = std::size_t{1} << 16;
@@ -208,6 +225,8 @@ class StrategyEnumerator {
   RuleSet raw_;
   MeshTopology mesh_;
   bool allow_uneven_;
+  FullMeshFilter filter_;
+  std::vector<Spec> operand_specs_;
   std::vector<Filled> cache_;
   Filled* last_ = nullptr;
   Entry scratch_{};

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up, builds, then runs the ctshard tool with the given arguments (default: `plan` on the
+# embedded transformer block).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bash "$root/scripts/build.sh" --target ctshard_tool >&2
+build=${CTSHARD_BUILD_DIR:-$root/build}
+if [ $# -eq 0 ]; then set -- plan; fi
+exec "$build/examples/ctshard" "$@"
