@@ -161,8 +161,14 @@ class Planner {
         for (const auto& in : inputs)
           if (!in.known) throw error("an input's shape is unknown");
         const OpRule rule = (*factory)(call);
-        if (rule.rules.num_outputs() != out.specs.size())
+        // A graph may use fewer outputs than an op returns (getitems of unused outputs are absent).
+        if (rule.rules.num_outputs() < out.specs.size())
           throw error("rule has " + std::to_string(rule.rules.num_outputs()) + " outputs, node has " + std::to_string(out.specs.size()));
+        while (out.specs.size() < rule.rules.num_outputs()) {
+          out.specs.emplace_back(mesh_.size());
+          out.metas.emplace_back();
+          out.known.push_back(false);
+        }
         StrategyEnumerator& e = enumerator_for(node.target, rule);
         std::vector<std::uint8_t> chosen;
         ChoiceAccumulator acc;

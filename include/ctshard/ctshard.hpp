@@ -25,4 +25,7 @@
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/registry/einsum_ops.hpp"
 #include "ctshard/registry/pointwise_ops.hpp"
+#include "ctshard/rules/passthrough_rules.hpp"
+#include "ctshard/registry/collective_ops.hpp"
+#include "ctshard/registry/fused_kernel_ops.hpp"
 #include "ctshard/registry/builtin_registry.hpp"

@@ -1,0 +1,88 @@
+#pragma once
+/// \file registry/fused_kernel_ops.hpp
+/// Fused kernels of inference / training stacks that appear in real aten graphs: vLLM's `_C` ops
+/// and attention (called through `higher_order.auto_functionalized`) and apex's fused layer norm.
+/// No DTensor rule exists for them; these rules follow the kernels' math (token- or head-parallel
+/// only) and are verified like every other rule.
+///
+/// `higher_order.auto_functionalized(op, k = v, ...)` returns `(op's result, mutated args...)`;
+/// the op's own result is `None` for these kernels (output 0: Replicate) and the mutated arguments
+/// follow in the kernel's schema order.
+
+#include <string>
+
+#include "ctshard/registry/op_registry.hpp"
+
+namespace ctshard {
+
+namespace detail {
+/// A one-row rule: operands marked in `sharded` (outputs then inputs) take `S?(dim)`, the others
+/// Replicate. Token-parallel kernels use dim 0, head-parallel attention dim 1.
+inline RuleSet token_parallel_rule(std::size_t outputs, std::size_t inputs, std::initializer_list<bool> sharded, int dim) {
+  RuleSet rules(outputs, inputs);
+  std::vector<Placement> row;
+  for (bool s : sharded) row.push_back(s ? ShardingPlaceholder(dim) : Replicate());
+  rules.add(row);
+  return rules;
+}
+
+inline void expect_tensor_count(const OpCall& call, std::size_t n, std::string_view what) {
+  if (call.tensors.size() != n)
+    throw error("ctshard: " + std::string(what) + " takes " + std::to_string(n) + " tensor arguments, got " + std::to_string(call.tensors.size()));
+}
+
+/// Wrapped op of an auto_functionalized call: the first argument's text ("_C.rms_norm.default").
+inline std::string wrapped_op(const OpCall& call) {
+  const OpArg* a = call.arg(0);
+  if (a == nullptr || a->text.empty()) throw error("ctshard: higher_order.auto_functionalized without an op reference as first argument");
+  std::string name = a->text;
+  if (name.rfind("torch.ops.", 0) == 0) name = name.substr(10);
+  return name;
+}
+}  // namespace detail
+
+/// Registers apex.fused_layer_norm_affine_fwd and higher_order.auto_functionalized for vLLM's
+/// `_C.rms_norm`, `_C.fused_add_rms_norm`, `_C.rotary_embedding`, `_C.silu_and_mul` and
+/// `vllm.unified_attention_with_output`. Other wrapped ops throw ctshard::error naming them (the
+/// planner then falls back visibly).
+inline void register_fused_kernel_ops(OpRegistry& registry) {
+  // apex (input, weight, bias, normalized_shape, eps) -> (out, mean, invvar); mean / invvar are
+  // flattened over the leading dims, so only leading dim 0 can stay sharded.
+  registry.add({"apex.fused_layer_norm_affine_fwd.default"}, [](const OpCall& call) {
+    detail::expect_tensor_count(call, 3, "apex.fused_layer_norm_affine_fwd");
+    const OpArg* normalized = call.arg(3);
+    const std::size_t norm_dims = normalized != nullptr && normalized->kind == OpArg::Kind::int_list ? normalized->ints.size() : 1;
+    RuleSet rules(3, 3);
+    if (call.tensors[0].shape.rank > norm_dims)
+      rules = detail::token_parallel_rule(3, 3, {true, true, true, true, false, false}, 0);
+    return OpRule{rules, false};
+  });
+  registry.add({"higher_order.auto_functionalized"}, [](const OpCall& call) {
+    const std::string op = detail::wrapped_op(call);
+    // outputs: None, then the mutated tensors; inputs: the tensor kwargs in call order.
+    if (op == "_C.rms_norm.default") {  // (result, input, weight, epsilon); mutates result
+      detail::expect_tensor_count(call, 3, op);
+      return OpRule{detail::token_parallel_rule(2, 3, {false, true, true, true, false}, 0), false};
+    }
+    if (op == "_C.fused_add_rms_norm.default") {  // (input, residual, weight, epsilon); mutates input, residual
+      detail::expect_tensor_count(call, 3, op);
+      return OpRule{detail::token_parallel_rule(3, 3, {false, true, true, true, true, false}, 0), false};
+    }
+    if (op == "_C.rotary_embedding.default") {  // (positions, query, key, head_size, cos_sin_cache, is_neox); mutates query, key
+      detail::expect_tensor_count(call, 4, op);
+      return OpRule{detail::token_parallel_rule(3, 4, {false, true, true, true, true, true, false}, 0), false};
+    }
+    if (op == "_C.silu_and_mul.default") {  // (out, input): out = silu(input[:, :F]) * input[:, F:]; mutates out
+      detail::expect_tensor_count(call, 2, op);
+      return OpRule{detail::token_parallel_rule(2, 2, {false, true, true, true}, 0), false};
+    }
+    if (op == "vllm.unified_attention_with_output.default") {  // (query, key, value, output, layer_name); mutates output
+      // Attention mixes tokens (keys of a sequence), so tokens stay whole; heads are independent.
+      detail::expect_tensor_count(call, 4, op);
+      return OpRule{detail::token_parallel_rule(2, 4, {false, true, true, true, true, true}, 1), false};
+    }
+    throw error("ctshard: no rule for " + op + " inside higher_order.auto_functionalized");
+  });
+}
+
+}  // namespace ctshard
