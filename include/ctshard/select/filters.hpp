@@ -23,7 +23,7 @@ namespace ctshard {
   for (std::size_t i = 0; i < spec.size(); ++i) {
     const Placement& p = spec[i];
     if (!p.is_any_shard()) continue;
-    if (p.dim >= shape.rank) return false;
+    if (p.dim < 0 || p.dim >= shape.rank) return false;
     const auto d = static_cast<std::size_t>(p.dim);
     shards[d] *= mesh.sizes[i];
     const std::int64_t needed = p.is_strided_shard() ? shards[d] * p.split_factor : shards[d];

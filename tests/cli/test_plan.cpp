@@ -1,0 +1,106 @@
+// `ctshard plan`: propagation through real FX graphs on meshes 8, 2x4, 2x2x2 (no error,
+// deterministic totals), the embedded default, JSON fields, and bad --place input.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ctshard/ctshard.hpp"
+#include "fx_graph.hpp"
+#include "plan.hpp"
+
+using namespace ctshard;
+
+namespace {
+std::string run_tool(const std::string& args) {
+  const std::string cmd = std::string("\"") + CTSHARD_TOOL + "\" " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("plan: every real graph on meshes 8, 2x4, 2x2x2, deterministically", "[plan]") {
+  const std::string dir = std::string(CTSHARD_SHARED_DIR) + "/graphs";
+  if (!std::filesystem::exists(dir)) {
+    WARN("../shared not found (" << dir << "): skipping real-graph plans");
+    return;
+  }
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.path().string().ends_with(".fx.txt")) continue;
+    ++files;
+    const fx::Graph graph = fx::read_fx_graph_file(entry.path().string());
+    std::size_t op_nodes = 0;
+    for (const auto& n : graph.nodes) op_nodes += n.kind == "call_function" && n.target != "getitem";
+    for (const auto& mesh : {std::vector<std::int64_t>{8}, std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>{2, 2, 2}}) {
+      cli::PlanOptions options;
+      options.mesh = mesh;
+      const cli::Plan first = cli::plan_graph(graph, options, builtin_registry());
+      const cli::Plan second = cli::plan_graph(graph, options, builtin_registry());
+      INFO(entry.path().filename().string() << " on a " << mesh.size() << "-dim mesh");
+      CHECK(first.nodes.size() == op_nodes);
+      CHECK(first.nodes_with_rule + first.nodes_fallback == op_nodes);
+      CHECK(first.total_cost_us == second.total_cost_us);
+      CHECK(std::isfinite(first.total_cost_us));
+      for (const auto& n : first.nodes) CHECK(n.outputs.size() >= 1);
+    }
+  }
+  CHECK(files == 8);
+}
+
+TEST_CASE("plan: sharded weights propagate through the default block", "[plan]") {
+  const std::string out = run_tool("plan --json --mesh 2x4 --place 'primals_1=S(0)R'");
+  const auto j = nlohmann::json::parse(out);
+  REQUIRE(j.contains("nodes"));
+  for (const char* key : {"total_cost_us", "nodes_with_rule", "nodes_fallback"}) CHECK(j.contains(key));
+  std::size_t with_rule = 0;
+  for (const auto& n : j["nodes"]) {
+    for (const char* key : {"name", "op", "inputs", "outputs", "cost_us", "fallback"}) CHECK(n.contains(key));
+    with_rule += n["fallback"].get<bool>() ? 0 : 1;
+  }
+  CHECK(with_rule == j["nodes_with_rule"].get<std::size_t>());
+  CHECK(j["nodes"].size() == j["nodes_with_rule"].get<std::size_t>() + j["nodes_fallback"].get<std::size_t>());
+  // the first addmm consumes the row-sharded activations: no redistribution of the lhs needed
+  bool found = false;
+  for (const auto& n : j["nodes"])
+    if (n["name"] == "add_1") {
+      found = true;
+      CHECK(n["outputs"][0].get<std::string>().size() >= 2);
+    }
+  CHECK(found);
+}
+
+TEST_CASE("plan: bad --place input is a clear error", "[plan]") {
+  CHECK_THAT(run_tool("plan --place 'nosuch=S(0)'"), Catch::Contains("'nosuch', which is not an input"));
+  CHECK_THAT(run_tool("plan --mesh 2x4 --place 'primals_1=S(0)'"), Catch::Contains("has 1 placements for a 2-dim mesh"));
+  CHECK_THAT(run_tool("plan --place primals_1"), Catch::Contains("expects NAME=SPEC"));
+  CHECK_THAT(run_tool("plan --mesh 2y4"), Catch::Contains("bad mesh '2y4'"));
+  CHECK_THAT(run_tool("plan /nonexistent/graph.fx.txt"), Catch::Contains("/nonexistent/graph.fx.txt"));
+}
+
+TEST_CASE("table and cost: text and JSON interfaces", "[cli]") {
+  const auto t = nlohmann::json::parse(run_tool("table --op mm --shapes 6x8,8x12 --mesh 2x4 --inputs \"S(0)R;RS(1)\" --json"));
+  CHECK(t["strategies"].size() == 63);  // 8^2 = 64 rows, one unshardable (8 rows over 2x4 = 8 shards of dim 0 of 6)
+  CHECK(t["choice"]["rule"] == "no_redistribute");
+  const auto& chosen = t["strategies"][t["choice"]["index"].get<std::size_t>()];
+  CHECK(chosen["in"] == nlohmann::json::array({"S(0)R", "RS(1)"}));
+  CHECK(chosen["out"] == "S(0)S(1)");
+  const auto c = nlohmann::json::parse(run_tool("cost --shape 4x4 --mesh 2x2 --from \"S(0)S(0)\" --to \"RS(0)\" --json"));
+  CHECK(c["cost_us"].get<double>() == Approx(14.4005).epsilon(1e-5));
+  CHECK(c["steps"].size() == 3);
+  CHECK(c["steps"][0]["collective"] == "all_gather");
+  CHECK_THAT(run_tool("table --op nosuch --shapes 2 --mesh 2 --inputs R"), Catch::Contains("unknown op 'nosuch'"));
+  CHECK_THAT(run_tool("table --op mm --shapes 6x8,8x12 --mesh 2 --inputs \"S(0);Q\""), Catch::Contains("'Q'"));
+  CHECK_THAT(run_tool("table --op 'einsum:mk,kn->mz' --shapes 6x8,8x12 --mesh 2 --inputs 'R;R'"),
+             Catch::Contains("an output label does not occur in any input"));
+  CHECK_THAT(run_tool("cost --shape 4x4 --mesh 2 --from 'S(0)' --to 'P(sum)'"), Catch::Contains("total: inf"));
+}
