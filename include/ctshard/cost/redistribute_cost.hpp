@@ -80,6 +80,45 @@ constexpr RedistributeStep transition(std::size_t mesh_dim, Placement from, Plac
 }
 }  // namespace detail
 
+namespace detail {
+[[noreturn]] inline void spec_mesh_mismatch(const Spec& current, const Spec& target, std::size_t mesh_ndim) {
+  throw error("ctshard::redistribute_cost: spec '" + to_string(current) + "' -> '" + to_string(target) + "' does not match a " +
+              std::to_string(mesh_ndim) + "-dim mesh");
+}
+
+/// The greedy planner (see `redistribute_plan`): calls `on_step(step)` for every step in order and
+/// returns the total cost (µs). Shared by the plan (which records steps) and the cost (which
+/// does not).
+template <class OnStep>
+constexpr double greedy_redistribute(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh,
+                                     OnStep&& on_step) {
+  if (current.size() != mesh.size() || target.size() != mesh.size()) spec_mesh_mismatch(current, target, mesh.size());
+  if (current.is_replicated() || current == target) return 0.0;
+  for (std::size_t d = 0; d < mesh.size(); ++d)
+    if (current[d].is_strided_shard() || target[d].is_strided_shard()) return infinite_cost;
+  const std::int64_t shards = num_shards(current, mesh.sizes);
+  double gb = meta.bytes() / static_cast<double>(shards) / 1024.0 / 1024.0 / 1024.0;
+  double total = 0;
+  Spec state = current;
+  auto step = [&](std::size_t d, Placement to) {
+    const RedistributeStep s = transition(d, state[d], to, gb, mesh);
+    state[d] = to;
+    total += s.cost_us;
+    on_step(s);
+  };
+  if (mesh.size() > 1 && shards > 1) {
+    for (std::size_t d = mesh.size(); d-- > 0;) {
+      Placement to = target[d];
+      if (to.is_shard() && !same_shard_prefix(state, target, d, to.dim)) to = Replicate();
+      if (state[d] != to) step(d, to);
+    }
+  }
+  for (std::size_t d = 0; d < mesh.size(); ++d)
+    if (state[d] != target[d]) step(d, target[d]);
+  return total;
+}
+}  // namespace detail
+
 /// The greedy redistribution plan from `current` to `target` for a tensor described by `meta` on
 /// `mesh`, with per-step collectives and costs (µs). DTensor rules: an all-Replicate source or an
 /// unchanged spec costs 0 with no step; a StridedShard on either side (other than unchanged) is
@@ -91,39 +130,14 @@ constexpr RedistributeStep transition(std::size_t mesh_dim, Placement from, Plac
 /// Throws ctshard::error when the specs' ranks differ from the mesh's.
 [[nodiscard]] constexpr RedistributePlan redistribute_plan(const Spec& current, const Spec& target, const TensorMeta& meta,
                                                            const MeshTopology& mesh) {
-  if (current.size() != mesh.size() || target.size() != mesh.size())
-    throw error("ctshard::redistribute_cost: spec '" + to_string(current) + "' -> '" + to_string(target) + "' does not match a " +
-                std::to_string(mesh.size()) + "-dim mesh");
   RedistributePlan plan;
-  if (current.is_replicated() || current == target) return plan;
-  for (std::size_t d = 0; d < mesh.size(); ++d)
-    if (current[d].is_strided_shard() || target[d].is_strided_shard()) {
-      plan.cost_us = infinite_cost;
-      return plan;
-    }
-  double gb = meta.bytes() / static_cast<double>(num_shards(current, mesh.sizes)) / 1024.0 / 1024.0 / 1024.0;
-  Spec state = current;
-  auto step = [&](std::size_t d, Placement to) {
-    RedistributeStep s = detail::transition(d, state[d], to, gb, mesh);
-    state[d] = to;
-    plan.cost_us += s.cost_us;
-    plan.steps[plan.size++] = s;
-  };
-  if (mesh.size() > 1 && num_shards(current, mesh.sizes) > 1) {
-    for (std::size_t d = mesh.size(); d-- > 0;) {
-      Placement to = target[d];
-      if (to.is_shard() && !detail::same_shard_prefix(state, target, d, to.dim)) to = Replicate();
-      if (state[d] != to) step(d, to);
-    }
-  }
-  for (std::size_t d = 0; d < mesh.size(); ++d)
-    if (state[d] != target[d]) step(d, target[d]);
+  plan.cost_us = detail::greedy_redistribute(current, target, meta, mesh, [&](const RedistributeStep& s) { plan.steps[plan.size++] = s; });
   return plan;
 }
 
 /// Redistribute cost in µs (+inf where DTensor says so); see `redistribute_plan`.
 [[nodiscard]] constexpr double redistribute_cost(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh) {
-  return redistribute_plan(current, target, meta, mesh).cost_us;
+  return detail::greedy_redistribute(current, target, meta, mesh, [](const RedistributeStep&) noexcept {});
 }
 
 }  // namespace ctshard

@@ -3,10 +3,12 @@
 /// Run-time mesh expansion, filtering, pricing and choice for one op on one mesh — the full
 /// enumeration baseline (DTensor `expand_to_full_mesh_op_strategy` + `_select_min_cost_strategy`).
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,9 +32,11 @@ struct FilterCounts {
 };
 
 /// An op-specific check of a whole full-mesh candidate (DTensor `full_mesh_strategy_filter`):
-/// receives one spec per operand (outputs first, then inputs) and the input metas; false drops
-/// the row. Example: mean needs the reduced dims evenly sharded.
-using FullMeshFilter = std::function<bool(std::span<const Spec> operand_specs, std::span<const TensorMeta> inputs)>;
+/// receives one spec per operand (outputs first, then inputs), the input metas and the mesh (as
+/// DTensor's filter receives `mesh`); false drops the row. Example: mean needs the reduced dims
+/// evenly sharded, which depends on the mesh dim sizes.
+using FullMeshFilter =
+    std::function<bool(std::span<const Spec> operand_specs, std::span<const TensorMeta> inputs, const MeshTopology& mesh)>;
 
 /// One surviving candidate: `digits[d]` is the filled-rule index used on mesh dim d.
 struct CandidateView {
@@ -71,29 +75,192 @@ class StrategyEnumerator {
   /// a spec's mesh rank is wrong.
   template <class Visitor>
   FilterCounts for_each(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, Visitor&& visit) {
+    Filled& f = begin_call(inputs, input_specs);
+    return walk(f, inputs, input_specs, true, nullptr, visit);
+  }
+
+  /// DTensor's choice for these inputs (see ChoiceAccumulator), allocation-free once warm.
+  /// Fast path (DTensor's `try_propagate`): when the runtime input specs match some rule on every
+  /// mesh dim, the last valid such row is the no-redistribute choice and no cost is computed;
+  /// otherwise every row is priced (per-input costs memoised per distinct target spec and kept
+  /// across calls while that input's spec and meta are unchanged).
+  /// A query identical to the previous one (same fill, input specs and metas) returns the
+  /// remembered answer.
+  [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
+    Filled& f = begin_call(inputs, input_specs);
+    if (f.has_choice && f.choice_stamps == f.input_stamp) return f.choice;
+    if (auto fast = matching_choice(f, inputs, input_specs)) {
+      f.choice = *fast;
+    } else {
+      ChoiceAccumulator acc;
+      (void)walk(f, inputs, input_specs, true, nullptr,
+                 [&](const CandidateView& c) { acc.offer(c.index, c.total_us, c.inputs_match, c.digits); });
+      f.choice = acc.choice();
+    }
+    f.has_choice = true;
+    f.choice_stamps = f.input_stamp;
+    return f.choice;
+  }
+
+  /// Spec of operand `operand` (outputs first) for a candidate's digits, from the last prepared fill.
+  [[nodiscard]] Spec spec_of(std::span<const std::uint8_t> digits, std::size_t operand) const {
+    Spec spec;
+    for (std::uint8_t r : digits) spec.push_back(last_->rules.at(r, operand));
+    return spec;
+  }
+
+ private:
+  struct Entry {
+    std::uint32_t stamp = 0;       // valid when equal to the input's stamp
+    std::uint32_t cost_stamp = 0;  // cost valid when equal to the input's stamp
+    bool shardable = false;
+    bool matches = false;
+    double cost = 0;
+  };
+  struct Filled {
+    ShardKinds kinds;
+    RuleSet rules;
+    std::vector<unsigned> partial_mask;    // [rule * width + operand]: bit of the Partial reduce op
+    std::vector<std::uint32_t> column_id;  // [rule * width + operand]: distinct-placement id in the column
+    std::vector<std::uint32_t> distinct;   // per operand: number of distinct placements
+    std::vector<std::vector<Entry>> memo;  // per input: distinct^N entries (empty if too many)
+    std::vector<std::uint32_t> input_stamp;
+    std::vector<Spec> last_spec;
+    std::vector<TensorMeta> last_meta;
+    std::vector<unsigned> prefix_mask;     // [(depth) * width + operand]
+    std::vector<std::uint64_t> prefix_key; // [(depth) * inputs + input]
+    std::vector<std::uint8_t> matching;    // [mesh dim * rules + j]: rules matching the runtime inputs
+    bool has_choice = false;               // the last choose() answer and the input stamps it saw
+    Choice choice{};
+    std::vector<std::uint32_t> choice_stamps;
+  };
+
+  static constexpr std::size_t max_inputs = 64;
+  static constexpr std::size_t max_memo_entries = std::size_t{1} << 16;
+
+  void check(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) const {
+    if (inputs.size() != raw_.num_inputs() || input_specs.size() != raw_.num_inputs())
+      throw error("ctshard::StrategyEnumerator: the op takes " + std::to_string(raw_.num_inputs()) + " tensor inputs, got " +
+                  std::to_string(inputs.size()) + " shapes and " + std::to_string(input_specs.size()) + " specs");
+    for (const auto& spec : input_specs)
+      if (spec.size() != mesh_.size())
+        throw error("ctshard::StrategyEnumerator: input spec '" + to_string(spec) + "' has " + std::to_string(spec.size()) +
+                    " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
+  }
+
+  /// Validates, prepares the fill for these inputs, and invalidates memo entries of inputs whose
+  /// spec or meta changed since the last call.
+  Filled& begin_call(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
     check(inputs, input_specs);
     Filled& f = prepare(input_specs);
-    ++stamp_;
-    const std::size_t n = mesh_.size(), width = f.rules.width(), nout = f.rules.num_outputs(), nin = f.rules.num_inputs();
-    const std::size_t s = f.rules.size();
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (f.input_stamp[i] == 0 || !(f.last_spec[i] == input_specs[i]) || !(f.last_meta[i] == inputs[i])) {
+        f.input_stamp[i] = ++stamp_;
+        f.last_spec[i] = input_specs[i];
+        f.last_meta[i] = inputs[i];
+      }
+    return f;
+  }
+
+  Filled& prepare(std::span<const Spec> input_specs) {
+    const ShardKinds kinds = shard_kinds_of(input_specs);
+    for (auto& f : cache_)
+      if (f.kinds.shard == kinds.shard && f.kinds.num_strided == kinds.num_strided && f.kinds.split_factors == kinds.split_factors)
+        return *(last_ = &f);
+    Filled f;
+    f.kinds = kinds;
+    f.rules = fill_placeholders(raw_, kinds);
+    const std::size_t width = f.rules.width(), s = f.rules.size(), nin = f.rules.num_inputs(), n = mesh_.size();
+    if (s > 255) throw error("ctshard::StrategyEnumerator: more than 255 single-dim rules after placeholder filling");
+    f.partial_mask.resize(s * width);
+    f.column_id.resize(s * width);
+    f.distinct.resize(width);
+    for (std::size_t k = 0; k < width; ++k) {
+      std::uint32_t distinct = 0;
+      for (std::size_t r = 0; r < s; ++r) {
+        const Placement& p = f.rules.at(r, k);
+        f.partial_mask[r * width + k] = p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u;
+        std::uint32_t id = distinct;
+        for (std::size_t q = 0; q < r; ++q)
+          if (f.rules.at(q, k) == p) {
+            id = f.column_id[q * width + k];
+            break;
+          }
+        if (id == distinct) ++distinct;
+        f.column_id[r * width + k] = id;
+      }
+      f.distinct[k] = distinct;
+    }
+    f.memo.resize(nin);
+    for (std::size_t i = 0; i < nin; ++i) {
+      std::size_t entries = 1;
+      for (std::size_t d = 0; d < n && entries <= max_memo_entries; ++d) entries *= f.distinct[f.rules.num_outputs() + i];
+      if (entries <= max_memo_entries) f.memo[i].resize(entries);
+    }
+    f.input_stamp.assign(nin, 0);
+    f.last_spec.assign(nin, Spec{});
+    f.last_meta.assign(nin, TensorMeta{});
+    f.prefix_mask.assign((n + 1) * width, 0);
+    f.prefix_key.assign((n + 1) * nin, 0);
+    f.matching.assign(n * s, 0);
+    cache_.push_back(std::move(f));
+    return *(last_ = &cache_.back());
+  }
+
+  /// Computes prefix state of depth d + 1 from depth d and digits[d].
+  static void extend(Filled& f, const std::uint8_t* digits, std::size_t d) noexcept {
+    const std::size_t width = f.rules.width(), nin = f.rules.num_inputs(), nout = f.rules.num_outputs();
+    const std::size_t r = digits[d];
+    for (std::size_t k = 0; k < width; ++k) f.prefix_mask[(d + 1) * width + k] = f.prefix_mask[d * width + k] | f.partial_mask[r * width + k];
+    for (std::size_t i = 0; i < nin; ++i)
+      f.prefix_key[(d + 1) * nin + i] = f.prefix_key[d * nin + i] * f.distinct[nout + i] + f.column_id[r * width + nout + i];
+  }
+
+  /// The memo entry of input `i` for the row `digits` (key from the prefix state); computes the
+  /// shardability, and the cost when `with_cost`.
+  Entry& entry(Filled& f, std::size_t i, const std::uint8_t* digits, const TensorMeta& meta, const Spec& current, bool with_cost) {
+    const std::size_t n = mesh_.size(), nout = f.rules.num_outputs();
+    auto& memo = f.memo[i];
+    Entry* e = memo.empty() ? &scratch_ : &memo[static_cast<std::size_t>(f.prefix_key[n * f.rules.num_inputs() + i])];
+    const std::uint32_t stamp = f.input_stamp[i];
+    if (memo.empty()) e->stamp = e->cost_stamp = 0;
+    if (e->stamp == stamp && (!with_cost || e->cost_stamp == stamp)) return *e;
+    Spec target;
+    for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
+    if (e->stamp != stamp) {
+      e->stamp = stamp;
+      e->matches = target == current;
+      e->shardable = is_tensor_shardable(meta.shape, target, mesh_) || (allow_uneven_ && e->matches);
+    }
+    if (with_cost && e->cost_stamp != stamp) {
+      e->cost_stamp = stamp;
+      e->cost = e->shardable ? redistribute_cost(current, target, meta, mesh_) : 0.0;
+    }
+    return *e;
+  }
+
+  /// Walks rows in enumeration order; `stop` (optional) ends the walk before that row.
+  template <class Visitor>
+  FilterCounts walk(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, bool with_costs,
+                    const std::uint8_t* stop, Visitor&& visit) {
+    const std::size_t n = mesh_.size(), width = f.rules.width(), nin = f.rules.num_inputs(), s = f.rules.size();
     std::array<std::uint8_t, max_mesh_dims> digits{};
     std::array<double, max_inputs> costs{};
+    for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
     FilterCounts counts;
     std::size_t index = 0;
     while (true) {
+      if (stop != nullptr && std::equal(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), stop)) break;
       bool ok = true;
-      for (std::size_t k = 0; k < width && ok; ++k) {
-        unsigned mask = 0;
-        for (std::size_t d = 0; d < n; ++d) mask |= f.partial_mask[digits[d] * width + k];
-        ok = (mask & (mask - 1)) == 0 || mask == 3u;
-      }
+      const unsigned* mask = &f.prefix_mask[n * width];
+      for (std::size_t k = 0; k < width && ok; ++k) ok = (mask[k] & (mask[k] - 1)) == 0 || mask[k] == 3u;
       if (!ok) {
         ++counts.mixed_partial;
       } else {
         double total = 0;
         bool match = true;
         for (std::size_t i = 0; i < nin && ok; ++i) {
-          const Entry& e = entry(f, nout + i, digits.data(), inputs[i], input_specs[i]);
+          const Entry& e = entry(f, i, digits.data(), inputs[i], input_specs[i], with_costs);
           ok = e.shardable;
           costs[i] = e.cost;
           total += e.cost;
@@ -113,113 +280,85 @@ class StrategyEnumerator {
         digits[d] = 0;
       }
       if (d == static_cast<std::size_t>(-1)) break;
+      for (std::size_t e = d; e < n; ++e) extend(f, digits.data(), e);
     }
     return counts;
   }
 
-  /// DTensor's choice for these inputs (see ChoiceAccumulator). Allocation-free once warm.
-  [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
-    ChoiceAccumulator acc;
-    (void)for_each(inputs, input_specs, [&](const CandidateView& c) { acc.offer(c.index, c.total_us, c.inputs_match); });
-    return acc.choice();
+  /// DTensor's no-redistribute choice without pricing: the last valid row whose input placements
+  /// equal the runtime ones on every mesh dim; empty when there is none.
+  std::optional<Choice> matching_choice(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
+    const std::size_t n = mesh_.size(), s = f.rules.size(), nout = f.rules.num_outputs(), nin = f.rules.num_inputs();
+    std::array<std::size_t, max_mesh_dims> count{};
+    for (std::size_t d = 0; d < n; ++d) {
+      for (std::size_t r = 0; r < s; ++r) {
+        bool all = true;
+        for (std::size_t i = 0; i < nin && all; ++i) all = f.rules.at(r, nout + i) == input_specs[i][d];
+        if (all) f.matching[d * s + count[d]++] = static_cast<std::uint8_t>(r);
+      }
+      if (count[d] == 0) return std::nullopt;
+    }
+    // product of the matching rules, last row first
+    std::array<std::size_t, max_mesh_dims> pick{};
+    for (std::size_t d = 0; d < n; ++d) pick[d] = count[d] - 1;
+    std::array<std::uint8_t, max_mesh_dims> digits{};
+    while (true) {
+      for (std::size_t d = 0; d < n; ++d) digits[d] = f.matching[d * s + pick[d]];
+      for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
+      if (row_survives(f, digits.data(), inputs, input_specs)) break;
+      std::size_t d = n;
+      while (d-- > 0) {
+        if (pick[d]-- > 0) break;
+        pick[d] = count[d] - 1;
+      }
+      if (d == static_cast<std::size_t>(-1)) return std::nullopt;
+    }
+    Choice c;
+    c.rule = ChoiceRule::no_redistribute;
+    c.digits = digits;
+    // its position among surviving rows: count the survivors before it (no pricing)
+    c.index = count_survivors(f, inputs, input_specs, digits.data());
+    const bool first_row = std::all_of(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), [](std::uint8_t r) { return r == 0; });
+    if (first_row) {  // the all-Replicate row: "only" when nothing else survives
+      std::size_t survivors = 0;
+      (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++survivors; });
+      if (survivors == 1) c.rule = ChoiceRule::only;
+    }
+    return c;
   }
 
-  /// Spec of operand `operand` (outputs first) for a candidate's digits, from the last prepared fill.
-  [[nodiscard]] Spec spec_of(std::span<const std::uint8_t> digits, std::size_t operand) const {
-    Spec spec;
-    for (std::uint8_t r : digits) spec.push_back(last_->rules.at(r, operand));
-    return spec;
+  /// Surviving rows strictly before `stop` in enumeration order (filters only, no pricing).
+  std::size_t count_survivors(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const std::uint8_t* stop) {
+    const std::size_t n = mesh_.size(), s = f.rules.size();
+    std::array<std::uint8_t, max_mesh_dims> digits{};
+    for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
+    std::size_t survivors = 0;
+    while (!std::equal(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), stop)) {
+      survivors += row_survives(f, digits.data(), inputs, input_specs) ? 1 : 0;
+      std::size_t d = n;
+      while (d-- > 0) {
+        if (++digits[d] < s) break;
+        digits[d] = 0;
+      }
+      for (std::size_t e = d; e < n; ++e) extend(f, digits.data(), e);
+    }
+    return survivors;
   }
 
- private:
-  struct Entry {
-    std::uint32_t stamp = 0;
-    bool shardable = false;
-    bool matches = false;
-    double cost = 0;
-  };
-  struct Filled {
-    ShardKinds kinds;
-    RuleSet rules;
-    std::vector<unsigned> partial_mask;   // [rule * width + operand]: bit of the Partial reduce op
-    std::vector<std::uint16_t> column_id;  // [rule * width + operand]: distinct-placement id in the column
-    std::vector<std::size_t> distinct;     // per operand: number of distinct placements
-    std::vector<std::vector<Entry>> memo;  // per input operand: distinct^N entries (empty if too many)
-  };
+  bool row_survives(Filled& f, const std::uint8_t* digits, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
+    const std::size_t n = mesh_.size(), width = f.rules.width();
+    const unsigned* mask = &f.prefix_mask[n * width];
+    for (std::size_t k = 0; k < width; ++k)
+      if ((mask[k] & (mask[k] - 1)) != 0 && mask[k] != 3u) return false;
+    for (std::size_t i = 0; i < f.rules.num_inputs(); ++i)
+      if (!entry(f, i, digits, inputs[i], input_specs[i], false).shardable) return false;
+    return !filter_ || passes_filter(digits, inputs);
+  }
 
   bool passes_filter(const std::uint8_t* digits, std::span<const TensorMeta> inputs) {
     operand_specs_.resize(last_->rules.width());
     for (std::size_t k = 0; k < operand_specs_.size(); ++k) operand_specs_[k] = spec_of(std::span<const std::uint8_t>(digits, mesh_.size()), k);
-    return filter_(operand_specs_, inputs);
-  }
-
-  static constexpr std::size_t max_inputs = 64;
-  static constexpr std::size_t max_memo_entries = std::size_t{1} << 16;
-
-  void check(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) const {
-    if (inputs.size() != raw_.num_inputs() || input_specs.size() != raw_.num_inputs())
-      throw error("ctshard::StrategyEnumerator: the op takes " + std::to_string(raw_.num_inputs()) + " tensor inputs, got " +
-                  std::to_string(inputs.size()) + " shapes and " + std::to_string(input_specs.size()) + " specs");
-    for (const auto& spec : input_specs)
-      if (spec.size() != mesh_.size())
-        throw error("ctshard::StrategyEnumerator: input spec '" + to_string(spec) + "' has " + std::to_string(spec.size()) +
-                    " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
-  }
-
-  Filled& prepare(std::span<const Spec> input_specs) {
-    const ShardKinds kinds = shard_kinds_of(input_specs);
-    for (auto& f : cache_)
-      if (f.kinds.shard == kinds.shard && f.kinds.num_strided == kinds.num_strided && f.kinds.split_factors == kinds.split_factors)
-        return *(last_ = &f);
-    Filled f;
-    f.kinds = kinds;
-    f.rules = fill_placeholders(raw_, kinds);
-    const std::size_t width = f.rules.width(), s = f.rules.size();
-    if (s > 255) throw error("ctshard::StrategyEnumerator: more than 255 single-dim rules after placeholder filling");
-    f.partial_mask.resize(s * width);
-    f.column_id.resize(s * width);
-    f.distinct.resize(width);
-    for (std::size_t k = 0; k < width; ++k) {
-      std::size_t distinct = 0;
-      for (std::size_t r = 0; r < s; ++r) {
-        const Placement& p = f.rules.at(r, k);
-        f.partial_mask[r * width + k] =
-            !p.is_partial() ? 0u : (p.reduce_op == ReduceOp::sum ? 1u : p.reduce_op == ReduceOp::avg ? 2u : p.reduce_op == ReduceOp::max ? 4u : 8u);
-        std::size_t id = distinct;
-        for (std::size_t q = 0; q < r; ++q)
-          if (f.rules.at(q, k) == p) {
-            id = f.column_id[q * width + k];
-            break;
-          }
-        if (id == distinct) ++distinct;
-        f.column_id[r * width + k] = static_cast<std::uint16_t>(id);
-      }
-      f.distinct[k] = distinct;
-    }
-    f.memo.resize(f.rules.num_inputs());
-    for (std::size_t i = 0; i < f.rules.num_inputs(); ++i) {
-      std::size_t entries = 1;
-      for (std::size_t d = 0; d < mesh_.size() && entries <= max_memo_entries; ++d) entries *= f.distinct[f.rules.num_outputs() + i];
-      if (entries <= max_memo_entries) f.memo[i].resize(entries);
-    }
-    cache_.push_back(std::move(f));
-    return *(last_ = &cache_.back());
-  }
-
-  const Entry& entry(Filled& f, std::size_t operand, const std::uint8_t* digits, const TensorMeta& meta, const Spec& current) {
-    const std::size_t width = f.rules.width(), n = mesh_.size();
-    auto& memo = f.memo[operand - f.rules.num_outputs()];
-    std::size_t key = 0;
-    for (std::size_t d = 0; d < n; ++d) key = key * f.distinct[operand] + f.column_id[digits[d] * width + operand];
-    Entry* e = memo.empty() ? &scratch_ : &memo[key];
-    if (!memo.empty() && e->stamp == stamp_) return *e;
-    Spec target;
-    for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], operand));
-    e->stamp = stamp_;
-    e->matches = target == current;
-    e->shardable = is_tensor_shardable(meta.shape, target, mesh_) || (allow_uneven_ && e->matches);
-    e->cost = e->shardable ? redistribute_cost(current, target, meta, mesh_) : 0.0;
-    return *e;
+    return filter_(operand_specs_, inputs, mesh_);
   }
 
   RuleSet raw_;

@@ -3,8 +3,13 @@
 /// Choosing one strategy among priced candidates exactly as DTensor does
 /// (`ShardingPropagator._select_min_cost_strategy`, with op_schema).
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string_view>
+
+#include "ctshard/config.hpp"
 
 namespace ctshard {
 
@@ -26,12 +31,17 @@ enum class ChoiceRule : unsigned char {
   return "?";
 }
 
-/// A choice: the candidate index and the rule that picked it.
+/// A choice: the candidate's position among the surviving rows (enumeration order, as
+/// `ctshard table` numbers them), the rule that picked it, its total redistribute cost (µs), and
+/// its compact row (`digits[d]`: the filled single-dim rule used on mesh dim d) when known.
 struct Choice {
   std::size_t index = 0;
   ChoiceRule rule = ChoiceRule::only;
   double total_us = 0;
-  friend constexpr bool operator==(const Choice&, const Choice&) = default;
+  std::array<std::uint8_t, max_mesh_dims> digits{};
+  friend constexpr bool operator==(const Choice& a, const Choice& b) noexcept {
+    return a.index == b.index && a.rule == b.rule && a.total_us == b.total_us;
+  }
 };
 
 /// Streams candidates in enumeration order and keeps DTensor's choice, allocation-free:
@@ -41,17 +51,23 @@ class ChoiceAccumulator {
  public:
   /// Offers candidate `index` with `total` µs; `inputs_match` when its input specs equal the
   /// runtime input specs.
-  constexpr void offer(std::size_t index, double total, bool inputs_match) noexcept {
+  /// `digits` (optional): the candidate's compact row, kept for the candidates that may win.
+  constexpr void offer(std::size_t index, double total, bool inputs_match, std::span<const std::uint8_t> digits = {}) noexcept {
     ++count_;
     if (count_ == 1 || total < min_total_) {
       min_total_ = total;
       min_index_ = index;
+      copy(digits, min_digits_);
     }
     if (total == 0) {
-      if (!has_zero_) zero_index_ = index;
+      if (!has_zero_) {
+        zero_index_ = index;
+        copy(digits, zero_digits_);
+      }
       has_zero_ = true;
       if (inputs_match) {
         match_index_ = index;
+        copy(digits, match_digits_);
         has_match_ = true;
       }
     }
@@ -61,13 +77,18 @@ class ChoiceAccumulator {
   [[nodiscard]] constexpr std::size_t plain_min_index() const noexcept { return min_index_; }
   /// DTensor's choice; meaningless when count() == 0.
   [[nodiscard]] constexpr Choice choice() const noexcept {
-    if (count_ == 1) return {min_index_, ChoiceRule::only, min_total_};
-    if (has_match_) return {match_index_, ChoiceRule::no_redistribute, 0.0};
-    if (has_zero_) return {zero_index_, ChoiceRule::zero_cost, 0.0};
-    return {min_index_, ChoiceRule::min_cost, min_total_};
+    if (count_ == 1) return {min_index_, ChoiceRule::only, min_total_, min_digits_};
+    if (has_match_) return {match_index_, ChoiceRule::no_redistribute, 0.0, match_digits_};
+    if (has_zero_) return {zero_index_, ChoiceRule::zero_cost, 0.0, zero_digits_};
+    return {min_index_, ChoiceRule::min_cost, min_total_, min_digits_};
   }
 
  private:
+  using Digits = std::array<std::uint8_t, max_mesh_dims>;
+  static constexpr void copy(std::span<const std::uint8_t> from, Digits& to) noexcept {
+    for (std::size_t d = 0; d < from.size() && d < to.size(); ++d) to[d] = from[d];
+  }
+  Digits min_digits_{}, zero_digits_{}, match_digits_{};
   std::size_t count_ = 0, min_index_ = 0, zero_index_ = 0, match_index_ = 0;
   double min_total_ = 0;
   bool has_zero_ = false, has_match_ = false;
