@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
 
 #include "commands.hpp"
 #include "ctshard/ctshard.hpp"
@@ -17,9 +18,12 @@ namespace {
 using namespace ctshard;
 using namespace ctshard::cli;
 
-nlohmann::json plan_to_json(const Plan& plan) {
+nlohmann::json plan_to_json(const Plan& plan, const PlanOptions& options) {
   nlohmann::json j;
   j["source"] = plan.source;
+  j["mesh"] = options.mesh;
+  j["placements"] = nlohmann::json::object();
+  for (const auto& [name, spec] : options.placements) j["placements"][name] = to_string(spec);
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : plan.nodes) {
     nlohmann::json node = {{"name", n.name}, {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs},
@@ -34,8 +38,15 @@ nlohmann::json plan_to_json(const Plan& plan) {
   return j;
 }
 
-void print_plan(const Plan& plan, std::ostream& out) {
-  out << "plan of " << plan.source << "\n";
+void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out) {
+  out << "plan of " << plan.source << " on mesh ";
+  for (std::size_t i = 0; i < options.mesh.size(); ++i) {
+    if (i > 0) out << 'x';
+    out << options.mesh[i];
+  }
+  out << "\ninput placements:";
+  for (const auto& [name, spec] : options.placements) out << ' ' << name << '=' << to_string(spec);
+  out << (options.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
   for (const auto& n : plan.nodes) {
     std::string ins;
     for (std::size_t i = 0; i < n.inputs.size(); ++i) { ins += (i ? ", " : ""); ins += n.inputs[i]; }
@@ -68,6 +79,27 @@ void print_coverage(const std::string& dir, const PlanOptions& options, bool jso
     for (const auto& [op, count] : plan.fallback_ops) std::cout << "  " << op << " x" << count << '\n';
   }
   if (json) std::cout << nlohmann::json{{"files", report}}.dump(2) << '\n';
+}
+
+/// Placements the embedded default block starts from when no --place is given: activations
+/// batch-sharded on mesh dim 0 (data parallel) and, on a mesh of 2+ dims, Megatron-style tensor
+/// parallelism on the last mesh dim (QKV and MLP-up weights split by output rows, attention-out
+/// and MLP-down weights by input columns).
+std::map<std::string, Spec> default_placements(std::size_t mesh_ndim) {
+  auto spec = [&](Placement first, Placement last) {
+    Spec s(mesh_ndim);
+    s[0] = first;
+    if (mesh_ndim > 1) s[mesh_ndim - 1] = last;
+    return s;
+  };
+  std::map<std::string, Spec> p{{"primals_1", spec(Shard(0), Replicate())}};
+  if (mesh_ndim > 1) {
+    p["primals_2"] = spec(Replicate(), Shard(0));
+    p["primals_6"] = spec(Replicate(), Shard(0));
+    p["primals_4"] = spec(Replicate(), Shard(1));
+    p["primals_8"] = spec(Replicate(), Shard(1));
+  }
+  return p;
 }
 
 std::vector<std::int64_t> mesh_sizes(const std::string& text) {
@@ -146,9 +178,10 @@ int main(int argc, char** argv) {
     }
     const fx::Graph graph = graph_path.empty() ? fx::parse_fx_graph(default_graph_text, "<embedded default: examples/default_graph.fx.txt>")
                                                : fx::read_fx_graph_file(graph_path);
+    if (graph_path.empty() && options.placements.empty()) options.placements = default_placements(options.mesh.size());
     const Plan plan = plan_graph(graph, options, builtin_registry());
-    if (json) std::cout << plan_to_json(plan).dump(2) << '\n';
-    else print_plan(plan, std::cout);
+    if (json) std::cout << plan_to_json(plan, options).dump(2) << '\n';
+    else print_plan(plan, options, std::cout);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << '\n';
