@@ -14,17 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace {
+#include "run_tool.hpp"
 
-std::string run(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) throw std::runtime_error("cannot run " + command);
-  std::string out;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  return out;
-}
+namespace {
 
 std::string join(const nlohmann::json& items, const char* sep, bool as_shape) {
   std::string out;
@@ -84,7 +76,7 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
     const auto want = nlohmann::json::parse(line);
     ++total;
     std::ostringstream cmd;
-    cmd << '"' << CTSHARD_TOOL << "\" table --json --op '" << want["op"].get<std::string>() << "' --shapes '" << join(want["shapes"], ",", true)
+    cmd << "table --json --op '" << want["op"].get<std::string>() << "' --shapes '" << join(want["shapes"], ",", true)
         << "' --mesh '";
     std::string mesh;
     for (const auto& m : want["mesh"]) {
@@ -92,8 +84,8 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
       mesh += std::to_string(m.get<int>());
     }
     cmd << mesh << "' --inputs '" << join(want["inputs"], ";", false) << "' --devices-per-host " << want["devices_per_host"].get<int>()
-        << " --dtype " << (want["itemsize"].get<int>() == 4 ? "float32" : want["itemsize"].get<int>() == 2 ? "bfloat16" : "float64") << " 2>&1";
-    const std::string out = run(cmd.str());
+        << " --dtype " << (want["itemsize"].get<int>() == 4 ? "float32" : want["itemsize"].get<int>() == 2 ? "bfloat16" : "float64") ;
+    const std::string out = run_tool(cmd.str());
     std::string diff;
     try {
       diff = compare(want, nlohmann::json::parse(out));

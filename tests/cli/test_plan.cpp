@@ -13,20 +13,10 @@
 #include "ctshard/ctshard.hpp"
 #include "fx_graph.hpp"
 #include "plan.hpp"
+#include "run_tool.hpp"
 
 using namespace ctshard;
 
-namespace {
-std::string run_tool(const std::string& args) {
-  const std::string cmd = std::string("\"") + CTSHARD_TOOL + "\" " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  return out;
-}
-}  // namespace
 
 TEST_CASE("plan: every real graph on meshes 8, 2x4, 2x2x2, deterministically", "[plan]") {
   const std::string dir = std::string(CTSHARD_SHARED_DIR) + "/graphs";
