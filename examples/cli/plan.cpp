@@ -1,5 +1,6 @@
 #include "plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -158,6 +159,7 @@ class Planner {
       p.reason = "no rule";
     } else {
       try {
+        infer_unknown_input(node, inputs, call);
         for (const auto& in : inputs)
           if (!in.known) throw error("an input's shape is unknown");
         const OpRule rule = (*factory)(call);
@@ -201,6 +203,19 @@ class Planner {
     for (const auto& s : out.specs) p.outputs.push_back(to_string(s));
     values_[node.name] = std::move(out);
     return p;
+  }
+
+  /// Graph constants (`self._tensor_constant0`) carry no type; the copy that lifts them
+  /// (`lift_fresh_copy`, also `clone` / `detach` / `alias`) has the same shape and dtype, so its
+  /// output annotation stands in for the input's.
+  static void infer_unknown_input(const fx::Node& node, std::vector<Resolved>& inputs, OpCall& call) {
+    static constexpr std::string_view same_layout[] = {"aten.lift_fresh_copy.default", "aten.clone.default", "aten.detach.default",
+                                                       "aten.alias.default"};
+    if (inputs.size() != 1 || inputs[0].known || node.outputs.size() != 1 || !node.outputs[0].known()) return;
+    if (std::find(std::begin(same_layout), std::end(same_layout), node.target) == std::end(same_layout)) return;
+    inputs[0].meta = meta_of(node.outputs[0]);
+    inputs[0].known = true;
+    call.tensors[0] = inputs[0].meta;
   }
 
   StrategyEnumerator& enumerator_for(const std::string& op, const OpRule& rule) {

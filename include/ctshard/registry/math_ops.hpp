@@ -1,0 +1,125 @@
+#pragma once
+/// \file registry/math_ops.hpp
+/// Registers the reductions, the softmax family and layer norm (DTensor `_math_ops.py`), reading
+/// dims / keepdim / normalized_shape / output_mask from the call as aten passes them. Bad or
+/// unsupported arguments throw ctshard::error naming the op and the argument.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "ctshard/registry/op_args_ext.hpp"
+#include "ctshard/registry/op_registry.hpp"
+#include "ctshard/rules/norm_rules.hpp"
+#include "ctshard/rules/reduction_rules.hpp"
+
+namespace ctshard {
+
+namespace detail {
+/// Where a reduction reads its arguments: dims at `dim_pos` (keyword "dim"; `all_dims` when the
+/// overload has none), keepdim at `keepdim_pos` (keyword "keepdim").
+struct ReductionSignature {
+  std::size_t dim_pos = 1;
+  std::size_t keepdim_pos = 2;
+  bool all_dims = false;
+};
+
+inline RuleFactory reduction_factory(ReductionSignature sig, ReductionKind kind, std::size_t num_outputs, bool uneven, bool even_filter) {
+  return [sig, kind, num_outputs, uneven, even_filter](const OpCall& call) {
+    op_args::expect_tensor_inputs(call, 1);
+    const std::size_t rank = call.tensors[0].shape.rank;
+    const std::uint64_t reduced =
+        sig.all_dims ? (rank == 0 ? 0 : ~std::uint64_t{0} >> (64 - rank)) : op_args::reduction_dims(call, sig.dim_pos, "dim", rank);
+    const bool keepdim = !sig.all_dims && op_args::bool_or(call, sig.keepdim_pos, "keepdim", false);
+    OpRule rule{reduction_single_dim_strategy(rank, reduced, keepdim, kind, num_outputs), uneven};
+    if (even_filter) rule.filter = evenly_sharded_reduction_filter(reduced, num_outputs);
+    if (kind.partial == ReduceOp::max || kind.partial == ReduceOp::min) rule.filter = nonempty_reduction_filter(reduced, num_outputs);
+    return rule;
+  };
+}
+
+/// max.dim / min.dim / median.dim: a single required `int dim` (values and indices outputs).
+inline OpRule dim_with_indices_rule(const OpCall& call) {
+  op_args::expect_tensor_inputs(call, 1);
+  const std::size_t rank = call.tensors[0].shape.rank;
+  const int dim = op_args::wrap_dim(call, "dim", op_args::required_int(call, 1, "dim"), rank);
+  const std::uint64_t reduced = rank == 0 ? 0 : std::uint64_t{1} << dim;
+  return OpRule{reduction_single_dim_strategy(rank, reduced, op_args::bool_or(call, 2, "keepdim", false), ReductionKind{}, 2), true};
+}
+
+/// Softmax-like ops: `dim` at `dim_pos`; `num_inputs` tensors of one shape; one output.
+inline RuleFactory softmax_factory(std::size_t dim_pos, std::size_t num_inputs) {
+  return [dim_pos, num_inputs](const OpCall& call) {
+    op_args::expect_tensor_inputs(call, num_inputs);
+    const TensorShape& shape = call.tensors[0].shape;
+    for (const auto& t : call.tensors)
+      if (!(t.shape == shape)) throw error("ctshard: " + call.op + ": tensor inputs must have one shape");
+    const int dim = op_args::wrap_dim(call, "dim", op_args::required_int(call, dim_pos, "dim"), shape.rank);
+    return OpRule{shard_except_dim_strategy(shape.rank, static_cast<std::size_t>(dim), 1, num_inputs), true};
+  };
+}
+
+/// Number of normalized dims from `normalized_shape` at `pos`, checked against the input's
+/// trailing sizes.
+inline std::size_t normalized_ndim(const OpCall& call, std::size_t pos, const TensorShape& input) {
+  const auto sizes = op_args::int_list(call, pos, "normalized_shape");
+  if (sizes.size() > input.rank) op_args::bad_argument(call, "normalized_shape", "has more dims than the input");
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] != input[input.rank - sizes.size() + i])
+      op_args::bad_argument(call, "normalized_shape", "does not match the input's trailing sizes");
+  return sizes.size();
+}
+}  // namespace detail
+
+/// Registers, with DTensor's `allow_uneven_sharding` per family:
+/// - linear reductions (P(op) from a sharded reduced dim, P(op) pass-through; uneven allowed):
+///   `sum.default`, `sum.dim_IntList` (P(sum)); `amax.default`, `max.default` (P(max));
+///   `amin.default`, `min.default` (P(min));
+/// - `mean.default`, `mean.dim` (P(avg), full-mesh filter: reduced dims evenly sharded);
+/// - shard-kept-dims-only reductions: `max.dim`, `min.dim` (2 outputs: values, indices — indices
+///   are positions inside one rank's block, so no Partial can combine them), `argmax.default`,
+///   `argmin.default`, `logsumexp.default` (keepdim read positionally too), `var.correction`,
+///   `std.correction`, `var_mean.correction` (2 outputs; keepdim is keyword-only);
+/// - `_softmax`, `_log_softmax`, `_safe_softmax` and `_softmax_backward_data`,
+///   `_log_softmax_backward_data` (the softmax dim stays whole);
+/// - `native_layer_norm`, `native_layer_norm_backward` (leading dims only).
+inline void register_math_ops(OpRegistry& r) {
+  using detail::ReductionSignature;
+  using detail::reduction_factory;
+  const ReductionSignature dims{}, all{1, 2, true}, kw_keepdim{1, op_args::keyword_only, false};
+  const ReductionKind psum{ReduceOp::sum}, pmax{ReduceOp::max}, pmin{ReduceOp::min}, pavg{ReduceOp::avg}, none{};
+  r.add({"aten.sum.default"}, reduction_factory(all, psum, 1, true, false));
+  r.add({"aten.sum.dim_IntList"}, reduction_factory(dims, psum, 1, true, false));
+  r.add({"aten.amax.default"}, reduction_factory(dims, pmax, 1, true, false));
+  r.add({"aten.max.default"}, reduction_factory(all, pmax, 1, true, false));
+  r.add({"aten.amin.default"}, reduction_factory(dims, pmin, 1, true, false));
+  r.add({"aten.min.default"}, reduction_factory(all, pmin, 1, true, false));
+  r.add({"aten.mean.default"}, reduction_factory(all, pavg, 1, false, true));
+  r.add({"aten.mean.dim"}, reduction_factory(dims, pavg, 1, false, true));
+  r.add({"aten.max.dim", "aten.min.dim"}, detail::dim_with_indices_rule);
+  r.add({"aten.argmax.default", "aten.argmin.default", "aten.logsumexp.default"}, reduction_factory(dims, none, 1, true, false));
+  r.add({"aten.var.correction", "aten.std.correction"}, reduction_factory(kw_keepdim, none, 1, true, false));
+  r.add({"aten.var_mean.correction"}, reduction_factory(kw_keepdim, none, 2, true, false));
+  r.add({"aten._softmax.default", "aten._log_softmax.default", "aten._safe_softmax.default"}, detail::softmax_factory(1, 1));
+  r.add({"aten._softmax_backward_data.default", "aten._log_softmax_backward_data.default"}, detail::softmax_factory(2, 2));
+  r.add({"aten.native_layer_norm.default"}, [](const OpCall& call) {
+    const bool weight = op_args::optional_tensor(call, 2, "weight").has_value(), bias = op_args::optional_tensor(call, 3, "bias").has_value();
+    op_args::expect_tensor_inputs(call, 1 + (weight ? 1u : 0u) + (bias ? 1u : 0u));
+    const TensorShape& input = call.tensors[op_args::tensor(call, 0, "input")].shape;
+    return OpRule{layer_norm_single_dim_strategy(input.rank, detail::normalized_ndim(call, 1, input), weight, bias), false};
+  });
+  r.add({"aten.native_layer_norm_backward.default"}, [](const OpCall& call) {
+    const bool weight = op_args::optional_tensor(call, 5, "weight").has_value(), bias = op_args::optional_tensor(call, 6, "bias").has_value();
+    op_args::expect_tensor_inputs(call, 4 + (weight ? 1u : 0u) + (bias ? 1u : 0u));
+    const TensorShape& input = call.tensors[op_args::tensor(call, 1, "input")].shape;
+    const auto mask = op_args::bool_list_or(call, 7, "output_mask", {true, true, true});
+    if (mask.size() != 3) op_args::bad_argument(call, "output_mask", "must hold 3 bools");
+    return OpRule{layer_norm_backward_single_dim_strategy(input.rank, detail::normalized_ndim(call, 2, input), weight, bias,
+                                                          {mask[0], mask[1], mask[2]}),
+                  false};
+  });
+}
+
+}  // namespace ctshard

@@ -1,0 +1,151 @@
+#pragma once
+/// \file registry/op_args_ext.hpp
+/// More OpCall argument readers in `ctshard::op_args` (on top of registry/op_args.hpp) for the
+/// reduction, norm and nn rule families: dims with negative wrap-around, reduction dim lists where
+/// None / [] mean "every dim", bools, bool lists (`output_mask`), optional tensors and
+/// `Tensor?[]` lists with None holes (`index.Tensor`). Every failure throws ctshard::error naming
+/// the op and the argument, so the planner falls back visibly.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctshard/error.hpp"
+#include "ctshard/registry/op_args.hpp"
+#include "ctshard/registry/op_call.hpp"
+#include "ctshard/rules/tensor_dims.hpp"
+
+namespace ctshard::op_args {
+
+/// Position of a keyword-only argument (no positional slot): readers look up the keyword only.
+inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::max();
+
+/// `dim` wrapped into [0, rank) (`normalize_dim`; a 0-d tensor accepts 0 and -1, giving 0).
+/// Throws ctshard::error naming the op and argument when out of range.
+[[nodiscard]] inline int wrap_dim(const OpCall& call, std::string_view name, std::int64_t dim, std::size_t rank) {
+  std::string api = "ctshard: " + call.op + ": argument '";
+  api += name;
+  api += "'";
+  return static_cast<int>(normalize_dim(dim, rank, api));
+}
+
+/// A bool argument, `fallback` when absent / None; integers 0 / 1 are accepted. Throws
+/// ctshard::error for any other value.
+[[nodiscard]] inline bool bool_or(const OpCall& call, std::size_t index, std::string_view name, bool fallback) {
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) return fallback;
+  if (a->kind == OpArg::Kind::boolean || (a->kind == OpArg::Kind::integer && (a->integer == 0 || a->integer == 1))) return a->integer != 0;
+  bad_argument(call, name, "must be a bool");
+}
+
+/// Top-level items of a list argument the FX reader kept as text ("[None, x]", "[True, False]"),
+/// whitespace trimmed. Throws ctshard::error when the text is not a list.
+[[nodiscard]] inline std::vector<std::string> list_items(const OpCall& call, std::string_view name, std::string_view text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') bad_argument(call, name, "must be a list");
+  std::vector<std::string> items;
+  std::string item;
+  int depth = 0;
+  auto flush = [&] {
+    const auto b = item.find_first_not_of(' ');
+    if (b != std::string::npos) items.push_back(item.substr(b, item.find_last_not_of(' ') - b + 1));
+    item.clear();
+  };
+  for (char c : text.substr(1, text.size() - 2)) {
+    if (c == '[' || c == '(') ++depth;
+    if (c == ']' || c == ')') --depth;
+    if (c == ',' && depth == 0) flush();
+    else item += c;
+  }
+  flush();
+  return items;
+}
+
+/// A bool list such as `output_mask = [True, True, False]`, `fallback` when absent / None.
+/// Throws ctshard::error for other values.
+[[nodiscard]] inline std::vector<bool> bool_list_or(const OpCall& call, std::size_t index, std::string_view name, std::vector<bool> fallback) {
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) return fallback;
+  std::vector<bool> out;
+  if (a->kind == OpArg::Kind::int_list) {
+    for (auto v : a->ints) out.push_back(v != 0);
+    return out;
+  }
+  if (a->kind != OpArg::Kind::other) bad_argument(call, name, "must be a list of bools");
+  for (const auto& item : list_items(call, name, a->text)) {
+    if (item != "True" && item != "False") bad_argument(call, name, "must be a list of bools, got item '" + item + "'");
+    out.push_back(item == "True");
+  }
+  return out;
+}
+
+/// Reduction dims as a bit mask over [0, rank): absent, None or `[]` mean every dim (PyTorch
+/// reduces all dims for `dim=[]`); an integer or int list is wrapped against `rank` (a 0-d tensor
+/// accepts 0 / -1 and has no dim to reduce). Throws ctshard::error naming the op and argument for
+/// an out-of-range or repeated dim, or a rank above 64.
+[[nodiscard]] inline std::uint64_t reduction_dims(const OpCall& call, std::size_t index, std::string_view name, std::size_t rank) {
+  if (rank > 64) bad_argument(call, name, "belongs to a tensor of rank above 64");
+  const std::uint64_t all = rank == 0 ? 0 : ~std::uint64_t{0} >> (64 - rank);
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) return all;
+  if (a->kind != OpArg::Kind::integer && a->kind != OpArg::Kind::int_list)
+    bad_argument(call, name, "must be an integer, a list of integers or None");
+  const std::vector<std::int64_t> dims = a->kind == OpArg::Kind::integer ? std::vector<std::int64_t>{a->integer} : a->ints;
+  if (dims.empty()) return all;
+  std::uint64_t mask = 0;
+  for (auto d : dims) {
+    const int w = wrap_dim(call, name, d, rank);
+    if (rank == 0) continue;
+    const std::uint64_t bit = std::uint64_t{1} << w;
+    if ((mask & bit) != 0) bad_argument(call, name, "repeats dim " + std::to_string(d));
+    mask |= bit;
+  }
+  return mask;
+}
+
+/// The tensor-input index (into OpCall::tensors) of an optional tensor argument, nullopt when
+/// absent / None. Throws ctshard::error when it is something else.
+[[nodiscard]] inline std::optional<std::size_t> optional_tensor(const OpCall& call, std::size_t index, std::string_view name) {
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) return std::nullopt;
+  if (a->kind != OpArg::Kind::tensor || static_cast<std::size_t>(a->integer) >= call.tensors.size())
+    bad_argument(call, name, "must be a tensor or None");
+  return static_cast<std::size_t>(a->integer);
+}
+
+/// The tensor-input index of a required tensor argument. Throws ctshard::error when absent.
+[[nodiscard]] inline std::size_t tensor(const OpCall& call, std::size_t index, std::string_view name) {
+  const auto t = optional_tensor(call, index, name);
+  if (!t) bad_argument(call, name, "must be a tensor");
+  return *t;
+}
+
+/// A `Tensor?[]` argument: per list item the tensor-input index, or nullopt for a `None` hole.
+/// Throws ctshard::error when absent or not such a list.
+[[nodiscard]] inline std::vector<std::optional<std::size_t>> optional_tensor_list(const OpCall& call, std::size_t index, std::string_view name) {
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) bad_argument(call, name, "is missing");
+  std::vector<std::optional<std::size_t>> out;
+  if (a->kind == OpArg::Kind::tensor) return {static_cast<std::size_t>(a->integer)};
+  if (a->kind == OpArg::Kind::tensor_list) {
+    for (auto i : a->ints) out.emplace_back(static_cast<std::size_t>(i));
+  } else if (a->kind == OpArg::Kind::other) {
+    // The FX reader keeps a list mixing tensors and None as text and lists its tensors in `ints`.
+    std::size_t next = 0;
+    for (const auto& item : list_items(call, name, a->text)) {
+      if (item == "None") out.emplace_back(std::nullopt);
+      else if (next < a->ints.size()) out.emplace_back(static_cast<std::size_t>(a->ints[next++]));
+      else bad_argument(call, name, "has an item '" + item + "' that is neither a tensor nor None");
+    }
+  } else {
+    bad_argument(call, name, "must be a list of tensors (or None)");
+  }
+  for (const auto& t : out)
+    if (t && *t >= call.tensors.size()) bad_argument(call, name, "refers to a missing tensor");
+  return out;
+}
+
+}  // namespace ctshard::op_args

@@ -1,0 +1,74 @@
+#pragma once
+/// \file rules/norm_rules.hpp
+/// Single-dim strategies of layer norm forward and backward (DTensor `_math_ops.py`:
+/// `layer_norm_single_dim_strategy`, `layer_norm_bwd_single_dim_strategy`). The normalized
+/// (trailing) dims are reduced by the op and stay whole; every leading (batch) dim can be sharded.
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ctshard/rules/rule_set.hpp"
+
+namespace ctshard {
+
+namespace detail {
+[[noreturn]] inline void norm_rank_mismatch(const char* api) {
+  throw error(std::string(api) + ": normalized_shape has more dims than the input");
+}
+}  // namespace detail
+
+/// `native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)` on a
+/// rank-`rank` input whose last `normalized_ndim` dims are normalized. Operands
+/// `[out, mean, rstd, input, weight?, bias?]` (mean / rstd keep the input's rank, with size 1 on
+/// the normalized dims); one row per leading dim d: `[S?(d), S?(d), S?(d), S?(d), R?, R?]`
+/// (weight and bias cover the normalized dims only, so they stay replicated). No Partial row: the
+/// statistics are not linear in the input. Throws ctshard::error when normalized_ndim > rank.
+[[nodiscard]] constexpr RuleSet layer_norm_single_dim_strategy(std::size_t rank, std::size_t normalized_ndim, bool has_weight,
+                                                               bool has_bias) {
+  if (normalized_ndim > rank) detail::norm_rank_mismatch("ctshard::layer_norm_single_dim_strategy");
+  const std::size_t num_inputs = 1 + (has_weight ? 1u : 0u) + (has_bias ? 1u : 0u);
+  RuleSet rules(3, num_inputs);
+  for (std::size_t k = 0; k < 4; ++k) rules.set_rank(k, static_cast<int>(rank));
+  for (std::size_t k = 4; k < rules.width(); ++k) rules.set_rank(k, static_cast<int>(normalized_ndim));
+  std::vector<Placement> row(rules.width(), Replicate());
+  for (std::size_t d = 0; d + normalized_ndim < rank; ++d) {
+    for (std::size_t k = 0; k < 4; ++k) row[k] = ShardingPlaceholder(static_cast<int>(d));
+    rules.add(row);
+  }
+  return rules;
+}
+
+/// `native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, bias?,
+/// output_mask) -> (grad_input, grad_weight, grad_bias)`. Operands `[grad_input, grad_weight,
+/// grad_bias, grad_out, input, mean, rstd, weight?, bias?]`; one row per leading dim d:
+/// grad_input `S?(d)`, grad_weight / grad_bias `P(sum)` (each rank sums its own rows of the batch),
+/// the four activations `S?(d)`, weight / bias `R`. An output that is not computed
+/// (`output_mask[i]` false, or no weight / bias) is `None` in DTensor and Replicate here.
+/// Throws ctshard::error when normalized_ndim > rank.
+[[nodiscard]] constexpr RuleSet layer_norm_backward_single_dim_strategy(std::size_t rank, std::size_t normalized_ndim, bool has_weight,
+                                                                        bool has_bias, std::array<bool, 3> output_mask) {
+  if (normalized_ndim > rank) detail::norm_rank_mismatch("ctshard::layer_norm_backward_single_dim_strategy");
+  const std::size_t num_inputs = 4 + (has_weight ? 1u : 0u) + (has_bias ? 1u : 0u);
+  RuleSet rules(3, num_inputs);
+  rules.set_rank(0, static_cast<int>(rank));
+  rules.set_rank(1, static_cast<int>(normalized_ndim));
+  rules.set_rank(2, static_cast<int>(normalized_ndim));
+  for (std::size_t k = 3; k < 7; ++k) rules.set_rank(k, static_cast<int>(rank));
+  for (std::size_t k = 7; k < rules.width(); ++k) rules.set_rank(k, static_cast<int>(normalized_ndim));
+  const bool grad_weight = has_weight && output_mask[1];
+  const bool grad_bias = has_bias && output_mask[2];
+  std::vector<Placement> row(rules.width(), Replicate());
+  for (std::size_t d = 0; d + normalized_ndim < rank; ++d) {
+    const Placement s = ShardingPlaceholder(static_cast<int>(d));
+    row[0] = output_mask[0] ? s : Replicate();
+    row[1] = grad_weight ? Partial(ReduceOp::sum) : Replicate();
+    row[2] = grad_bias ? Partial(ReduceOp::sum) : Replicate();
+    for (std::size_t k = 3; k < 7; ++k) row[k] = s;
+    rules.add(row);
+  }
+  return rules;
+}
+
+}  // namespace ctshard

@@ -1,0 +1,157 @@
+#pragma once
+/// \file rules/reduction_rules.hpp
+/// Single-dim strategies of reductions (sum, mean, amax / amin, max.dim, var_mean, ...) and of the
+/// softmax family, which must keep one dim whole (DTensor `_math_ops.py`:
+/// `_reduction_single_dim_strategy`, `mean_single_dim_strategy`, `_shard_non_reduction_dim`,
+/// `std_var_single_dim_strategy`, `_shard_except_dim_strategy`, `_mean_full_mesh_strategy_filter`).
+///
+/// Reduced dims are given as a bit mask over the input's dims (bit d set: dim d is reduced).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "ctshard/core/spec.hpp"
+#include "ctshard/core/tensor_shape.hpp"
+#include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/rules/rule_set.hpp"
+#include "ctshard/select/enumerator.hpp"
+
+namespace ctshard {
+
+/// How a reduction treats a reduced dim that is sharded on the mesh dim.
+/// - `partial`: the local reductions combine exactly with the Partial of that reduce op
+///   (sum → P(sum), amax → P(max), amin → P(min); mean → P(avg), exact only with even shards, see
+///   `evenly_sharded_reduction_filter`). A Partial input of the same op passes through.
+/// - `replicate`: no exact combination exists (var, std, logsumexp, any/all, max.dim whose
+///   indices are local to each shard): reduced dims are never sharded and no Partial row exists.
+struct ReductionKind {
+  std::optional<ReduceOp> partial;  ///< the Partial a sharded reduced dim produces, or none
+};
+
+/// Output dim of input dim `d` after reducing the dims in `reduced` (bit mask); `keepdim` keeps
+/// every dim in place. DTensor `_infer_reduce_dims_map`.
+[[nodiscard]] constexpr int reduced_output_dim(int d, std::uint64_t reduced, bool keepdim) noexcept {
+  if (keepdim) return d;
+  int out = d;
+  for (int r = 0; r < d; ++r)
+    if ((reduced >> r) & 1u) --out;
+  return out;
+}
+
+/// The single-dim strategy of a reduction of a rank-`rank` input over the dims in `reduced`, with
+/// `num_outputs` outputs that all share the reduced shape (var_mean: 2, max.dim: values and
+/// indices). Rows, input dims in order: a kept dim d gives `[S?(out d)] * num_outputs + [S?(d)]`;
+/// a reduced dim gives `[P(op)] * num_outputs + [S?(d)]` when `kind.partial`; then
+/// `[P(op)] * num_outputs + [P(op)]` (Partial pass-through) when `kind.partial`.
+/// One input; operand ranks recorded (outputs: `rank` with keepdim, else rank - |reduced|).
+/// DTensor `_reduction_single_dim_strategy` / `mean_single_dim_strategy` /
+/// `_shard_non_reduction_dim`. Throws ctshard::error when `reduced` names a dim >= rank.
+[[nodiscard]] constexpr RuleSet reduction_single_dim_strategy(std::size_t rank, std::uint64_t reduced, bool keepdim, ReductionKind kind,
+                                                              std::size_t num_outputs = 1) {
+  if (rank < 64 && (reduced >> rank) != 0) throw error("ctshard::reduction_single_dim_strategy: a reduced dim is >= the input rank");
+  int out_rank = static_cast<int>(rank);
+  for (std::size_t d = 0; d < rank && !keepdim; ++d)
+    if ((reduced >> d) & 1u) --out_rank;
+  RuleSet rules(num_outputs, 1);
+  for (std::size_t k = 0; k < num_outputs; ++k) rules.set_rank(k, out_rank);
+  rules.set_rank(num_outputs, static_cast<int>(rank));
+  std::vector<Placement> row(num_outputs + 1);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const int dim = static_cast<int>(d);
+    const bool is_reduced = ((reduced >> d) & 1u) != 0;
+    if (is_reduced && !kind.partial) continue;
+    const Placement out = is_reduced ? Partial(*kind.partial) : ShardingPlaceholder(reduced_output_dim(dim, reduced, keepdim));
+    for (std::size_t k = 0; k < num_outputs; ++k) row[k] = out;
+    row[num_outputs] = ShardingPlaceholder(dim);
+    rules.add(row);
+  }
+  if (kind.partial) {
+    for (auto& p : row) p = Partial(*kind.partial);
+    rules.add(row);
+  }
+  return rules;
+}
+
+/// The single-dim strategy of an op that works independently along every dim but `active_dim`
+/// (softmax / log_softmax and their backward, sort-like and scan ops): `[S?(d)] * num_operands`
+/// for every d != active_dim of a rank-`rank` tensor; all operands share the shape. No Partial row.
+/// DTensor `_shard_except_dim_strategy`.
+[[nodiscard]] constexpr RuleSet shard_except_dim_strategy(std::size_t rank, std::size_t active_dim, std::size_t num_outputs,
+                                                          std::size_t num_inputs) {
+  RuleSet rules(num_outputs, num_inputs);
+  for (std::size_t k = 0; k < rules.width(); ++k) rules.set_rank(k, static_cast<int>(rank));
+  std::vector<Placement> row(rules.width());
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (d == active_dim) continue;
+    for (auto& p : row) p = ShardingPlaceholder(static_cast<int>(d));
+    rules.add(row);
+  }
+  return rules;
+}
+
+/// True when every dim in `reduced` of a tensor of `shape` placed as `spec` on `mesh` is split into
+/// equal shards: its size is a multiple of the product of the mesh dims sharding it (times the
+/// split factor of a StridedShard). DTensor `_is_spec_evenly_sharded_on_dim`.
+[[nodiscard]] constexpr bool is_evenly_sharded_on(const TensorShape& shape, const Spec& spec, const MeshTopology& mesh,
+                                                  std::uint64_t reduced) noexcept {
+  for (std::size_t d = 0; d < shape.rank; ++d) {
+    if (((reduced >> d) & 1u) == 0) continue;
+    std::int64_t shards = 1;
+    for (std::size_t i = 0; i < spec.size(); ++i) {
+      const Placement& p = spec[i];
+      if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
+      shards *= mesh.sizes[i];
+      if (p.is_strided_shard()) shards *= p.split_factor;
+    }
+    if (shape[d] % shards != 0) return false;
+  }
+  return true;
+}
+
+/// Full-mesh filter of mean-like reductions: keeps a candidate only when the input (operand
+/// `input_operand`, outputs first) is evenly sharded on every reduced dim, because the average of
+/// unequal-sized local means is not the global mean (P(avg) would be wrong).
+/// DTensor `_mean_full_mesh_strategy_filter`.
+[[nodiscard]] inline FullMeshFilter evenly_sharded_reduction_filter(std::uint64_t reduced, std::size_t input_operand = 1) {
+  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+    const std::size_t num_outputs = operands.size() - inputs.size();
+    return is_evenly_sharded_on(inputs[input_operand - num_outputs].shape, operands[input_operand], mesh, reduced);
+  };
+}
+
+/// True when no shard of a reduced dim is empty: every dim in `reduced` of `shape`, cut in
+/// `torch.chunk` fashion by each mesh dim sharding it (in mesh-dim order), leaves every device a
+/// non-empty piece. Example: 4 rows over 3 devices chunk as 2, 2, 0 — false.
+[[nodiscard]] constexpr bool has_no_empty_shard_on(const TensorShape& shape, const Spec& spec, const MeshTopology& mesh,
+                                                   std::uint64_t reduced) noexcept {
+  for (std::size_t d = 0; d < shape.rank; ++d) {
+    if (((reduced >> d) & 1u) == 0) continue;
+    std::int64_t smallest = shape[d];  // smallest piece after the mesh dims seen so far
+    for (std::size_t i = 0; i < spec.size(); ++i) {
+      const Placement& p = spec[i];
+      if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
+      const std::int64_t n = mesh.sizes[i] * (p.is_strided_shard() ? p.split_factor : 1);
+      const std::int64_t chunk = (smallest + n - 1) / n;
+      // torch.chunk: pieces of `chunk`, the last one smaller; fewer than n pieces leave empties
+      if (chunk == 0 || (smallest + chunk - 1) / chunk < n) return false;
+      smallest = smallest - chunk * (n - 1);
+    }
+  }
+  return true;
+}
+
+/// Full-mesh filter of max / min reductions: a device whose shard of a reduced dim is empty has no
+/// value to contribute (aten.amax raises on an empty reduced dim), so such a P(max) / P(min) row
+/// is dropped. DTensor keeps these rows (`is_tensor_shardable` accepts uneven shards); the
+/// simulated mesh shows the local op failing, e.g. amax over 4 rows on 3 devices (2, 2, 0).
+[[nodiscard]] inline FullMeshFilter nonempty_reduction_filter(std::uint64_t reduced, std::size_t input_operand = 1) {
+  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+    const std::size_t num_outputs = operands.size() - inputs.size();
+    return has_no_empty_shard_on(inputs[input_operand - num_outputs].shape, operands[input_operand], mesh, reduced);
+  };
+}
+
+}  // namespace ctshard

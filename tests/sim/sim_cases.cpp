@@ -1,0 +1,235 @@
+// tests/sim/sim_cases.cpp — the sample calls the simulated-mesh check runs (see sim_cases.hpp).
+// Sizes are small (4-6, some not divisible by 2 or 3, some size 1, some 0-d) so a whole family runs
+// in well under a second per mesh.
+#include "sim_cases.hpp"
+
+#include <sstream>
+
+namespace ctshard::sim {
+
+OpArg targ(std::int64_t index) { return {OpArg::Kind::tensor, index, 0, {}, {}}; }
+OpArg tlist(std::vector<std::int64_t> indices) { return {OpArg::Kind::tensor_list, 0, 0, std::move(indices), {}}; }
+OpArg farg(double value) { return {OpArg::Kind::floating, 0, value, {}, {}}; }
+OpArg iarg(std::int64_t value) { return {OpArg::Kind::integer, value, 0, {}, {}}; }
+OpArg barg(bool value) { return {OpArg::Kind::boolean, value ? 1 : 0, 0, {}, {}}; }
+OpArg ilist(std::vector<std::int64_t> values) { return {OpArg::Kind::int_list, 0, 0, std::move(values), {}}; }
+OpArg sarg(std::string text) { return {OpArg::Kind::string, 0, 0, {}, std::move(text)}; }
+OpArg none_arg() { return {}; }
+
+namespace {
+
+std::string arg_text(const OpArg& a, const SampleCall& call) {
+  std::ostringstream os;
+  switch (a.kind) {
+    case OpArg::Kind::tensor: return to_string(call.inputs.at(static_cast<std::size_t>(a.integer)).shape);
+    case OpArg::Kind::tensor_list: {
+      os << "[";
+      for (std::size_t i = 0; i < a.ints.size(); ++i) os << (i ? ", " : "") << to_string(call.inputs.at(static_cast<std::size_t>(a.ints[i])).shape);
+      os << "]";
+      return os.str();
+    }
+    case OpArg::Kind::floating: os << a.floating; return os.str();
+    case OpArg::Kind::integer: return std::to_string(a.integer);
+    case OpArg::Kind::boolean: return a.integer ? "True" : "False";
+    case OpArg::Kind::int_list: {
+      os << "[";
+      for (std::size_t i = 0; i < a.ints.size(); ++i) os << (i ? ", " : "") << a.ints[i];
+      os << "]";
+      return os.str();
+    }
+    case OpArg::Kind::string: return "'" + a.text + "'";
+    case OpArg::Kind::none: return "None";
+    case OpArg::Kind::other: return a.text;
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string describe(const SampleCall& call) {
+  std::string s = call.op + "(";
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    if (i) s += ", ";
+    s += arg_text(call.args[i], call);
+  }
+  for (std::size_t i = 0; i < call.kwargs.size(); ++i) {
+    if (i || !call.args.empty()) s += ", ";
+    s += call.kwargs[i].first + "=" + arg_text(call.kwargs[i].second, call);
+  }
+  return s + ")";
+}
+
+OpCall to_op_call(const SampleCall& call) {
+  OpCall c;
+  c.op = call.op;
+  for (const auto& in : call.inputs) c.tensors.push_back(TensorMeta{to_tensor_shape(in.shape), 4});
+  c.args = call.args;
+  c.kwargs = call.kwargs;
+  return c;
+}
+
+Tensor random_input(const SimInput& input, Rng& rng) {
+  Tensor t = Tensor::from_shape(input.shape);
+  std::uniform_real_distribution<double> real(-2.0, 2.0), positive(0.5, 2.0);
+  std::uniform_int_distribution<std::int64_t> small(0, 3), index(0, input.bound > 0 ? input.bound - 1 : 0), coin(0, 1);
+  for (std::size_t e = 0; e < t.size(); ++e) {
+    switch (input.domain) {
+      case Domain::real: t.data()[e] = real(rng); break;
+      case Domain::positive: t.data()[e] = positive(rng); break;
+      case Domain::boolean: t.data()[e] = static_cast<double>(coin(rng)); break;
+      case Domain::small_int: t.data()[e] = static_cast<double>(small(rng)); break;
+      case Domain::index: t.data()[e] = static_cast<double>(index(rng)); break;
+    }
+  }
+  return t;
+}
+
+namespace {
+
+SimInput R(Shape s) { return {std::move(s), Domain::real, 0}; }
+SimInput Pos(Shape s) { return {std::move(s), Domain::positive, 0}; }
+SimInput B(Shape s) { return {std::move(s), Domain::boolean, 0}; }
+SimInput I(Shape s) { return {std::move(s), Domain::small_int, 0}; }
+const Shape scalar{};
+
+using detail::make_call;
+void add_pointwise(std::vector<SampleCall>& v) {
+  auto pw = [&v](std::string op, std::vector<SimInput> in, std::vector<OpArg> extra = {}, std::vector<std::pair<std::string, OpArg>> kw = {}) {
+    v.push_back(make_call("pointwise", std::move(op), std::move(in), std::move(extra), std::move(kw)));
+  };
+  // Unary ops without Partial rows.
+  for (const char* op : {"aten.abs.default", "aten.sin.default", "aten.cos.default", "aten.gelu.default", "aten.silu.default",
+                         "aten.sign.default", "aten.square.default", "aten.isnan.default"})
+    pw(op, {R({4, 5})});
+  pw("aten.gelu.default", {R({5})}, {}, {{"approximate", sarg("tanh")}});
+  for (const char* op : {"aten.sqrt.default", "aten.rsqrt.default", "aten.reciprocal.default"}) pw(op, {Pos({4, 5})});
+  pw("aten.bitwise_not.default", {I({4, 5})});
+  pw("aten.logical_not.default", {B({4, 5})});
+  pw("aten.pow.Tensor_Scalar", {Pos({4, 5})}, {farg(2.5)});
+  // Unary ops with Partial rows (monotone, linear).
+  for (const char* op : {"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default",
+                         "aten.floor.default", "aten.ceil.default", "aten.expm1.default", "aten.erfc.default", "aten.neg.default",
+                         "aten.positive.default"})
+    pw(op, {R({4, 5})});
+  for (const char* op : {"aten.log.default", "aten.log1p.default"}) pw(op, {Pos({4, 5})});
+  pw("aten.exp.default", {R({3, 1, 5})});
+  pw("aten.relu.default", {R({5})});
+  pw("aten.neg.default", {R(scalar)});
+  pw("aten.neg.default", {R({6})});
+  pw("aten.positive.default", {R({2, 3, 4})});
+  pw("aten.mul.Scalar", {R({4, 5})}, {farg(2.5)});
+  pw("aten.div.Scalar", {R({5})}, {farg(-1.5)});
+  // Binary ops without Partial rows.
+  pw("aten.atan2.default", {R({4, 5}), R({5})});
+  pw("aten.pow.Tensor_Tensor", {Pos({4, 5}), R({4, 1})});
+  for (const char* op : {"aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor", "aten.gt.Tensor", "aten.ge.Tensor"})
+    pw(op, {I({4, 5}), I({1, 5})});
+  for (const char* op : {"aten.eq.Scalar", "aten.ne.Scalar", "aten.lt.Scalar", "aten.le.Scalar", "aten.gt.Scalar", "aten.ge.Scalar"})
+    pw(op, {I({4, 5})}, {iarg(1)});
+  for (const char* op : {"aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor"}) pw(op, {I({4, 5}), I({4, 5})});
+  for (const char* op : {"aten.logical_and.default", "aten.logical_or.default"}) pw(op, {B({4, 5}), B({5})});
+  for (const char* op : {"aten.sigmoid_backward.default", "aten.tanh_backward.default", "aten.gelu_backward.default"})
+    pw(op, {R({4, 5}), R({4, 5})});
+  pw("aten.threshold_backward.default", {R({4, 5}), R({4, 5})}, {farg(0.0)});
+  pw("aten.rsub.Scalar", {R({4, 5})}, {farg(2.0), farg(1.5)});
+  pw("aten.rsub.Tensor", {R({4, 5}), R({5})}, {}, {{"alpha", farg(2.0)}});
+  pw("aten.add.Scalar", {R({4, 5})}, {farg(3.0), farg(2.0)});
+  pw("aten.sub.Scalar", {R({5})}, {farg(3.0)});
+  pw("aten.fill.Scalar", {R({4, 5})}, {farg(7.0)});
+  pw("aten.masked_fill.Scalar", {R({4, 5}), B({1, 5})}, {farg(2.0)});
+  pw("aten.masked_fill.Tensor", {R({4, 5}), B({4, 5}), R(scalar)});
+  // Binary ops with Partial rows, with broadcasting, size-1 dims, 0-d tensors and Python scalars.
+  pw("aten.add.Tensor", {R({4, 5}), R({4, 5})});
+  pw("aten.add.Tensor", {R({4, 5}), R({5})});
+  pw("aten.add.Tensor", {R({4, 1}), R({1, 5})});
+  pw("aten.add.Tensor", {R({3, 4}), R(scalar)});
+  pw("aten.add.Tensor", {R({2, 3, 4}), R({3, 4})});
+  pw("aten.add.Tensor", {R({4, 5})}, {farg(10.0)});  // B02: a Python scalar is not an input
+  pw("aten.add.Tensor", {R({4, 5}), R({4, 5})}, {}, {{"alpha", farg(-2.0)}});
+  pw("aten.sub.Tensor", {R({4, 5}), R({4, 5})});
+  pw("aten.sub.Tensor", {R({5}), R({4, 5})});
+  pw("aten.sub.Tensor", {R({4, 5})}, {farg(10.0)});
+  pw("aten.mul.Tensor", {R({4, 5}), R({4, 5})});
+  pw("aten.mul.Tensor", {R({4, 5}), R({5})});
+  pw("aten.mul.Tensor", {R({2, 3, 4}), R({3, 1})});
+  pw("aten.mul.Tensor", {R({4, 5})}, {farg(3.0)});
+  pw("aten.mul.Tensor", {R({4, 5}), R(scalar)});
+  pw("aten.div.Tensor", {R({4, 5}), Pos({4, 5})});
+  pw("aten.div.Tensor", {R({4, 5}), Pos({1, 5})});
+  pw("aten.div.Tensor", {R({4, 5})}, {farg(2.0)});
+  for (const char* op : {"aten.maximum.default", "aten.fmax.default", "aten.clamp_min.Tensor", "aten.minimum.default",
+                         "aten.fmin.default", "aten.clamp_max.Tensor", "aten.logaddexp.default"})
+    pw(op, {R({4, 5}), R({4, 5})});
+  pw("aten.maximum.default", {R({4, 5}), R({5})});
+  pw("aten.minimum.default", {R({4, 1}), R({4, 5})});
+  // Ternary ops.
+  pw("aten.addcmul.default", {R({4, 5}), R({4, 5}), R({5})}, {}, {{"value", farg(0.5)}});
+  pw("aten.addcdiv.default", {R({4, 5}), R({4, 1}), Pos({5})});
+  pw("aten.where.self", {B({4, 5}), R({4, 5}), R({5})});
+  pw("aten.where.self", {B({4, 1}), R({1, 5}), R(scalar)});
+  pw("aten.lerp.Tensor", {R({4, 5}), R({4, 5}), R({4, 5})});
+}
+
+void add_einsum(std::vector<SampleCall>& v) {
+  auto es = [&v](std::string op, std::vector<SimInput> in, std::vector<OpArg> extra = {}, std::vector<std::pair<std::string, OpArg>> kw = {}) {
+    v.push_back(make_call("einsum", std::move(op), std::move(in), std::move(extra), std::move(kw)));
+  };
+  es("aten.mm.default", {R({4, 5}), R({5, 3})});
+  es("aten.mm.default", {R({5, 3}), R({3, 4})});
+  es("aten.mm.default", {R({6, 1}), R({1, 5})});
+  es("aten.bmm.default", {R({2, 3, 4}), R({2, 4, 5})});
+  es("aten.bmm.default", {R({3, 5, 2}), R({3, 2, 4})});
+  es("aten.dot.default", {R({5}), R({5})});
+  es("aten.dot.default", {R({6}), R({6})});
+  es("aten.addmm.default", {R({3}), R({4, 5}), R({5, 3})});
+  es("aten.addmm.default", {R({1, 3}), R({4, 5}), R({5, 3})}, {}, {{"beta", farg(0.5)}, {"alpha", farg(2.0)}});
+  es("aten.addmm.default", {R({4, 3}), R({4, 5}), R({5, 3})});
+  es("aten.addmm.default", {R({4, 1}), R({4, 6}), R({6, 5})});
+  es("aten.addmm.default", {R(scalar), R({4, 5}), R({5, 3})});
+  es("aten.baddbmm.default", {R({2, 3, 5}), R({2, 3, 4}), R({2, 4, 5})});
+  es("aten.baddbmm.default", {R({5}), R({3, 4, 2}), R({3, 2, 5})}, {}, {{"beta", farg(-1.0)}});
+  es("aten.baddbmm.default", {R({1, 4, 1}), R({2, 4, 3}), R({2, 3, 5})});
+  auto ein = [&v](std::string eq, std::vector<SimInput> in) {
+    v.push_back(SampleCall{"einsum", "aten.einsum.default", std::move(in), {sarg(std::move(eq)), tlist({0, 1})}, {}});
+  };
+  ein("ab,ab->ab", {R({4, 5}), R({4, 5})});  // batch-only: DTensor's all-Partial rows are unsound here
+  ein("abc,abc->abc", {R({2, 3, 4}), R({2, 3, 4})});
+  ein("bmk,kn->bmn", {R({2, 3, 4}), R({4, 5})});
+  ein("abc,ab->abc", {R({3, 4, 2}), R({3, 4})});
+  ein("abd,bf->abfd", {R({3, 4, 2}), R({4, 5})});
+  ein("ji,j->i", {R({4, 5}), R({4})});
+  ein("i,j->ij", {R({4}), R({5})});
+  ein("bij,bjk->bik", {R({2, 3, 4}), R({2, 4, 3})});
+  ein("ij,ij->", {R({4, 5}), R({4, 5})});
+  ein("ab,bc->ca", {R({4, 5}), R({5, 3})});
+}
+
+void add_collectives(std::vector<SampleCall>& v) {
+  v.push_back(make_call("collective", "_c10d_functional.all_reduce.default", {R({4, 5})}, {sarg("sum"), sarg("0")}));
+  v.push_back(make_call("collective", "_c10d_functional.wait_tensor.default", {R({5, 3})}));
+  v.push_back(make_call("collective", "vllm.all_reduce.default", {R({4, 6})}, {sarg("tp")}));
+}
+
+}  // namespace
+
+SampleCall detail::make_call(std::string family, std::string op, std::vector<SimInput> inputs, std::vector<OpArg> extra, Kwargs kwargs) {
+  SampleCall c{std::move(family), std::move(op), std::move(inputs), {}, std::move(kwargs)};
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) c.args.push_back(targ(static_cast<std::int64_t>(i)));
+  for (auto& a : extra) c.args.push_back(std::move(a));
+  return c;
+}
+
+const std::vector<SampleCall>& sample_calls() {
+  static const std::vector<SampleCall> calls = [] {
+    std::vector<SampleCall> v;
+    add_pointwise(v);
+    add_einsum(v);
+    add_collectives(v);
+    detail::add_layout_cases(v);
+    detail::add_math_cases(v);
+    return v;
+  }();
+  return calls;
+}
+
+}  // namespace ctshard::sim

@@ -1,0 +1,140 @@
+#pragma once
+// Test helpers shared by the math / nn rule tests: OpCall builders that mimic what `ctshard plan`
+// passes for an FX node, the text of a RuleSet's rows, and the rules the built-in registry gives.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ctshard/ctshard.hpp"
+
+namespace ctshard::test {
+
+inline OpArg tensor_arg(std::int64_t index) {
+  OpArg a;
+  a.kind = OpArg::Kind::tensor;
+  a.integer = index;
+  return a;
+}
+inline OpArg int_arg(std::int64_t v) {
+  OpArg a;
+  a.kind = OpArg::Kind::integer;
+  a.integer = v;
+  return a;
+}
+inline OpArg ints_arg(std::vector<std::int64_t> v) {
+  OpArg a;
+  a.kind = OpArg::Kind::int_list;
+  a.ints = std::move(v);
+  return a;
+}
+inline OpArg bool_arg(bool v) {
+  OpArg a;
+  a.kind = OpArg::Kind::boolean;
+  a.integer = v ? 1 : 0;
+  return a;
+}
+inline OpArg float_arg(double v) {
+  OpArg a;
+  a.kind = OpArg::Kind::floating;
+  a.floating = v;
+  return a;
+}
+inline OpArg none_arg() { return OpArg{}; }
+/// A list of tensors (indices into OpCall::tensors), as the FX reader gives `[a, b]`.
+inline OpArg tensors_arg(std::vector<std::int64_t> indices) {
+  OpArg a;
+  a.kind = OpArg::Kind::tensor_list;
+  a.ints = std::move(indices);
+  return a;
+}
+/// A list the FX reader keeps as text (`[None, x]`, `[True, False, True]`); `tensors` are the
+/// indices of its tensor items.
+inline OpArg text_list_arg(std::string text, std::vector<std::int64_t> tensors = {}) {
+  OpArg a;
+  a.kind = OpArg::Kind::other;
+  a.text = std::move(text);
+  a.ints = std::move(tensors);
+  return a;
+}
+
+/// A tensor meta of `shape` with `itemsize` bytes per element (4: f32, 8: i64, 1: bool).
+inline TensorMeta meta(std::initializer_list<std::int64_t> shape, std::size_t itemsize = 4) { return TensorMeta{TensorShape(shape), itemsize}; }
+
+inline OpCall make_call(std::string op, std::vector<TensorMeta> tensors, std::vector<OpArg> args,
+                        std::vector<std::pair<std::string, OpArg>> kwargs = {}) {
+  OpCall c;
+  c.op = std::move(op);
+  c.tensors = std::move(tensors);
+  c.args = std::move(args);
+  c.kwargs = std::move(kwargs);
+  return c;
+}
+
+/// The built-in registry's rule for `call` (throws what the factory throws).
+inline OpRule rule_for(const OpCall& call) {
+  const RuleFactory* f = builtin_registry().find(call.op);
+  if (f == nullptr) throw error("test: no rule for " + call.op);
+  return (*f)(call);
+}
+
+/// Each row as "a,b,c" of `to_string(placement)`.
+inline std::vector<std::string> rows_text(const RuleSet& r) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    std::string row;
+    for (const auto& p : r.row(i)) {
+      if (!row.empty()) row += ',';
+      row += to_string(p);
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
+/// The message of the ctshard::error `f` throws, or "" when it does not throw.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    (void)f();
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Every surviving full-mesh candidate of `rule` for these inputs: "out specs | input specs".
+inline std::vector<std::string> candidates(const OpRule& rule, const MeshTopology& mesh, const std::vector<TensorMeta>& inputs,
+                                           const std::vector<Spec>& specs, FilterCounts* counts = nullptr) {
+  StrategyEnumerator e(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+  std::vector<std::string> out;
+  const FilterCounts c = e.for_each(inputs, specs, [&](const CandidateView& v) {
+    std::string s;
+    for (std::size_t k = 0; k < e.num_outputs() + e.num_inputs(); ++k) {
+      if (k == e.num_outputs()) s += " |";
+      s += ' ';
+      s += to_string(e.spec_of(v.digits, k));
+    }
+    out.push_back(s.substr(1));
+  });
+  if (counts != nullptr) *counts = c;
+  return out;
+}
+
+/// The chosen candidate (DTensor's choice) as in `candidates`, with its total cost.
+inline std::pair<std::string, double> chosen(const OpRule& rule, const MeshTopology& mesh, const std::vector<TensorMeta>& inputs,
+                                             const std::vector<Spec>& specs) {
+  const auto all = candidates(rule, mesh, inputs, specs);
+  StrategyEnumerator e(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+  const Choice c = e.choose(inputs, specs);
+  return {all.at(c.index), c.total_us};
+}
+
+inline MeshTopology mesh_of(std::initializer_list<std::int64_t> sizes) {
+  const std::vector<std::int64_t> v(sizes);
+  return MeshTopology::build(std::span<const std::int64_t>(v.data(), v.size()));
+}
+
+}  // namespace ctshard::test
