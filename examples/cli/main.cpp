@@ -149,12 +149,22 @@ int main(int argc, char** argv) {
   cost_cmd->add_option("--dtype", cost.dtype, "element type")->capture_default_str();
   cost_cmd->add_flag("--json", cost_json_flag, "machine-readable output");
 
+  bool ops_json = false;
+  auto* ops_cmd = app.add_subcommand("ops", "list the op overloads that have a sharding rule");
+  ops_cmd->add_flag("--json", ops_json, "machine-readable output");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*table_cmd) {
       const auto t = table_json(table);
       if (table_json_flag) std::cout << t.dump() << '\n';
       else print_table(t, std::cout);
+      return 0;
+    }
+    if (*ops_cmd) {
+      const auto names = builtin_registry().names();
+      if (ops_json) std::cout << nlohmann::json{{"ops", names}, {"count", names.size()}}.dump(2) << '\n';
+      else for (const auto& n : names) std::cout << n << '\n';
       return 0;
     }
     if (*cost_cmd) {
