@@ -1,5 +1,5 @@
 #pragma once
-// Test helpers shared by the math / nn rule tests: OpCall builders that mimic what `ctshard plan`
+// Test helpers shared by the rule tests: OpCall builders that mimic what `ctshard plan`
 // passes for an FX node, the text of a RuleSet's rows, and the rules the built-in registry gives.
 
 #include <cstdint>
@@ -80,19 +80,24 @@ inline OpRule rule_for(const OpCall& call) {
   return (*f)(call);
 }
 
-/// Each row as "a,b,c" of `to_string(placement)`.
-inline std::vector<std::string> rows_text(const RuleSet& r) {
+/// Each row as the `to_string` of its placements joined by `sep` between `open` and `close`:
+/// "a,b,c" by default, "[a, b, c]" with (", ", "[", "]").
+inline std::vector<std::string> rows_text(const RuleSet& r, const char* sep = ",", const char* open = "", const char* close = "") {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < r.size(); ++i) {
-    std::string row;
-    for (const auto& p : r.row(i)) {
-      if (!row.empty()) row += ',';
-      row += to_string(p);
+    std::string row = open;
+    for (std::size_t k = 0; k < r.width(); ++k) {
+      if (k > 0) row += sep;
+      row += to_string(r.at(i, k));
     }
+    row += close;
     out.push_back(row);
   }
   return out;
 }
+
+/// Each row as "[a, b, c]".
+inline std::vector<std::string> rows(const RuleSet& r) { return rows_text(r, ", ", "[", "]"); }
 
 /// The message of the ctshard::error `f` throws, or "" when it does not throw.
 template <class F>

@@ -6,22 +6,12 @@
 #include <vector>
 
 #include "ctshard/ctshard.hpp"
+#include "op_call_builders.hpp"
 
 using namespace ctshard;
 
 namespace {
-std::vector<std::string> rows_text(const RuleSet& r) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < r.size(); ++i) {
-    std::string row;
-    for (const auto& p : r.row(i)) {
-      if (!row.empty()) row += ',';
-      row += to_string(p);
-    }
-    out.push_back(row);
-  }
-  return out;
-}
+using test::rows_text;
 RuleSet mm_rules() { return einsum_single_dim_strategy(parse_einsum_or_throw("mk,kn->mn")); }
 }  // namespace
 

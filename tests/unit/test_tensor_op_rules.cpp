@@ -12,23 +12,16 @@
 #include "ctshard/rules/tensor_op_rules.hpp"
 #include "ctshard/select/enumerator.hpp"
 
+#include "op_call_builders.hpp"
+
 using namespace ctshard;
 
 namespace {
 
-std::vector<std::string> rows(const RuleSet& rules) {
-  std::vector<std::string> out;
-  for (std::size_t r = 0; r < rules.size(); ++r) {
-    std::string text = "[";
-    for (std::size_t k = 0; k < rules.width(); ++k) {
-      if (k > 0) text += ", ";
-      text += to_string(rules.at(r, k));
-    }
-    text += "]";
-    out.push_back(text);
-  }
-  return out;
-}
+using test::rows;
+constexpr auto& integer = test::int_arg;
+constexpr auto& ints = test::ints_arg;
+
 
 /// "[P(r), P(r), ...]" (width cells) for r = sum, avg, max, min.
 std::vector<std::string> partials(std::size_t width) {
@@ -50,18 +43,6 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
   return a;
 }
 
-OpArg integer(std::int64_t v) {
-  OpArg a;
-  a.kind = OpArg::Kind::integer;
-  a.integer = v;
-  return a;
-}
-OpArg ints(std::vector<std::int64_t> v) {
-  OpArg a;
-  a.kind = OpArg::Kind::int_list;
-  a.ints = std::move(v);
-  return a;
-}
 OpArg none() { return OpArg{}; }
 OpArg other(std::string text) {
   OpArg a;

@@ -13,24 +13,17 @@
 #include "ctshard/rules/view_rules.hpp"
 #include "ctshard/select/enumerator.hpp"
 
+#include "op_call_builders.hpp"
+
 using namespace ctshard;
 
 namespace {
 
-/// Rows as "[out, in]" texts.
-std::vector<std::string> rows(const RuleSet& rules) {
-  std::vector<std::string> out;
-  for (std::size_t r = 0; r < rules.size(); ++r) {
-    std::string text = "[";
-    for (std::size_t k = 0; k < rules.width(); ++k) {
-      if (k > 0) text += ", ";
-      text += to_string(rules.at(r, k));
-    }
-    text += "]";
-    out.push_back(text);
-  }
-  return out;
-}
+using test::rows;
+constexpr auto& integer = test::int_arg;
+constexpr auto& ints = test::ints_arg;
+constexpr auto& tensor = test::tensor_arg;
+
 
 const std::vector<std::string> partial_rows = {"[P(sum), P(sum)]", "[P(avg), P(avg)]", "[P(max), P(max)]", "[P(min), P(min)]"};
 
@@ -39,24 +32,6 @@ std::vector<std::string> with_partials(std::vector<std::string> shard_rows) {
   return shard_rows;
 }
 
-OpArg ints(std::vector<std::int64_t> v) {
-  OpArg a;
-  a.kind = OpArg::Kind::int_list;
-  a.ints = std::move(v);
-  return a;
-}
-OpArg integer(std::int64_t v) {
-  OpArg a;
-  a.kind = OpArg::Kind::integer;
-  a.integer = v;
-  return a;
-}
-OpArg tensor(std::int64_t index) {
-  OpArg a;
-  a.kind = OpArg::Kind::tensor;
-  a.integer = index;
-  return a;
-}
 
 OpCall call_of(std::string op, TensorShape in, std::vector<OpArg> rest) {
   OpCall c;
