@@ -110,9 +110,16 @@ class StrategyEnumerator {
   }
 
  private:
+  // Memo of one input's target spec: shardability depends only on the input's meta, the cost on
+  // its meta and current spec; each is valid while its stamp equals the input's current stamp.
   struct Entry {
-    std::uint32_t stamp = 0;       // valid when equal to the input's stamp
-    std::uint32_t cost_stamp = 0;  // cost valid when equal to the input's stamp
+    std::uint32_t shard_stamp = 0;
+    std::uint32_t cost_stamp = 0;
+    bool shardable = false;  // is_tensor_shardable of the target (before the uneven bypass)
+    double cost = 0;
+  };
+  // What a row needs to know about one input.
+  struct Probe {
     bool shardable = false;
     bool matches = false;
     double cost = 0;
@@ -124,7 +131,9 @@ class StrategyEnumerator {
     std::vector<std::uint32_t> column_id;  // [rule * width + operand]: distinct-placement id in the column
     std::vector<std::uint32_t> distinct;   // per operand: number of distinct placements
     std::vector<std::vector<Entry>> memo;  // per input: distinct^N entries (empty if too many)
-    std::vector<std::uint32_t> input_stamp;
+    std::vector<std::uint32_t> input_stamp;  // per input: changes with its spec or meta
+    std::vector<std::uint32_t> meta_stamp;   // per input: changes with its meta
+    std::vector<std::uint64_t> current_key;  // per input: memo key of its current spec (none: ~0)
     std::vector<Spec> last_spec;
     std::vector<TensorMeta> last_meta;
     std::vector<unsigned> prefix_mask;     // [(depth) * width + operand]
@@ -153,12 +162,25 @@ class StrategyEnumerator {
   Filled& begin_call(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
     check(inputs, input_specs);
     Filled& f = prepare(input_specs);
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      if (f.input_stamp[i] == 0 || !(f.last_spec[i] == input_specs[i]) || !(f.last_meta[i] == inputs[i])) {
+    const std::size_t n = mesh_.size(), width = f.rules.width(), nout = f.rules.num_outputs();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const bool meta_changed = f.input_stamp[i] == 0 || !(f.last_meta[i] == inputs[i]);
+      if (meta_changed) f.meta_stamp[i] = ++stamp_;
+      if (meta_changed || !(f.last_spec[i] == input_specs[i])) {
         f.input_stamp[i] = ++stamp_;
         f.last_spec[i] = input_specs[i];
         f.last_meta[i] = inputs[i];
+        // the current spec's memo key: its placements' ids in the input's column, if all occur
+        std::uint64_t key = 0;
+        for (std::size_t d = 0; d < n && key != ~std::uint64_t{0}; ++d) {
+          std::uint64_t id = ~std::uint64_t{0};
+          for (std::size_t r = 0; r < f.rules.size() && id == ~std::uint64_t{0}; ++r)
+            if (f.rules.at(r, nout + i) == input_specs[i][d]) id = f.column_id[r * width + nout + i];
+          key = id == ~std::uint64_t{0} ? id : key * f.distinct[nout + i] + id;
+        }
+        f.current_key[i] = key;
       }
+    }
     return f;
   }
 
@@ -198,6 +220,8 @@ class StrategyEnumerator {
       if (entries <= max_memo_entries) f.memo[i].resize(entries);
     }
     f.input_stamp.assign(nin, 0);
+    f.meta_stamp.assign(nin, 0);
+    f.current_key.assign(nin, ~std::uint64_t{0});
     f.last_spec.assign(nin, Spec{});
     f.last_meta.assign(nin, TensorMeta{});
     f.prefix_mask.assign((n + 1) * width, 0);
@@ -216,27 +240,38 @@ class StrategyEnumerator {
       f.prefix_key[(d + 1) * nin + i] = f.prefix_key[d * nin + i] * f.distinct[nout + i] + f.column_id[r * width + nout + i];
   }
 
-  /// The memo entry of input `i` for the row `digits` (key from the prefix state); computes the
-  /// shardability, and the cost when `with_cost`.
-  Entry& entry(Filled& f, std::size_t i, const std::uint8_t* digits, const TensorMeta& meta, const Spec& current, bool with_cost) {
+  /// Input `i` for the row `digits` (memo key from the prefix state): shardability (with the
+  /// uneven bypass), whether it equals the current spec, and the cost when `with_cost`.
+  Probe probe(Filled& f, std::size_t i, const std::uint8_t* digits, const TensorMeta& meta, const Spec& current, bool with_cost) {
     const std::size_t n = mesh_.size(), nout = f.rules.num_outputs();
     auto& memo = f.memo[i];
-    Entry* e = memo.empty() ? &scratch_ : &memo[static_cast<std::size_t>(f.prefix_key[n * f.rules.num_inputs() + i])];
-    const std::uint32_t stamp = f.input_stamp[i];
-    if (memo.empty()) e->stamp = e->cost_stamp = 0;
-    if (e->stamp == stamp && (!with_cost || e->cost_stamp == stamp)) return *e;
-    Spec target;
-    for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
-    if (e->stamp != stamp) {
-      e->stamp = stamp;
-      e->matches = target == current;
-      e->shardable = is_tensor_shardable(meta.shape, target, mesh_) || (allow_uneven_ && e->matches);
+    const std::uint64_t key = f.prefix_key[n * f.rules.num_inputs() + i];
+    Entry* e = memo.empty() ? &scratch_ : &memo[static_cast<std::size_t>(key)];
+    if (memo.empty()) e->shard_stamp = e->cost_stamp = 0;
+    const bool need_shard = e->shard_stamp != f.meta_stamp[i], need_cost = with_cost && e->cost_stamp != f.input_stamp[i];
+    if (need_shard || need_cost) {
+      Spec target;
+      for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
+      if (need_shard) {
+        e->shard_stamp = f.meta_stamp[i];
+        e->shardable = is_tensor_shardable(meta.shape, target, mesh_);
+      }
+      if (need_cost) {
+        e->cost_stamp = f.input_stamp[i];
+        e->cost = redistribute_cost(current, target, meta, mesh_);
+      }
     }
-    if (with_cost && e->cost_stamp != stamp) {
-      e->cost_stamp = stamp;
-      e->cost = e->shardable ? redistribute_cost(current, target, meta, mesh_) : 0.0;
-    }
-    return *e;
+    Probe p;
+    p.matches = memo.empty() ? f.rules.num_inputs() > 0 && spec_equals(f, i, digits, current) : key == f.current_key[i];
+    p.shardable = e->shardable || (allow_uneven_ && p.matches);
+    p.cost = p.shardable && with_cost ? e->cost : 0.0;
+    return p;
+  }
+
+  bool spec_equals(const Filled& f, std::size_t i, const std::uint8_t* digits, const Spec& current) const noexcept {
+    for (std::size_t d = 0; d < mesh_.size(); ++d)
+      if (!(f.rules.at(digits[d], f.rules.num_outputs() + i) == current[d])) return false;
+    return true;
   }
 
   /// Walks rows in enumeration order; `stop` (optional) ends the walk before that row.
@@ -260,11 +295,11 @@ class StrategyEnumerator {
         double total = 0;
         bool match = true;
         for (std::size_t i = 0; i < nin && ok; ++i) {
-          const Entry& e = entry(f, i, digits.data(), inputs[i], input_specs[i], with_costs);
-          ok = e.shardable;
-          costs[i] = e.cost;
-          total += e.cost;
-          match = match && e.matches;
+          const Probe p = probe(f, i, digits.data(), inputs[i], input_specs[i], with_costs);
+          ok = p.shardable;
+          costs[i] = p.cost;
+          total += p.cost;
+          match = match && p.matches;
         }
         if (!ok) {
           ++counts.unshardable;
@@ -351,7 +386,7 @@ class StrategyEnumerator {
     for (std::size_t k = 0; k < width; ++k)
       if ((mask[k] & (mask[k] - 1)) != 0 && mask[k] != 3u) return false;
     for (std::size_t i = 0; i < f.rules.num_inputs(); ++i)
-      if (!entry(f, i, digits, inputs[i], input_specs[i], false).shardable) return false;
+      if (!probe(f, i, digits, inputs[i], input_specs[i], false).shardable) return false;
     return !filter_ || passes_filter(digits, inputs);
   }
 
