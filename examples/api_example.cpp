@@ -20,9 +20,9 @@ int main() {
   const TensorMeta shapes[] = {{{1024, 512}, 4}, {{512, 2048}, 4}};  // float32
   const Spec current[] = {"S(0)R"_spec, "RS(1)"_spec};
   const Choice c = mm.choose(shapes, current);
-  const Spec out = mm.spec_of(std::span(c.digits.data(), 2), 0);
+  const Spec out = mm.spec_of(c, 0);
   std::printf("chosen strategy %zu (%s): (%s, %s) -> %s, redistribution %.3f us\n", c.index, std::string(to_string(c.rule)).c_str(),
-              to_string(mm.spec_of(std::span(c.digits.data(), 2), 1)).c_str(), to_string(mm.spec_of(std::span(c.digits.data(), 2), 2)).c_str(),
+              to_string(mm.spec_of(c, 1)).c_str(), to_string(mm.spec_of(c, 2)).c_str(),
               to_string(out).c_str(), c.total_us);
   return out == "S(0)S(1)"_spec ? 0 : 1;
 }

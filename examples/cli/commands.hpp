@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctshard/registry/op_registry.hpp"
+
 namespace ctshard::cli {
 
 /// `ctshard table`: one op's full filtered strategy table, per-input costs, and the choice.
@@ -20,9 +22,19 @@ struct TableOptions {
   std::string inputs;   ///< "S(0)R;RS(1)" — one spec per tensor input
   std::int64_t devices_per_host = 8;
   std::string dtype = "float32";
-  bool sound = false;   ///< drop DTensor's unsound all-Partial einsum rows
+  std::string einsum_linearity = "dtensor";  ///< "dtensor" (reference fidelity) or "sound"
+  std::string args = "[]";    ///< JSON array: non-tensor positional arguments after the tensors
+  std::string kwargs = "{}";  ///< JSON object: keyword arguments
 };
 nlohmann::json table_json(const TableOptions& options);
+
+/// The registry for an einsum-linearity policy name ("dtensor" or "sound"). Throws ctshard::error
+/// for another name.
+const OpRegistry& registry_for(const std::string& einsum_linearity);
+
+/// A JSON value as an op argument: integer, float, bool, null (None), string, list of integers.
+/// Throws ctshard::error naming the value otherwise.
+OpArg op_arg_from_json(const nlohmann::json& value);
 void print_table(const nlohmann::json& table, std::ostream& out);
 
 /// `ctshard cost`: price one redistribution and list its steps.

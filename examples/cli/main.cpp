@@ -61,15 +61,25 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
   for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
 }
 
-void print_coverage(const std::string& dir, const PlanOptions& options, bool json) {
+bool print_coverage(const std::string& dir, const PlanOptions& options, const OpRegistry& registry, bool json) {
+  if (!std::filesystem::is_directory(dir)) throw error("ctshard plan --coverage: '" + dir + "' is not a directory");
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.is_regular_file() && e.path().string().ends_with(".fx.txt")) files.push_back(e.path());
   if (files.empty()) throw error("ctshard plan --coverage: no *.fx.txt files in '" + dir + "'");
   std::sort(files.begin(), files.end());
   nlohmann::json report = nlohmann::json::array();
+  bool all_read = true;
   for (const auto& f : files) {
-    const Plan plan = plan_graph(fx::read_fx_graph_file(f.string()), options, builtin_registry());
+    Plan plan;
+    try {
+      plan = plan_graph(fx::read_fx_graph_file(f.string()), options, registry);
+    } catch (const std::exception& e) {  // one unreadable graph does not hide the others
+      all_read = false;
+      report.push_back({{"file", f.filename().string()}, {"error", e.what()}});
+      if (!json) std::cout << f.filename().string() << ": error: " << e.what() << '\n';
+      continue;
+    }
     const double share = plan.nodes.empty() ? 1.0 : static_cast<double>(plan.nodes_with_rule) / static_cast<double>(plan.nodes.size());
     report.push_back({{"file", f.filename().string()}, {"nodes_with_rule", plan.nodes_with_rule}, {"nodes_fallback", plan.nodes_fallback},
                       {"rule_share", share}, {"fallback_ops", plan.fallback_ops}});
@@ -79,6 +89,7 @@ void print_coverage(const std::string& dir, const PlanOptions& options, bool jso
     for (const auto& [op, count] : plan.fallback_ops) std::cout << "  " << op << " x" << count << '\n';
   }
   if (json) std::cout << nlohmann::json{{"files", report}}.dump(2) << '\n';
+  return all_read;
 }
 
 /// Placements the embedded default block starts from when no --place is given: activations
@@ -125,6 +136,11 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--place", places, "input placement NAME=SPEC, e.g. primals_1=S(0)R (repeatable)");
   plan_cmd->add_option("--coverage", coverage_dir, "report rule coverage for every *.fx.txt in DIR");
   plan_cmd->add_flag("--json", json, "machine-readable output");
+  std::string plan_linearity = "sound";
+  plan_cmd->add_option("--einsum-linearity", plan_linearity,
+                       "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
+      ->check(CLI::IsMember({"dtensor", "sound"}))
+      ->capture_default_str();
 
   TableOptions table;
   bool table_json_flag = false;
@@ -135,7 +151,15 @@ int main(int argc, char** argv) {
   table_cmd->add_option("--inputs", table.inputs, "current spec of each input: \"S(0)R;RS(1)\"")->required();
   table_cmd->add_option("--devices-per-host", table.devices_per_host, "devices per host")->capture_default_str();
   table_cmd->add_option("--dtype", table.dtype, "element type: float32, bfloat16, ...")->capture_default_str();
-  table_cmd->add_flag("--sound", table.sound, "drop DTensor's unsound all-Partial rows of batch-only einsums");
+  bool table_sound = false;
+  table_cmd->add_option("--einsum-linearity", table.einsum_linearity,
+                        "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
+                        "all-Partial rows of batch-only einsums")
+      ->check(CLI::IsMember({"dtensor", "sound"}))
+      ->capture_default_str();
+  table_cmd->add_flag("--sound", table_sound, "same as --einsum-linearity sound");
+  table_cmd->add_option("--args", table.args, "non-tensor arguments after the tensors, as a JSON array: '[[24, 8]]'")->capture_default_str();
+  table_cmd->add_option("--kwargs", table.kwargs, "keyword arguments as a JSON object: '{\"keepdim\": true}'")->capture_default_str();
   table_cmd->add_flag("--json", table_json_flag, "machine-readable output");
 
   CostOptions cost;
@@ -156,6 +180,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*table_cmd) {
+      if (table_sound) table.einsum_linearity = "sound";
       const auto t = table_json(table);
       if (table_json_flag) std::cout << t.dump() << '\n';
       else print_table(t, std::cout);
@@ -183,13 +208,12 @@ int main(int argc, char** argv) {
       options.placements[p.substr(0, eq)] = parse_spec(p.substr(eq + 1));
     }
     if (!coverage_dir.empty()) {
-      print_coverage(coverage_dir, options, json);
-      return 0;
+      return print_coverage(coverage_dir, options, registry_for(plan_linearity), json) ? 0 : 1;
     }
     const fx::Graph graph = graph_path.empty() ? fx::parse_fx_graph(default_graph_text, "<embedded default: examples/default_graph.fx.txt>")
                                                : fx::read_fx_graph_file(graph_path);
     if (graph_path.empty() && options.placements.empty()) options.placements = default_placements(options.mesh.size());
-    const Plan plan = plan_graph(graph, options, builtin_registry());
+    const Plan plan = plan_graph(graph, options, registry_for(plan_linearity));
     if (json) std::cout << plan_to_json(plan, options).dump(2) << '\n';
     else print_plan(plan, options, std::cout);
     return 0;

@@ -6,35 +6,40 @@
 
 namespace ctshard::cli {
 namespace {
-const std::map<std::string, std::string, std::less<>>& short_names() {
-  static const std::map<std::string, std::string, std::less<>> names = {
-      {"mm", "aten.mm.default"},
-      {"bmm", "aten.bmm.default"},
-      {"addmm", "aten.addmm.default"},
-      {"baddbmm", "aten.baddbmm.default"},
-      {"dot", "aten.dot.default"},
-      {"pointwise:abs", "aten.abs.default"},
-      {"pointwise:sin", "aten.sin.default"},
-      {"pointwise:sqrt", "aten.sqrt.default"},
-      {"pointwise:atan2", "aten.atan2.default"},
-      {"pointwise:pow", "aten.pow.Tensor_Tensor"},
-      {"pointwise:addcmul", "aten.addcmul.default"},
-      {"pointwise:where", "aten.where.self"},
-      {"pointwise:lerp", "aten.lerp.Tensor"},
-      {"pointwise:exp", "aten.exp.default"},
-      {"pointwise:relu", "aten.relu.default"},
-      {"pointwise:erfc", "aten.erfc.default"},
-      {"pointwise:mul_scalar", "aten.mul.Scalar"},
-      {"pointwise:div_scalar", "aten.div.Scalar"},
-      {"pointwise:neg", "aten.neg.default"},
-      {"pointwise:positive", "aten.positive.default"},
-      {"pointwise:add", "aten.add.Tensor"},
-      {"pointwise:sub", "aten.sub.Tensor"},
-      {"pointwise:mul", "aten.mul.Tensor"},
-      {"pointwise:div", "aten.div.Tensor"},
-      {"pointwise:maximum", "aten.maximum.default"},
-      {"pointwise:minimum", "aten.minimum.default"},
-      {"pointwise:logaddexp", "aten.logaddexp.default"},
+/// Short name -> aten overload and tensor arity (the reference cases always give every tensor).
+struct ShortName {
+  std::string aten;
+  std::size_t arity;
+};
+const std::map<std::string, ShortName, std::less<>>& short_names() {
+  static const std::map<std::string, ShortName, std::less<>> names = {
+      {"mm", {"aten.mm.default", 2}},
+      {"bmm", {"aten.bmm.default", 2}},
+      {"addmm", {"aten.addmm.default", 3}},
+      {"baddbmm", {"aten.baddbmm.default", 3}},
+      {"dot", {"aten.dot.default", 2}},
+      {"pointwise:abs", {"aten.abs.default", 1}},
+      {"pointwise:sin", {"aten.sin.default", 1}},
+      {"pointwise:sqrt", {"aten.sqrt.default", 1}},
+      {"pointwise:atan2", {"aten.atan2.default", 2}},
+      {"pointwise:pow", {"aten.pow.Tensor_Tensor", 2}},
+      {"pointwise:addcmul", {"aten.addcmul.default", 3}},
+      {"pointwise:where", {"aten.where.self", 3}},
+      {"pointwise:lerp", {"aten.lerp.Tensor", 3}},
+      {"pointwise:exp", {"aten.exp.default", 1}},
+      {"pointwise:relu", {"aten.relu.default", 1}},
+      {"pointwise:erfc", {"aten.erfc.default", 1}},
+      {"pointwise:mul_scalar", {"aten.mul.Scalar", 1}},
+      {"pointwise:div_scalar", {"aten.div.Scalar", 1}},
+      {"pointwise:neg", {"aten.neg.default", 1}},
+      {"pointwise:positive", {"aten.positive.default", 1}},
+      {"pointwise:add", {"aten.add.Tensor", 2}},
+      {"pointwise:sub", {"aten.sub.Tensor", 2}},
+      {"pointwise:mul", {"aten.mul.Tensor", 2}},
+      {"pointwise:div", {"aten.div.Tensor", 2}},
+      {"pointwise:maximum", {"aten.maximum.default", 2}},
+      {"pointwise:minimum", {"aten.minimum.default", 2}},
+      {"pointwise:logaddexp", {"aten.logaddexp.default", 2}},
   };
   return names;
 }
@@ -48,8 +53,10 @@ std::vector<std::string> table_op_names() {
   return out;
 }
 
-OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors) {
+OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std::vector<OpArg> extra_args,
+                       std::vector<std::pair<std::string, OpArg>> kwargs) {
   OpCall call;
+  call.kwargs = std::move(kwargs);
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     OpArg a;
     a.kind = OpArg::Kind::tensor;
@@ -57,6 +64,7 @@ OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors) {
     call.args.push_back(a);
   }
   call.tensors = std::move(tensors);
+  call.args.insert(call.args.end(), extra_args.begin(), extra_args.end());
   if (op.substr(0, 7) == "einsum:") {
     call.op = "aten.einsum.default";
     OpArg eq;
@@ -66,7 +74,10 @@ OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors) {
     return call;
   }
   if (const auto it = short_names().find(op); it != short_names().end()) {
-    call.op = it->second;
+    call.op = it->second.aten;
+    if (call.tensors.size() != it->second.arity)
+      throw error("ctshard table: op '" + std::string(op) + "' takes " + std::to_string(it->second.arity) + " tensor inputs, got " +
+                  std::to_string(call.tensors.size()) + " shapes");
     return call;
   }
   if (op.substr(0, 5) == "aten.") {

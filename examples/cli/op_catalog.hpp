@@ -5,15 +5,19 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ctshard/registry/op_call.hpp"
 
 namespace ctshard::cli {
 
-/// Builds the OpCall for a short op name and tensor input metas. Throws ctshard::error naming an
-/// unknown op (and listing the known names).
-OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors);
+/// Builds the OpCall for a short op name and tensor input metas: positional args are the tensors,
+/// then `extra_args` (non-tensor arguments such as a view's target shape); `kwargs` by name.
+/// Throws ctshard::error naming an unknown op (and listing the known names) or a short name given
+/// the wrong number of tensors.
+OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std::vector<OpArg> extra_args = {},
+                       std::vector<std::pair<std::string, OpArg>> kwargs = {});
 
 /// Short names `ctshard table` accepts (pointwise names without the prefix), for help texts.
 std::vector<std::string> table_op_names();

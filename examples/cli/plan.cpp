@@ -69,6 +69,7 @@ class Planner {
       if (spec.size() != mesh_.size())
         throw error("ctshard plan: --place " + name + "=" + to_string(spec) + " has " + std::to_string(spec.size()) +
                     " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
+      if (!n->outputs.empty() && n->outputs[0].known()) check_shard_dims(spec, meta_of(n->outputs[0]).shape, "ctshard plan: --place " + name);
     }
   }
 

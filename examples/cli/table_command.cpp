@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <ostream>
@@ -17,6 +18,40 @@ std::vector<std::string> split(const std::string& text, char sep) {
     if (end == std::string::npos) return parts;
     start = end + 1;
   }
+}
+
+const OpRegistry& registry_for(const std::string& einsum_linearity) {
+  if (einsum_linearity == "dtensor") return builtin_registry();
+  if (einsum_linearity == "sound") {
+    static const OpRegistry sound = make_builtin_registry(EinsumLinearity::per_input);
+    return sound;
+  }
+  throw error("ctshard: einsum linearity must be 'dtensor' or 'sound', got '" + einsum_linearity + "'");
+}
+
+OpArg op_arg_from_json(const nlohmann::json& v) {
+  OpArg a;
+  if (v.is_null()) {
+    a.kind = OpArg::Kind::none;
+  } else if (v.is_boolean()) {
+    a.kind = OpArg::Kind::boolean;
+    a.integer = v.get<bool>() ? 1 : 0;
+  } else if (v.is_number_integer()) {
+    a.kind = OpArg::Kind::integer;
+    a.integer = v.get<std::int64_t>();
+  } else if (v.is_number()) {
+    a.kind = OpArg::Kind::floating;
+    a.floating = v.get<double>();
+  } else if (v.is_string()) {
+    a.kind = OpArg::Kind::string;
+    a.text = v.get<std::string>();
+  } else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) { return x.is_number_integer(); })) {
+    a.kind = OpArg::Kind::int_list;
+    for (const auto& x : v) a.ints.push_back(x.get<std::int64_t>());
+  } else {
+    throw error("ctshard table: unsupported argument " + v.dump() + " (use numbers, booleans, null, strings or lists of integers)");
+  }
+  return a;
 }
 
 nlohmann::json cost_value(double us) {
@@ -52,9 +87,20 @@ nlohmann::json table_json(const TableOptions& o) {
   if (specs.size() != tensors.size())
     throw error("ctshard table: " + std::to_string(tensors.size()) + " shapes ('" + o.shapes + "') but " + std::to_string(specs.size()) +
                 " input specs ('" + o.inputs + "')");
-  const OpCall call = make_table_call(o.op, tensors);
-  const OpRegistry& registry = o.sound ? [] () -> const OpRegistry& { static const OpRegistry r = make_builtin_registry(EinsumLinearity::per_input); return r; }()
-                                       : builtin_registry();
+  std::vector<OpArg> extra;
+  std::vector<std::pair<std::string, OpArg>> kwargs;
+  try {
+    const auto args = nlohmann::json::parse(o.args);
+    const auto kw = nlohmann::json::parse(o.kwargs);
+    if (!args.is_array()) throw error("--args must be a JSON array, got '" + o.args + "'");
+    if (!kw.is_object()) throw error("--kwargs must be a JSON object, got '" + o.kwargs + "'");
+    for (const auto& a : args) extra.push_back(op_arg_from_json(a));
+    for (const auto& [k, v] : kw.items()) kwargs.emplace_back(k, op_arg_from_json(v));
+  } catch (const nlohmann::json::exception& e) {
+    throw error(std::string("ctshard table: --args / --kwargs are not valid JSON: ") + e.what());
+  }
+  const OpCall call = make_table_call(o.op, tensors, extra, kwargs);
+  const OpRegistry& registry = registry_for(o.einsum_linearity);
   const RuleFactory* factory = registry.find(call.op);
   if (factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + call.op + ") has no sharding rule");
   const OpRule rule = (*factory)(call);
@@ -104,6 +150,19 @@ nlohmann::json table_json(const TableOptions& o) {
   return j;
 }
 
+namespace {
+/// "S(0)R" for one output, "S(0)R, RR" for several.
+std::string join_specs(const nlohmann::json& out) {
+  if (out.is_string()) return out.get<std::string>();
+  std::string text;
+  for (const auto& o : out) {
+    if (!text.empty()) text += ", ";
+    text += o.get<std::string>();
+  }
+  return text;
+}
+}  // namespace
+
 void print_table(const nlohmann::json& t, std::ostream& out) {
   out << t["op"].get<std::string>() << " (" << t["aten_op"].get<std::string>() << ") on mesh " << t["mesh"].dump() << ", inputs";
   for (const auto& s : t["inputs"]) out << ' ' << s.get<std::string>();
@@ -125,7 +184,7 @@ void print_table(const nlohmann::json& t, std::ostream& out) {
       { ins += (k ? ", " : ""); ins += s["in"][k].get<std::string>(); }
       { costs += (k ? " + " : ""); costs += cost_text(s["cost"][k]); }
     }
-    out << (i == chosen ? "* " : "  ") << std::setw(4) << i << "  (" << ins << ") -> " << (s["out"].is_string() ? s["out"].get<std::string>() : s["out"].dump())
+    out << (i == chosen ? "* " : "  ") << std::setw(4) << i << "  (" << ins << ") -> " << join_specs(s["out"])
         << "   cost " << costs << " = " << cost_text(s["total"]) << " us\n";
     ++i;
   }

@@ -93,4 +93,24 @@ TEST_CASE("table and cost: text and JSON interfaces", "[cli]") {
   CHECK_THAT(run_tool("table --op 'einsum:mk,kn->mz' --shapes 6x8,8x12 --mesh 2 --inputs 'R;R'"),
              Catch::Contains("an output label does not occur in any input"));
   CHECK_THAT(run_tool("cost --shape 4x4 --mesh 2 --from 'S(0)' --to 'P(sum)'"), Catch::Contains("total: inf"));
+  // bad input named, never priced
+  CHECK_THAT(run_tool("table --op mm --shapes 6x8,9x12 --mesh 2 --inputs 'R;R'"), Catch::Contains("label 'k' has sizes 8 and 9"));
+  CHECK_THAT(run_tool("table --op addmm --shapes 5,6x8,8x12 --mesh 2 --inputs 'R;R;R'"),
+             Catch::Contains("bias of shape 5 does not broadcast to the output 6x12"));
+  CHECK_THAT(run_tool("table --op mm --shapes 6x8,8x12 --mesh 2x4 --inputs 'S(7)R;RS(1)'"),
+             Catch::Contains("spec 'S(7)R' shards tensor dim 7 of a 2-d tensor"));
+  CHECK_THAT(run_tool("cost --shape 8x8 --mesh 2x2 --from 'S(5)R' --to RR"), Catch::Contains("shards tensor dim 5"));
+  CHECK_THAT(run_tool("table --op pointwise:add --shapes 6x8 --mesh 2 --inputs 'S(0)'"), Catch::Contains("takes 2 tensor inputs, got 1"));
+  CHECK_THAT(run_tool("table --op mm --shapes 64x64,64x64 --mesh 2x2x2x2x2x2x2x2 --inputs 'S(0)RRRRRRR;RRRRRRRR'"),
+             Catch::Contains("above the enumeration limit"));
+  CHECK_THAT(run_tool("plan --coverage /nonexistent"), Catch::Contains("'/nonexistent' is not a directory"));
+  CHECK_THAT(run_tool("plan --mesh 2x4 --place 'primals_1=S(5)R'"), Catch::Contains("shards tensor dim 5 of a 2-d tensor"));
+  // non-tensor arguments through --args: a view keeps the shard of its outermost flattened dim
+  const auto v = nlohmann::json::parse(run_tool("table --json --op aten.view.default --shapes 4x6x8 --mesh 2 --inputs 'S(0)' --args '[[24, 8]]'"));
+  CHECK(v["strategies"][v["choice"]["index"].get<std::size_t>()]["out"] == "S(0)");
+  // the sound einsum policy drops DTensor's all-Partial row of a batch-only einsum
+  const auto dt = nlohmann::json::parse(run_tool("table --json --op 'einsum:b,b->b' --shapes 8,8 --mesh 2 --inputs 'P(sum);P(sum)'"));
+  const auto so = nlohmann::json::parse(run_tool("table --json --sound --op 'einsum:b,b->b' --shapes 8,8 --mesh 2 --inputs 'P(sum);P(sum)'"));
+  CHECK(dt["strategies"][dt["choice"]["index"].get<std::size_t>()]["total"] == 0.0);
+  CHECK(so["strategies"][so["choice"]["index"].get<std::size_t>()]["total"].get<double>() > 0.0);
 }

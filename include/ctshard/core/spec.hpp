@@ -11,6 +11,7 @@
 
 #include "ctshard/config.hpp"
 #include "ctshard/core/placement.hpp"
+#include "ctshard/core/tensor_shape.hpp"
 
 namespace ctshard {
 
@@ -171,5 +172,16 @@ struct PlacementCursor {
   for (const auto& p : spec) s += to_string(p);
   return s;
 }
+
+/// Throws ctshard::error (`what`: spec 'S(7)R' shards tensor dim 7 of a 2-d tensor) when a Shard
+/// or StridedShard names a dim the tensor does not have. Used on run-time input specs, which the
+/// filters would otherwise silently price.
+inline void check_shard_dims(const Spec& spec, const TensorShape& shape, std::string_view what) {
+  for (const auto& p : spec)
+    if (p.is_any_shard() && p.dim >= shape.rank)
+      throw error(std::string(what) + ": spec '" + to_string(spec) + "' shards tensor dim " + std::to_string(p.dim) + " of a " +
+                  std::to_string(shape.rank) + "-d tensor");
+}
+
 
 }  // namespace ctshard

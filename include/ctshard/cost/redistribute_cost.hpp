@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
@@ -93,6 +94,10 @@ template <class OnStep>
 constexpr double greedy_redistribute(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh,
                                      OnStep&& on_step) {
   if (current.size() != mesh.size() || target.size() != mesh.size()) spec_mesh_mismatch(current, target, mesh.size());
+  if (!std::is_constant_evaluated()) {
+    check_shard_dims(current, meta.shape, "ctshard::redistribute_cost: current");
+    check_shard_dims(target, meta.shape, "ctshard::redistribute_cost: target");
+  }
   if (current.is_replicated() || current == target) return 0.0;
   for (std::size_t d = 0; d < mesh.size(); ++d)
     if (current[d].is_strided_shard() || target[d].is_strided_shard()) return infinite_cost;
@@ -127,7 +132,8 @@ constexpr double greedy_redistribute(const Spec& current, const Spec& target, co
 /// mesh dim whose target Shard(d) is nested differently (earlier mesh dims shard d differently)
 /// through Replicate, then walks first→last to reach the target. Shard→Partial and
 /// Partial(op)→Partial(other) are +inf.
-/// Throws ctshard::error when the specs' ranks differ from the mesh's.
+/// Throws ctshard::error when the specs' ranks differ from the mesh's or a spec shards a tensor dim
+/// the tensor lacks.
 [[nodiscard]] constexpr RedistributePlan redistribute_plan(const Spec& current, const Spec& target, const TensorMeta& meta,
                                                            const MeshTopology& mesh) {
   RedistributePlan plan;

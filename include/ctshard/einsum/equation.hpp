@@ -93,6 +93,19 @@ struct einsum_parse_result {
 };
 
 namespace detail {
+// Hand-written searches: g++ 12 with -fsanitize=undefined rejects std::string_view::find in
+// constant evaluation ("string_view.tcc: not a constant expression").
+constexpr std::size_t find_char(std::string_view s, char c, std::size_t from = 0) noexcept {
+  for (std::size_t i = from; i < s.size(); ++i)
+    if (s[i] == c) return i;
+  return std::string_view::npos;
+}
+constexpr std::size_t find_arrow(std::string_view s, std::size_t from = 0) noexcept {
+  for (std::size_t i = from; i + 1 < s.size(); ++i)
+    if (s[i] == '-' && s[i + 1] == '>') return i;
+  return std::string_view::npos;
+}
+
 constexpr bool is_label(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 constexpr einsum_parse_result einsum_fail(einsum_error e, std::size_t column) noexcept {
@@ -128,7 +141,7 @@ constexpr einsum_parse_result classify_einsum_dims(einsum_parse_result r, std::s
     const bool in1 = e.num_inputs > 1 && e.inputs[1].index_of(c) >= 0;
     if (!in_out) {
       if (e.num_inputs == 2 && !(in0 && in1))
-        return einsum_fail(einsum_error::summed_label_in_one_operand_only, eq.find(c));
+        return einsum_fail(einsum_error::summed_label_in_one_operand_only, find_char(eq, c));
       insert_sorted(e.contracting, c);
     } else if (in0 && (e.num_inputs == 1 || in1)) {
       insert_sorted(e.batch, c);
@@ -147,10 +160,10 @@ constexpr einsum_parse_result classify_einsum_dims(einsum_parse_result r, std::s
 /// no blanks, no ellipsis. Follows DTensor `EinsumDims.parse_equation` / `parse_dims`, plus checks
 /// DTensor leaves to a later crash (see einsum_error).
 [[nodiscard]] constexpr einsum_parse_result parse_einsum(std::string_view eq) noexcept {
-  const std::size_t arrow = eq.find("->");
+  const std::size_t arrow = detail::find_arrow(eq);
   if (arrow == std::string_view::npos) return detail::einsum_fail(einsum_error::missing_arrow, eq.size());
-  if (eq.find("->", arrow + 2) != std::string_view::npos)
-    return detail::einsum_fail(einsum_error::more_than_one_arrow, eq.find("->", arrow + 2));
+  if (detail::find_arrow(eq, arrow + 2) != std::string_view::npos)
+    return detail::einsum_fail(einsum_error::more_than_one_arrow, detail::find_arrow(eq, arrow + 2));
   for (std::size_t i = 0; i < eq.size(); ++i) {
     if (i == arrow || i == arrow + 1) continue;
     const char c = eq[i];
@@ -214,7 +227,7 @@ template <fixed_string Eq, int RequiredInputs>
 consteval einsum_parse_result checked_einsum() {
   einsum_parse_result r = parse_einsum(Eq.view());
   if (r.ok() && RequiredInputs > 0 && r.equation.num_inputs != RequiredInputs)
-    r = einsum_fail(einsum_error::operand_count_wrong_for_generator, Eq.view().find("->"));
+    r = einsum_fail(einsum_error::operand_count_wrong_for_generator, find_arrow(Eq.view()));
   return r;
 }
 }  // namespace detail
@@ -233,7 +246,7 @@ inline constexpr EinsumEquation einsum_equation_v = [] {
 [[nodiscard]] inline EinsumEquation parse_einsum_or_throw(std::string_view eq, int required_inputs = 0) {
   einsum_parse_result r = parse_einsum(eq);
   if (r.ok() && required_inputs > 0 && r.equation.num_inputs != required_inputs)
-    r = detail::einsum_fail(einsum_error::operand_count_wrong_for_generator, eq.find("->"));
+    r = detail::einsum_fail(einsum_error::operand_count_wrong_for_generator, detail::find_arrow(eq));
   if (!r.ok())
     throw error("ctshard::einsum: " + std::string(describe(r.code)) + " in '" + std::string(eq) + "' at column " +
                 std::to_string(r.column + 1));

@@ -31,6 +31,16 @@ inline RuleFactory einsum_factory(std::string_view equation, bool with_bias, Ein
     RuleSet rules = einsum_rules_for(call, eq, first, linearity);
     if (with_bias) {
       const TensorShape out = einsum_output_shape(eq, call.tensors[1].shape, call.tensors[2].shape);
+      const TensorShape both[] = {out, call.tensors[0].shape};
+      bool broadcasts = true;
+      try {
+        broadcasts = broadcast_shapes(both) == out;
+      } catch (const error&) {
+        broadcasts = false;
+      }
+      if (!broadcasts)
+        throw error("ctshard: op '" + call.op + "': bias of shape " + to_string(call.tensors[0].shape) + " does not broadcast to the output " +
+                    to_string(out));
       rules = with_bias_operand(rules, out, call.tensors[0].shape);
     }
     return OpRule{rules, false};

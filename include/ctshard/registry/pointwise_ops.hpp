@@ -13,8 +13,14 @@
 namespace ctshard {
 
 namespace detail {
-inline RuleFactory pointwise_factory(std::span<const PartialRow> partial_rows) {
-  return [partial_rows](const OpCall& call) {
+/// Pointwise rule over the call's tensor inputs; `max_tensors` is the op's tensor arity (fewer
+/// tensors means some operands are Python scalars). Throws ctshard::error for no tensor input or
+/// more than `max_tensors`.
+inline RuleFactory pointwise_factory(std::span<const PartialRow> partial_rows, std::size_t max_tensors) {
+  return [partial_rows, max_tensors](const OpCall& call) {
+    if (call.tensors.empty() || call.tensors.size() > max_tensors)
+      throw error("ctshard: op '" + call.op + "' takes 1 to " + std::to_string(max_tensors) + " tensor inputs, got " +
+                  std::to_string(call.tensors.size()));
     std::vector<TensorShape> shapes;
     for (const auto& t : call.tensors) shapes.push_back(t.shape);
     return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), true};
@@ -22,34 +28,37 @@ inline RuleFactory pointwise_factory(std::span<const PartialRow> partial_rows) {
 }
 }  // namespace detail
 
-/// Registers the pointwise ops ctshard knows, grouped by Partial row set.
+/// Registers the pointwise ops ctshard knows, grouped by tensor arity and Partial row set.
 inline void register_pointwise_ops(OpRegistry& r) {
   using namespace pointwise_partial;
-  auto f = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows); };
+  auto unary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 1); };
+  auto binary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 2); };
+  auto ternary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 3); };
   r.add({"aten.abs.default", "aten.sin.default", "aten.cos.default", "aten.sqrt.default", "aten.rsqrt.default",
-         "aten.reciprocal.default", "aten.gelu.default", "aten.silu.default", "aten.atan2.default", "aten.pow.Tensor_Tensor",
-         "aten.pow.Tensor_Scalar", "aten.addcmul.default", "aten.addcdiv.default", "aten.where.self", "aten.lerp.Tensor",
-         "aten.eq.Tensor", "aten.eq.Scalar", "aten.ne.Tensor", "aten.ne.Scalar", "aten.lt.Tensor", "aten.lt.Scalar",
-         "aten.le.Tensor", "aten.le.Scalar", "aten.gt.Tensor", "aten.gt.Scalar", "aten.ge.Tensor", "aten.ge.Scalar",
-         "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor", "aten.bitwise_not.default",
-         "aten.logical_not.default", "aten.logical_and.default", "aten.logical_or.default", "aten.isnan.default",
-         "aten.sign.default", "aten.square.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
-         "aten.gelu_backward.default", "aten.threshold_backward.default", "aten.rsub.Scalar", "aten.rsub.Tensor",
-         "aten.add.Scalar", "aten.sub.Scalar", "aten.fill.Scalar", "aten.masked_fill.Scalar", "aten.masked_fill.Tensor"},
-        f({}));
+         "aten.reciprocal.default", "aten.gelu.default", "aten.silu.default", "aten.pow.Tensor_Scalar", "aten.eq.Scalar",
+         "aten.ne.Scalar", "aten.lt.Scalar", "aten.le.Scalar", "aten.gt.Scalar", "aten.ge.Scalar", "aten.bitwise_not.default",
+         "aten.logical_not.default", "aten.isnan.default", "aten.sign.default", "aten.square.default", "aten.rsub.Scalar",
+         "aten.add.Scalar", "aten.sub.Scalar", "aten.fill.Scalar"},
+        unary({}));
+  r.add({"aten.atan2.default", "aten.pow.Tensor_Tensor", "aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor",
+         "aten.gt.Tensor", "aten.ge.Tensor", "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor",
+         "aten.logical_and.default", "aten.logical_or.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
+         "aten.gelu_backward.default", "aten.threshold_backward.default", "aten.rsub.Tensor", "aten.masked_fill.Scalar"},
+        binary({}));
+  r.add({"aten.addcmul.default", "aten.addcdiv.default", "aten.where.self", "aten.lerp.Tensor", "aten.masked_fill.Tensor"}, ternary({}));
   r.add({"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default",
          "aten.floor.default", "aten.ceil.default", "aten.log.default", "aten.log1p.default", "aten.expm1.default"},
-        f(non_decreasing));
-  r.add({"aten.erfc.default"}, f(non_increasing));
-  r.add({"aten.neg.default"}, f(neg));
-  r.add({"aten.positive.default"}, f(all_partials));
-  r.add({"aten.mul.Scalar", "aten.div.Scalar"}, f(unary_linear));
-  r.add({"aten.add.Tensor", "aten.sub.Tensor"}, f(binary_additive));
-  r.add({"aten.mul.Tensor"}, f(mul));
-  r.add({"aten.div.Tensor"}, f(div));
-  r.add({"aten.maximum.default", "aten.fmax.default", "aten.clamp_min.Tensor"}, f(maximum));
-  r.add({"aten.minimum.default", "aten.fmin.default", "aten.clamp_max.Tensor"}, f(minimum));
-  r.add({"aten.logaddexp.default"}, f(logaddexp));
+        unary(non_decreasing));
+  r.add({"aten.erfc.default"}, unary(non_increasing));
+  r.add({"aten.neg.default"}, unary(neg));
+  r.add({"aten.positive.default"}, unary(all_partials));
+  r.add({"aten.mul.Scalar", "aten.div.Scalar"}, unary(unary_linear));
+  r.add({"aten.add.Tensor", "aten.sub.Tensor"}, binary(binary_additive));
+  r.add({"aten.mul.Tensor"}, binary(mul));
+  r.add({"aten.div.Tensor"}, binary(div));
+  r.add({"aten.maximum.default", "aten.fmax.default", "aten.clamp_min.Tensor"}, binary(maximum));
+  r.add({"aten.minimum.default", "aten.fmin.default", "aten.clamp_max.Tensor"}, binary(minimum));
+  r.add({"aten.logaddexp.default"}, binary(logaddexp));
 }
 
 }  // namespace ctshard

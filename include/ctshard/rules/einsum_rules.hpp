@@ -60,13 +60,22 @@ enum class EinsumLinearity : std::uint8_t { none, per_input, dtensor };
 }
 
 /// Output shape of a two-operand einsum from its input shapes (sizes taken by label).
-/// Throws ctshard::error when an operand's rank differs from its labels or a label's sizes differ.
+/// Throws ctshard::error when an operand's rank differs from its labels or a label (output or
+/// contracted) has different sizes in the two operands.
 [[nodiscard]] constexpr TensorShape einsum_output_shape(const EinsumEquation& eq, const TensorShape& lhs, const TensorShape& rhs) {
   const TensorShape* shapes[2] = {&lhs, &rhs};
   for (std::size_t k = 0; k < eq.num_inputs; ++k)
     if (shapes[k]->rank != eq.inputs[k].rank)
       throw error("ctshard::einsum: operand " + std::to_string(k) + " has rank " + std::to_string(shapes[k]->rank) +
                   " but the equation gives it " + std::to_string(eq.inputs[k].rank) + " labels");
+  if (eq.num_inputs == 2)
+    for (std::size_t i = 0; i < eq.inputs[0].rank; ++i) {
+      const char c = eq.inputs[0].labels[i];
+      const int j = eq.inputs[1].index_of(c);
+      if (j >= 0 && lhs[i] != rhs[static_cast<std::size_t>(j)])
+        throw error(std::string("ctshard::einsum: label '") + c + "' has sizes " + std::to_string(lhs[i]) + " and " +
+                    std::to_string(rhs[static_cast<std::size_t>(j)]));
+    }
   TensorShape out;
   for (char c : eq.output.view()) {
     std::int64_t size = -1;

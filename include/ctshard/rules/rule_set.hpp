@@ -38,11 +38,14 @@ class RuleSet {
   [[nodiscard]] constexpr std::size_t num_inputs() const noexcept { return num_inputs_; }
   [[nodiscard]] constexpr std::size_t width() const noexcept { return num_outputs_ + num_inputs_; }
 
-  /// Row `r` as a span of width() placements.
+  /// Row `r` as a span of width() placements (unchecked: r < size()).
   [[nodiscard]] constexpr std::span<const Placement> row(std::size_t r) const noexcept {
     return std::span<const Placement>(cells_).subspan(r * width(), width());
   }
-  [[nodiscard]] constexpr const Placement& at(std::size_t r, std::size_t operand) const noexcept {
+  /// Placement of `operand` (outputs first) in row `r`. Throws ctshard::error out of range.
+  [[nodiscard]] constexpr const Placement& at(std::size_t r, std::size_t operand) const {
+    if (r >= size() || operand >= width())
+      throw error("ctshard::RuleSet::at: row " + std::to_string(r) + ", operand " + std::to_string(operand) + " out of range");
     return cells_[r * width() + operand];
   }
 

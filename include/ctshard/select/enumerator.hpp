@@ -97,16 +97,27 @@ class StrategyEnumerator {
                  [&](const CandidateView& c) { acc.offer(c.index, c.total_us, c.inputs_match, c.digits); });
       f.choice = acc.choice();
     }
+    f.choice.table = static_cast<std::uint32_t>(&f - cache_.data()) + 1;
     f.has_choice = true;
     f.choice_stamps = f.input_stamp;
     return f.choice;
   }
 
-  /// Spec of operand `operand` (outputs first) for a candidate's digits, from the last prepared fill.
+  /// Spec of operand `operand` (outputs first) for a candidate's digits (a CandidateView inside a
+  /// visit, or the digits of a Choice from the latest call). Throws ctshard::error before any call
+  /// or for out-of-range digits / operand.
   [[nodiscard]] Spec spec_of(std::span<const std::uint8_t> digits, std::size_t operand) const {
-    Spec spec;
-    for (std::uint8_t r : digits) spec.push_back(last_->rules.at(r, operand));
-    return spec;
+    if (last_ == nullptr) throw error("ctshard::StrategyEnumerator::spec_of: no table yet (call choose or for_each first)");
+    return decode(*last_, digits, operand);
+  }
+
+  /// Spec of operand `operand` (outputs first) of a Choice this enumerator returned, decoded with
+  /// the table that produced it (placeholder fills differ between calls with different shard
+  /// kinds). Throws ctshard::error for a Choice from elsewhere or a bad operand.
+  [[nodiscard]] Spec spec_of(const Choice& choice, std::size_t operand) const {
+    if (choice.table == 0 || choice.table > cache_.size())
+      throw error("ctshard::StrategyEnumerator::spec_of: the Choice does not come from this enumerator");
+    return decode(cache_[choice.table - 1], std::span<const std::uint8_t>(choice.digits.data(), mesh_.size()), operand);
   }
 
  private:
@@ -144,17 +155,34 @@ class StrategyEnumerator {
     std::vector<std::uint32_t> choice_stamps;
   };
 
+  Spec decode(const Filled& f, std::span<const std::uint8_t> digits, std::size_t operand) const {
+    if (operand >= f.rules.width() || digits.size() != mesh_.size())
+      throw error("ctshard::StrategyEnumerator::spec_of: operand " + std::to_string(operand) + " or digits out of range");
+    Spec spec;
+    for (std::uint8_t r : digits) {
+      if (r >= f.rules.size()) throw error("ctshard::StrategyEnumerator::spec_of: rule index " + std::to_string(r) + " out of range");
+      spec.push_back(f.rules.at(r, operand));
+    }
+    return spec;
+  }
+
+
   static constexpr std::size_t max_inputs = 64;
+  /// Largest table (rows) a call enumerates; bigger ones raise ctshard::error up front.
+  static constexpr std::size_t max_enumerated_rows = std::size_t{1} << 20;
   static constexpr std::size_t max_memo_entries = std::size_t{1} << 16;
 
   void check(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) const {
     if (inputs.size() != raw_.num_inputs() || input_specs.size() != raw_.num_inputs())
       throw error("ctshard::StrategyEnumerator: the op takes " + std::to_string(raw_.num_inputs()) + " tensor inputs, got " +
                   std::to_string(inputs.size()) + " shapes and " + std::to_string(input_specs.size()) + " specs");
-    for (const auto& spec : input_specs)
+    for (std::size_t i = 0; i < input_specs.size(); ++i) {
+      const Spec& spec = input_specs[i];
       if (spec.size() != mesh_.size())
         throw error("ctshard::StrategyEnumerator: input spec '" + to_string(spec) + "' has " + std::to_string(spec.size()) +
                     " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
+      check_shard_dims(spec, inputs[i].shape, "ctshard::StrategyEnumerator: input " + std::to_string(i));
+    }
   }
 
   /// Validates, prepares the fill for these inputs, and invalidates memo entries of inputs whose
@@ -194,6 +222,12 @@ class StrategyEnumerator {
     f.rules = fill_placeholders(raw_, kinds);
     const std::size_t width = f.rules.width(), s = f.rules.size(), nin = f.rules.num_inputs(), n = mesh_.size();
     if (s > 255) throw error("ctshard::StrategyEnumerator: more than 255 single-dim rules after placeholder filling");
+    std::size_t rows = 1;
+    for (std::size_t d = 0; d < n && rows <= max_enumerated_rows; ++d) rows *= s;
+    if (rows > max_enumerated_rows)
+      throw error("ctshard::StrategyEnumerator: " + std::to_string(s) + " rules on a " + std::to_string(n) + "-dim mesh make " +
+                  std::to_string(s) + "^" + std::to_string(n) + " candidate rows, above the enumeration limit of " +
+                  std::to_string(max_enumerated_rows) + "; use a mesh with fewer dims");
     f.partial_mask.resize(s * width);
     f.column_id.resize(s * width);
     f.distinct.resize(width);
@@ -248,23 +282,25 @@ class StrategyEnumerator {
     const std::uint64_t key = f.prefix_key[n * f.rules.num_inputs() + i];
     Entry* e = memo.empty() ? &scratch_ : &memo[static_cast<std::size_t>(key)];
     if (memo.empty()) e->shard_stamp = e->cost_stamp = 0;
-    const bool need_shard = e->shard_stamp != f.meta_stamp[i], need_cost = with_cost && e->cost_stamp != f.input_stamp[i];
-    if (need_shard || need_cost) {
-      Spec target;
+    Probe p;
+    p.matches = memo.empty() ? spec_equals(f, i, digits, current) : key == f.current_key[i];
+    Spec target;
+    const bool need_shard = e->shard_stamp != f.meta_stamp[i];
+    if (need_shard) {
       for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
-      if (need_shard) {
-        e->shard_stamp = f.meta_stamp[i];
-        e->shardable = is_tensor_shardable(meta.shape, target, mesh_);
-      }
-      if (need_cost) {
+      e->shard_stamp = f.meta_stamp[i];
+      e->shardable = is_tensor_shardable(meta.shape, target, mesh_);
+    }
+    p.shardable = e->shardable || (allow_uneven_ && p.matches);
+    if (with_cost && p.shardable) {
+      if (e->cost_stamp != f.input_stamp[i]) {
+        if (!need_shard)
+          for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
         e->cost_stamp = f.input_stamp[i];
         e->cost = redistribute_cost(current, target, meta, mesh_);
       }
+      p.cost = e->cost;
     }
-    Probe p;
-    p.matches = memo.empty() ? f.rules.num_inputs() > 0 && spec_equals(f, i, digits, current) : key == f.current_key[i];
-    p.shardable = e->shardable || (allow_uneven_ && p.matches);
-    p.cost = p.shardable && with_cost ? e->cost : 0.0;
     return p;
   }
 
