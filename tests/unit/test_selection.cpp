@@ -154,3 +154,56 @@ TEST_CASE("regressions: bug reports against DTensor-style propagation", "[regres
     CHECK(rows[3] == "S?(2),R,S?(1)");       // rhs-only d: rhs dim 1, output dim 2
   }
 }
+
+TEST_CASE("enumerator: choose() equals full enumeration with DTensor's tie rules", "[enumerator]") {
+  // Random input specs (seeded) for ops with and without the uneven bypass: the fast paths
+  // (no-redistribute match, survivor prefix, remembered answer) must give the same row, rule and
+  // survivor index as pricing every row.
+  const std::vector<std::pair<OpCall, std::vector<std::string>>> ops = [] {
+    std::vector<std::pair<OpCall, std::vector<std::string>>> v;
+    OpCall mm;
+    mm.op = "aten.mm.default";
+    mm.tensors = {TensorMeta{{6, 8}, 4}, TensorMeta{{8, 5}, 4}};
+    v.push_back({mm, {"R", "S(0)", "S(1)", "P(sum)", "P(avg)"}});
+    OpCall add;
+    add.op = "aten.add.Tensor";
+    add.tensors = {TensorMeta{{4, 1, 6}, 4}, TensorMeta{{3, 6}, 4}};
+    v.push_back({add, {"R", "S(0)", "S(1)", "S(2)", "P(sum)", "P(avg)", "P(max)"}});
+    return v;
+  }();
+  std::uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 16) & 0x7fffu;
+  };
+  for (const std::vector<std::int64_t>& sizes : {std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{2, 3, 2}}) {
+    const MeshTopology mesh = MeshTopology::build(sizes);
+    for (const auto& [call, alphabet] : ops) {
+      const OpRule rule = (*builtin_registry().find(call.op))(call);
+      StrategyEnumerator fast(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+      StrategyEnumerator slow(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+      for (int trial = 0; trial < 150; ++trial) {
+        std::vector<Spec> specs;
+        for (std::size_t i = 0; i < call.tensors.size(); ++i) {
+          Spec s;
+          for (std::size_t d = 0; d < sizes.size(); ++d) s.push_back(parse_placement(alphabet[next() % alphabet.size()]));
+          try {
+            check_shard_dims(s, call.tensors[i].shape, "test");
+          } catch (const error&) {
+            s = Spec(sizes.size());
+          }
+          specs.push_back(s);
+        }
+        ChoiceAccumulator acc;
+        (void)slow.for_each(call.tensors, specs, [&](const CandidateView& c) { acc.offer(c.index, c.total_us, c.inputs_match, c.digits); });
+        const Choice want = acc.choice();
+        const Choice got = fast.choose(call.tensors, specs);
+        INFO(call.op << " trial " << trial << " inputs " << to_string(specs[0]) << ", " << to_string(specs[1]));
+        CHECK(got.index == want.index);
+        CHECK(got.rule == want.rule);
+        CHECK(got.total_us == want.total_us);
+        for (std::size_t k = 0; k < rule.rules.width(); ++k) CHECK(fast.spec_of(got, k) == slow.spec_of(std::span<const std::uint8_t>(want.digits.data(), sizes.size()), k));
+      }
+    }
+  }
+}

@@ -150,6 +150,8 @@ class StrategyEnumerator {
     std::vector<unsigned> prefix_mask;     // [(depth) * width + operand]
     std::vector<std::uint64_t> prefix_key; // [(depth) * inputs + input]
     std::vector<std::uint8_t> matching;    // [mesh dim * rules + j]: rules matching the runtime inputs
+    std::vector<std::uint32_t> survivor_prefix;  // see survivor_prefix()
+    std::vector<std::uint32_t> survivor_stamps;
     bool has_choice = false;               // the last choose() answer and the input stamps it saw
     Choice choice{};
     std::vector<std::uint32_t> choice_stamps;
@@ -387,15 +389,48 @@ class StrategyEnumerator {
     Choice c;
     c.rule = ChoiceRule::no_redistribute;
     c.digits = digits;
-    // its position among surviving rows: count the survivors before it (no pricing)
-    c.index = count_survivors(f, inputs, input_specs, digits.data());
-    const bool first_row = std::all_of(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), [](std::uint8_t r) { return r == 0; });
-    if (first_row) {  // the all-Replicate row: "only" when nothing else survives
-      std::size_t survivors = 0;
-      (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++survivors; });
-      if (survivors == 1) c.rule = ChoiceRule::only;
+    // its position among surviving rows (no pricing)
+    std::size_t total = 0;
+    if (!allow_uneven_) {
+      // Without the uneven bypass, which rows survive depends only on the input metas (and the
+      // mesh), not on the current specs: a prefix count per row serves every query with these metas.
+      const auto& prefix = survivor_prefix(f, inputs, input_specs);
+      std::size_t row = 0;
+      for (std::size_t d = 0; d < n; ++d) row = row * s + digits[d];
+      c.index = prefix[row];
+      total = prefix.back();
+    } else {
+      c.index = count_survivors(f, inputs, input_specs, digits.data());
+      const bool first_row = std::all_of(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), [](std::uint8_t r) { return r == 0; });
+      if (first_row) (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++total; });
     }
+    // the all-Replicate row (index 0) is "only" when nothing else survives
+    if (c.index == 0 && total == 1) c.rule = ChoiceRule::only;
     return c;
+  }
+
+  /// prefix[i]: surviving rows before row i (mixed-radix index), prefix.back(): all survivors.
+  /// Recomputed when an input's meta changes. Only for ops without the uneven bypass.
+  const std::vector<std::uint32_t>& survivor_prefix(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
+    if (!f.survivor_prefix.empty() && f.survivor_stamps == f.meta_stamp) return f.survivor_prefix;
+    const std::size_t n = mesh_.size(), s = f.rules.size();
+    std::size_t rows = 1;
+    for (std::size_t d = 0; d < n; ++d) rows *= s;
+    f.survivor_prefix.assign(rows + 1, 0);
+    std::array<std::uint8_t, max_mesh_dims> digits{};
+    for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
+    for (std::size_t row = 0; row < rows; ++row) {
+      f.survivor_prefix[row + 1] = f.survivor_prefix[row] + (row_survives(f, digits.data(), inputs, input_specs) ? 1u : 0u);
+      std::size_t d = n;
+      while (d-- > 0) {
+        if (++digits[d] < s) break;
+        digits[d] = 0;
+      }
+      if (d == static_cast<std::size_t>(-1)) break;
+      for (std::size_t e = d; e < n; ++e) extend(f, digits.data(), e);
+    }
+    f.survivor_stamps = f.meta_stamp;
+    return f.survivor_prefix;
   }
 
   /// Surviving rows strictly before `stop` in enumeration order (filters only, no pricing).
