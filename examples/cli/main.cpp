@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
     for (const auto& p : places) {
       const auto eq = p.find('=');
       if (eq == std::string::npos || eq == 0) throw error("ctshard plan: --place expects NAME=SPEC, got '" + p + "'");
-      options.placements[p.substr(0, eq)] = parse_spec(p.substr(eq + 1));
+      if (!options.placements.emplace(p.substr(0, eq), parse_spec(p.substr(eq + 1))).second)
+        throw error("ctshard plan: --place names '" + p.substr(0, eq) + "' twice");
     }
     if (!coverage_dir.empty()) {
       return print_coverage(coverage_dir, options, registry_for(plan_linearity), json) ? 0 : 1;

@@ -105,6 +105,7 @@ struct PlacementCursor {
       expect(',', start);
       const int sf = number(start);
       expect(')', start);
+      if (sf < 1 || sf > 65535) invalid_placement_text(api, text, start);  // split factor out of range
       return StridedShard(d, sf);
     }
     if (allow_placeholder && eat_word("S?(")) {

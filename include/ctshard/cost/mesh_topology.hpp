@@ -73,7 +73,10 @@ struct MeshTopology {
   std::array<std::int64_t, max_mesh_dims> sizes{};
   ndim = 0;
   std::size_t pos = 0;
-  auto bad = [&] { return error("ctshard: bad mesh '" + std::string(text) + "' (expected sizes like 8, 2x4 or 2x2x2)"); };
+  auto bad = [&] {
+    return error("ctshard: bad mesh '" + std::string(text) + "' (expected 1 to " + std::to_string(max_mesh_dims) +
+                 " sizes >= 1 joined by 'x', like 8, 2x4 or 2x2x2)");
+  };
   while (pos <= text.size()) {
     const std::size_t end = std::min(text.find('x', pos), text.size());
     const auto part = text.substr(pos, end - pos);
