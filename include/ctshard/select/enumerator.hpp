@@ -276,6 +276,20 @@ class StrategyEnumerator {
       f.prefix_key[(d + 1) * nin + i] = f.prefix_key[d * nin + i] * f.distinct[nout + i] + f.column_id[r * width + nout + i];
   }
 
+  /// Steps `digits` to the next row in enumeration order (last mesh dim fastest) and updates the
+  /// prefix state of the dims that changed; false (digits back to all zero) after the last row.
+  static bool advance(Filled& f, std::array<std::uint8_t, max_mesh_dims>& digits) noexcept {
+    const std::size_t n = f.prefix_mask.size() / f.rules.width() - 1, s = f.rules.size();
+    std::size_t d = n;
+    while (d-- > 0) {
+      if (++digits[d] < s) break;
+      digits[d] = 0;
+    }
+    if (d == static_cast<std::size_t>(-1)) return false;
+    for (std::size_t e = d; e < n; ++e) extend(f, digits.data(), e);
+    return true;
+  }
+
   /// Input `i` for the row `digits` (memo key from the prefix state): shardability (with the
   /// uneven bypass), whether it equals the current spec, and the cost when `with_cost`.
   Probe probe(Filled& f, std::size_t i, const std::uint8_t* digits, const TensorMeta& meta, const Spec& current, bool with_cost) {
@@ -316,7 +330,7 @@ class StrategyEnumerator {
   template <class Visitor>
   FilterCounts walk(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, bool with_costs,
                     const std::uint8_t* stop, Visitor&& visit) {
-    const std::size_t n = mesh_.size(), width = f.rules.width(), nin = f.rules.num_inputs(), s = f.rules.size();
+    const std::size_t n = mesh_.size(), width = f.rules.width(), nin = f.rules.num_inputs();
     std::array<std::uint8_t, max_mesh_dims> digits{};
     std::array<double, max_inputs> costs{};
     for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
@@ -347,13 +361,7 @@ class StrategyEnumerator {
           visit(CandidateView{index++, std::span<const std::uint8_t>(digits.data(), n), std::span<const double>(costs.data(), nin), total, match});
         }
       }
-      std::size_t d = n;
-      while (d-- > 0) {
-        if (++digits[d] < s) break;
-        digits[d] = 0;
-      }
-      if (d == static_cast<std::size_t>(-1)) break;
-      for (std::size_t e = d; e < n; ++e) extend(f, digits.data(), e);
+      if (!advance(f, digits)) break;
     }
     return counts;
   }
@@ -421,13 +429,7 @@ class StrategyEnumerator {
     for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
     for (std::size_t row = 0; row < rows; ++row) {
       f.survivor_prefix[row + 1] = f.survivor_prefix[row] + (row_survives(f, digits.data(), inputs, input_specs) ? 1u : 0u);
-      std::size_t d = n;
-      while (d-- > 0) {
-        if (++digits[d] < s) break;
-        digits[d] = 0;
-      }
-      if (d == static_cast<std::size_t>(-1)) break;
-      for (std::size_t e = d; e < n; ++e) extend(f, digits.data(), e);
+      if (!advance(f, digits)) break;
     }
     f.survivor_stamps = f.meta_stamp;
     return f.survivor_prefix;
@@ -435,18 +437,13 @@ class StrategyEnumerator {
 
   /// Surviving rows strictly before `stop` in enumeration order (filters only, no pricing).
   std::size_t count_survivors(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const std::uint8_t* stop) {
-    const std::size_t n = mesh_.size(), s = f.rules.size();
+    const std::size_t n = mesh_.size();
     std::array<std::uint8_t, max_mesh_dims> digits{};
     for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
     std::size_t survivors = 0;
     while (!std::equal(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), stop)) {
       survivors += row_survives(f, digits.data(), inputs, input_specs) ? 1 : 0;
-      std::size_t d = n;
-      while (d-- > 0) {
-        if (++digits[d] < s) break;
-        digits[d] = 0;
-      }
-      for (std::size_t e = d; e < n; ++e) extend(f, digits.data(), e);
+      (void)advance(f, digits);
     }
     return survivors;
   }
