@@ -30,13 +30,17 @@ struct Placement {
   std::uint16_t split_factor = 0;    ///< strided_shard only (DTensor `_StridedShard.split_factor`)
   ReduceOp reduce_op = ReduceOp::sum;  ///< partial only
 
+  /// True for Replicate.
   [[nodiscard]] constexpr bool is_replicate() const noexcept { return kind == PlacementKind::replicate; }
   /// True for `Shard(d)` only; like newest DTensor, a `StridedShard` is not `is_shard()`.
   [[nodiscard]] constexpr bool is_shard() const noexcept { return kind == PlacementKind::shard; }
+  /// True for StridedShard.
   [[nodiscard]] constexpr bool is_strided_shard() const noexcept { return kind == PlacementKind::strided_shard; }
   /// Shard or StridedShard: the tensor dim `dim` is split across the mesh dim.
   [[nodiscard]] constexpr bool is_any_shard() const noexcept { return is_shard() || is_strided_shard(); }
+  /// True for Partial of any reduce op.
   [[nodiscard]] constexpr bool is_partial() const noexcept { return kind == PlacementKind::partial; }
+  /// True for a rule-side ShardingPlaceholder.
   [[nodiscard]] constexpr bool is_placeholder() const noexcept { return kind == PlacementKind::placeholder; }
 
   friend constexpr bool operator==(const Placement&, const Placement&) = default;

@@ -21,15 +21,19 @@ struct Spec {
   std::array<Placement, max_mesh_dims> placements{};
   std::uint8_t ndim = 0;  ///< mesh rank N
 
+  /// An empty spec (0 mesh dims); push_back adds mesh dims.
   constexpr Spec() = default;
   /// All-Replicate spec on an `ndim`-dim mesh. Throws ctshard::error when ndim > max_mesh_dims.
   constexpr explicit Spec(std::size_t mesh_ndim) {
     if (mesh_ndim > max_mesh_dims) detail::invalid_tensor_dim("ctshard::Spec: mesh rank above max_mesh_dims", static_cast<int>(mesh_ndim));
     ndim = static_cast<std::uint8_t>(mesh_ndim);
   }
+  /// Mesh rank N.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return ndim; }
+  /// Placement on `mesh_dim` (unchecked, mesh_dim < size()).
   [[nodiscard]] constexpr const Placement& operator[](std::size_t mesh_dim) const noexcept { return placements[mesh_dim]; }
   [[nodiscard]] constexpr Placement& operator[](std::size_t mesh_dim) noexcept { return placements[mesh_dim]; }
+  /// Iteration over the size() placements, mesh dim 0 first.
   [[nodiscard]] constexpr const Placement* begin() const noexcept { return placements.data(); }
   [[nodiscard]] constexpr const Placement* end() const noexcept { return placements.data() + ndim; }
   /// Appends one mesh dim. Throws ctshard::error past max_mesh_dims.

@@ -22,20 +22,25 @@ struct TensorShape {
   std::array<std::int64_t, max_tensor_dims> dims{};
   std::uint8_t rank = 0;
 
+  /// A 0-d shape.
   constexpr TensorShape() = default;
   /// Throws ctshard::error for a negative size or a rank above max_tensor_dims.
   constexpr TensorShape(std::initializer_list<std::int64_t> sizes) {
     for (auto s : sizes) push_back(s);
   }
+  /// Sizes from a span; throws ctshard::error like the list constructor.
   constexpr explicit TensorShape(std::span<const std::int64_t> sizes) {
     for (auto s : sizes) push_back(s);
   }
+  /// Appends a dim. Throws ctshard::error for a negative size or past max_tensor_dims.
   constexpr void push_back(std::int64_t size) {
     if (rank == max_tensor_dims) throw error("ctshard::TensorShape: rank above max_tensor_dims (" + std::to_string(max_tensor_dims) + ")");
     if (size < 0) throw error("ctshard::TensorShape: negative size " + std::to_string(size));
     dims[rank++] = size;
   }
+  /// Tensor rank.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return rank; }
+  /// Size of dim d (unchecked, d < rank).
   [[nodiscard]] constexpr std::int64_t operator[](std::size_t d) const noexcept { return dims[d]; }
   [[nodiscard]] constexpr std::int64_t& operator[](std::size_t d) noexcept { return dims[d]; }
   /// Number of elements (1 for a 0-d tensor).

@@ -21,6 +21,7 @@ enum class Collective : unsigned char {
   impossible,      ///< Shard -> Partial, or Partial(op) -> Partial(other op): infinite cost
 };
 
+/// Name as printed by `ctshard cost`: local, all_gather, all_reduce, reduce_scatter, all_to_all, impossible.
 [[nodiscard]] constexpr std::string_view to_string(Collective c) noexcept {
   switch (c) {
     case Collective::none: return "local";

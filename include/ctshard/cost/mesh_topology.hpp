@@ -35,8 +35,11 @@ struct MeshTopology {
   std::int64_t devices_per_host = 8;
   LinkModel link{};
 
+  /// Mesh rank N.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return ndim; }
+  /// Devices on `mesh_dim` (unchecked).
   [[nodiscard]] constexpr std::int64_t operator[](std::size_t mesh_dim) const noexcept { return sizes[mesh_dim]; }
+  /// Devices in the whole mesh (product of sizes).
   [[nodiscard]] constexpr std::int64_t num_devices() const noexcept {
     std::int64_t n = 1;
     for (std::size_t d = 0; d < ndim; ++d) n *= sizes[d];

@@ -17,6 +17,7 @@
 
 namespace ctshard {
 
+/// The cost of an impossible redistribution (DTensor returns float("inf")).
 inline constexpr double infinite_cost = std::numeric_limits<double>::infinity();
 
 /// One step of a redistribution on one mesh dim.
@@ -33,6 +34,7 @@ struct RedistributePlan {
   std::array<RedistributeStep, 2 * max_mesh_dims> steps{};
   std::size_t size = 0;
   double cost_us = 0;  ///< sum of step costs (µs), +inf when any step is impossible
+  /// Iteration over the `size` steps in execution order.
   [[nodiscard]] constexpr const RedistributeStep* begin() const noexcept { return steps.data(); }
   [[nodiscard]] constexpr const RedistributeStep* end() const noexcept { return steps.data() + size; }
 };

@@ -89,6 +89,7 @@ struct einsum_parse_result {
   EinsumEquation equation{};
   einsum_error code = einsum_error::none;
   std::size_t column = 0;
+  /// True when the equation parsed.
   [[nodiscard]] constexpr bool ok() const noexcept { return code == einsum_error::none; }
 };
 

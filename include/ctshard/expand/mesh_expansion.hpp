@@ -36,7 +36,9 @@ struct StrategyTable {
   SingleDimStrategy<S, Width> single_dim{};
   std::array<std::array<std::uint8_t, N>, table_rows(S, N)> rows{};
 
+  /// Rows: S^N.
   [[nodiscard]] static constexpr std::size_t size() noexcept { return table_rows(S, N); }
+  /// Mesh rank N.
   [[nodiscard]] static constexpr std::size_t mesh_ndim() noexcept { return N; }
   /// Spec of operand `operand` (0 = first output, then inputs) in row `row`.
   [[nodiscard]] constexpr Spec spec(std::size_t row, std::size_t operand) const {
@@ -44,7 +46,9 @@ struct StrategyTable {
     for (std::size_t d = 0; d < N; ++d) s.push_back(single_dim.rows[rows[row][d]][operand]);
     return s;
   }
+  /// Spec of output k in row `row`.
   [[nodiscard]] constexpr Spec output(std::size_t row, std::size_t k = 0) const { return spec(row, k); }
+  /// Spec of input k in row `row`.
   [[nodiscard]] constexpr Spec input(std::size_t row, std::size_t k) const { return spec(row, single_dim.num_outputs + k); }
 };
 

@@ -24,8 +24,11 @@ struct SingleDimStrategy {
   std::array<std::int8_t, Width> ranks{};
   std::size_t num_outputs = 1;
 
+  /// Number of rules (rows).
   [[nodiscard]] static constexpr std::size_t size() noexcept { return Rows; }
+  /// Operands per row: outputs + inputs.
   [[nodiscard]] static constexpr std::size_t width() noexcept { return Width; }
+  /// Tensor inputs per row.
   [[nodiscard]] constexpr std::size_t num_inputs() const noexcept { return Width - num_outputs; }
   [[nodiscard]] constexpr const std::array<Placement, Width>& operator[](std::size_t r) const noexcept { return rows[r]; }
 

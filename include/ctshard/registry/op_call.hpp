@@ -22,7 +22,9 @@ struct OpArg {
   std::vector<std::int64_t> ints;      ///< int_list values, or tensor_list indices
   std::string text;                    ///< string / other (raw text)
 
+  /// True for a tensor argument (`integer` is its index in OpCall::tensors).
   [[nodiscard]] bool is_tensor() const noexcept { return kind == Kind::tensor; }
+  /// True for an integer, float or bool literal.
   [[nodiscard]] bool is_number() const noexcept { return kind == Kind::integer || kind == Kind::floating || kind == Kind::boolean; }
 };
 

@@ -45,6 +45,7 @@ class OpRegistry {
     const auto it = rules_.find(std::string(op));
     return it == rules_.end() ? nullptr : &it->second;
   }
+  /// True when `op` has a rule.
   [[nodiscard]] bool contains(std::string_view op) const { return find(op) != nullptr; }
   /// Registered names, sorted.
   [[nodiscard]] std::vector<std::string> names() const {
@@ -52,6 +53,7 @@ class OpRegistry {
     for (const auto& [k, v] : rules_) out.push_back(k);
     return out;
   }
+  /// Number of registered op names.
   [[nodiscard]] std::size_t size() const noexcept { return rules_.size(); }
 
  private:

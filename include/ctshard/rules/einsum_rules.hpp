@@ -118,7 +118,9 @@ enum class EinsumLinearity : std::uint8_t { none, per_input, dtensor };
 
 /// Equations of the einsum-family aten ops (DTensor `_matrix_ops.py`).
 inline constexpr std::string_view mm_equation = "mk,kn->mn";
+/// bmm / baddbmm.
 inline constexpr std::string_view bmm_equation = "bmk,bkn->bmn";
+/// dot.
 inline constexpr std::string_view dot_equation = "i,i->";
 
 }  // namespace ctshard

@@ -32,6 +32,8 @@ struct ShardKinds {
     }
     return StridedShard(dim, split_factors[k]);
   }
+  /// Records the kind of `p` (non-shard placements are ignored). At most 2 * max_mesh_dims distinct
+  /// split factors are kept; that is more than any set of specs on one op can hold.
   constexpr void add(const Placement& p) noexcept {
     if (p.is_shard()) shard = true;
     if (!p.is_strided_shard()) return;

@@ -28,14 +28,21 @@ namespace detail {
 /// mesh expansion and law checks use it to reject `Shard` on a missing dim.
 class RuleSet {
  public:
+  /// An empty rule set with no operands.
   constexpr RuleSet() = default;
+  /// An empty rule set for rows of `num_outputs` + `num_inputs` placements, ranks unknown.
   constexpr RuleSet(std::size_t num_outputs, std::size_t num_inputs)
       : num_outputs_(num_outputs), num_inputs_(num_inputs), ranks_(num_outputs + num_inputs, -1) {}
 
+  /// Number of rows.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return width() == 0 ? 0 : cells_.size() / width(); }
+  /// True without rows.
   [[nodiscard]] constexpr bool empty() const noexcept { return cells_.empty(); }
+  /// Outputs per row (they come first).
   [[nodiscard]] constexpr std::size_t num_outputs() const noexcept { return num_outputs_; }
+  /// Tensor inputs per row.
   [[nodiscard]] constexpr std::size_t num_inputs() const noexcept { return num_inputs_; }
+  /// Placements per row.
   [[nodiscard]] constexpr std::size_t width() const noexcept { return num_outputs_ + num_inputs_; }
 
   /// Row `r` as a span of width() placements (unchecked: r < size()).

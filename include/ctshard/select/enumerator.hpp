@@ -62,9 +62,13 @@ class StrategyEnumerator {
     if (raw_.num_inputs() > max_inputs) throw error("ctshard::StrategyEnumerator: more than 64 tensor inputs");
   }
 
+  /// The mesh this enumerator prices on.
   [[nodiscard]] const MeshTopology& mesh() const noexcept { return mesh_; }
+  /// Tensor inputs of the op.
   [[nodiscard]] std::size_t num_inputs() const noexcept { return raw_.num_inputs(); }
+  /// Outputs of the op.
   [[nodiscard]] std::size_t num_outputs() const noexcept { return raw_.num_outputs(); }
+  /// Whether inputs already at a placement bypass the shardability filter.
   [[nodiscard]] bool allow_uneven_sharding() const noexcept { return allow_uneven_; }
 
   /// The rules after inserting the all-Replicate row and filling placeholders for these inputs.

@@ -21,6 +21,7 @@ enum class ChoiceRule : unsigned char {
   min_cost,         ///< the first candidate of minimum total
 };
 
+/// Name as in the reference cases: only, no_redistribute, zero_cost, min_cost.
 [[nodiscard]] constexpr std::string_view to_string(ChoiceRule r) noexcept {
   switch (r) {
     case ChoiceRule::only: return "only";
@@ -73,6 +74,7 @@ class ChoiceAccumulator {
       }
     }
   }
+  /// Candidates offered so far.
   [[nodiscard]] constexpr std::size_t count() const noexcept { return count_; }
   /// The first index of the minimum total (the choice without DTensor's tie preferences).
   [[nodiscard]] constexpr std::size_t plain_min_index() const noexcept { return min_index_; }
