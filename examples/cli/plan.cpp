@@ -173,19 +173,10 @@ class Planner {
           out.known.push_back(false);
         }
         StrategyEnumerator& e = enumerator_for(node.target, rule);
-        std::vector<std::uint8_t> chosen;
-        ChoiceAccumulator acc;
-        std::vector<std::vector<std::uint8_t>> rows;
-        std::vector<double> totals;
-        (void)e.for_each(call.tensors, current, [&](const CandidateView& c) {
-          acc.offer(c.index, c.total_us, c.inputs_match);
-          rows.emplace_back(c.digits.begin(), c.digits.end());
-          totals.push_back(c.total_us);
-        });
-        const Choice choice = acc.choice();
-        for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(rows[choice.index], e.num_outputs() + i)));
-        for (std::size_t k = 0; k < out.specs.size(); ++k) out.specs[k] = e.spec_of(rows[choice.index], k);
-        p.cost_us = totals[choice.index];
+        const Choice choice = e.choose(call.tensors, current);
+        for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(choice, e.num_outputs() + i)));
+        for (std::size_t k = 0; k < out.specs.size(); ++k) out.specs[k] = e.spec_of(choice, k);
+        p.cost_us = choice.total_us;
         planned = true;
       } catch (const error& ex) {
         p.reason = ex.what();

@@ -86,8 +86,11 @@ class StrategyEnumerator {
   /// DTensor's choice for these inputs (see ChoiceAccumulator), allocation-free once warm.
   /// Fast path (DTensor's `try_propagate`): when the runtime input specs match some rule on every
   /// mesh dim, the last valid such row is the no-redistribute choice and no cost is computed;
-  /// otherwise every row is priced (per-input costs memoised per distinct target spec and kept
-  /// across calls while that input's spec and meta are unchanged).
+  /// otherwise rows are visited in enumeration order by a depth-first search over mesh dims that
+  /// skips every subtree whose lower bound (a collective's fixed latency on each mesh dim where an
+  /// input must change) already reaches the best total found, which keeps DTensor's choice (the
+  /// first row of minimum total) exact. Per-input costs are memoised per distinct target spec and
+  /// kept across calls while that input's spec and meta are unchanged.
   /// A query identical to the previous one (same fill, input specs and metas) returns the
   /// remembered answer.
   [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
@@ -96,10 +99,7 @@ class StrategyEnumerator {
     if (auto fast = matching_choice(f, inputs, input_specs)) {
       f.choice = *fast;
     } else {
-      ChoiceAccumulator acc;
-      (void)walk(f, inputs, input_specs, true, nullptr,
-                 [&](const CandidateView& c) { acc.offer(c.index, c.total_us, c.inputs_match, c.digits); });
-      f.choice = acc.choice();
+      f.choice = bounded_choice(f, inputs, input_specs);
     }
     f.choice.table = static_cast<std::uint32_t>(&f - cache_.data()) + 1;
     f.has_choice = true;
@@ -155,6 +155,7 @@ class StrategyEnumerator {
     std::vector<std::uint64_t> prefix_key; // [(depth) * inputs + input]
     std::vector<std::uint8_t> matching;    // [mesh dim * rules + j]: rules matching the runtime inputs
     std::vector<std::uint32_t> survivor_prefix;  // see survivor_prefix()
+    std::vector<double> lower_bound;             // [mesh dim * rules + rule], see bounded_choice()
     std::vector<std::uint32_t> survivor_stamps;
     bool has_choice = false;               // the last choose() answer and the input stamps it saw
     Choice choice{};
@@ -438,6 +439,87 @@ class StrategyEnumerator {
     f.survivor_stamps = f.meta_stamp;
     return f.survivor_prefix;
   }
+
+  /// Lower bound (µs) of the redistribute cost contributed by one mesh dim `d` moving `from` ->
+  /// `to`: 0 when equal or from Replicate; +inf when the greedy planner's first step there is
+  /// impossible (Shard -> Partial, Partial -> other Partial); else the fixed part of the
+  /// collective the first step needs (base latency + hops · latency; byte terms are >= 0).
+  double dim_lower_bound(std::size_t d, const Placement& from, const Placement& to) const noexcept {
+    if (from == to || from.is_replicate()) return 0.0;
+    const double hops = static_cast<double>(mesh_.sizes[d] - 1), base = mesh_.link.base_latency_us, lat = mesh_.latency_us[d];
+    if (to.is_partial()) return infinite_cost;  // S -> P, or P -> P(other op)
+    if (from.is_partial() && to.is_replicate()) return base + 2 * hops * lat;
+    return base + hops * lat;  // all-gather, all-to-all, reduce-scatter
+  }
+
+  /// DTensor's choice when no row matches the inputs: the first surviving row of minimum total
+  /// (zero_cost when that total is 0; only when a single row survives), found by depth-first
+  /// search in enumeration order with lower-bound pruning.
+  Choice bounded_choice(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
+    const std::size_t n = mesh_.size(), s = f.rules.size(), nin = f.rules.num_inputs(), nout = f.rules.num_outputs();
+    // lower bound per (mesh dim, rule): sum over inputs of the dim's bound
+    f.lower_bound.assign(n * s, 0.0);
+    for (std::size_t d = 0; d < n; ++d)
+      for (std::size_t r = 0; r < s; ++r)
+        for (std::size_t i = 0; i < nin; ++i)
+          f.lower_bound[d * s + r] += current_is_replicated(input_specs[i]) ? 0.0 : dim_lower_bound(d, input_specs[i][d], f.rules.at(r, nout + i));
+    // suffix minima let a prefix bound include the cheapest completion
+    std::array<double, max_mesh_dims + 1> rest{};
+    for (std::size_t d = n; d-- > 0;) {
+      double m = infinite_cost;
+      for (std::size_t r = 0; r < s; ++r) m = std::min(m, f.lower_bound[d * s + r]);
+      rest[d] = rest[d + 1] + m;
+    }
+    std::array<std::uint8_t, max_mesh_dims> digits{}, best{};
+    std::array<double, max_mesh_dims + 1> bound{};
+    double best_total = infinite_cost;
+    bool found = false;
+    std::size_t depth = 0;
+    while (true) {
+      if (digits[depth] < s) {
+        bound[depth + 1] = bound[depth] + f.lower_bound[depth * s + digits[depth]];
+        if (!found || bound[depth + 1] + rest[depth + 1] < best_total) {
+          extend(f, digits.data(), depth);
+          if (depth + 1 < n) {
+            digits[++depth] = 0;  // descend
+            continue;
+          }
+          if (row_survives(f, digits.data(), inputs, input_specs)) {
+            double total = 0;
+            for (std::size_t i = 0; i < nin; ++i) total += probe(f, i, digits.data(), inputs[i], input_specs[i], true).cost;
+            if (!found || total < best_total) {
+              found = true;
+              best_total = total;
+              best = digits;
+            }
+          }
+        }
+        ++digits[depth];  // next sibling
+        continue;
+      }
+      if (depth == 0) break;  // every subtree visited or pruned
+      ++digits[--depth];
+    }
+    Choice c;
+    c.digits = best;
+    c.total_us = best_total;
+    for (std::size_t d = 0; d < n; ++d) extend(f, best.data(), d);
+    std::size_t total_survivors = 0;
+    if (!allow_uneven_) {
+      const auto& prefix = survivor_prefix(f, inputs, input_specs);
+      std::size_t row = 0;
+      for (std::size_t d = 0; d < n; ++d) row = row * s + best[d];
+      c.index = prefix[row];
+      total_survivors = prefix.back();
+    } else {
+      c.index = count_survivors(f, inputs, input_specs, best.data());
+      (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++total_survivors; });
+    }
+    c.rule = total_survivors == 1 ? ChoiceRule::only : best_total == 0 ? ChoiceRule::zero_cost : ChoiceRule::min_cost;
+    return c;
+  }
+
+  static bool current_is_replicated(const Spec& s) noexcept { return s.is_replicated(); }
 
   /// Surviving rows strictly before `stop` in enumeration order (filters only, no pricing).
   std::size_t count_survivors(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const std::uint8_t* stop) {
