@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages ctshard builds with (root, or sudo when available).
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
-packages=(g++ clang cmake make libboost-dev catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev xtensor-dev python3)
+packages=(g++ cmake make libboost-dev catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev xtensor-dev python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
