@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -402,24 +404,31 @@ class StrategyEnumerator {
     Choice c;
     c.rule = ChoiceRule::no_redistribute;
     c.digits = digits;
-    // its position among surviving rows (no pricing)
+    // its position among surviving rows (no pricing); the total only matters for the first row
+    const bool first_row = std::all_of(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), [](std::uint8_t r) { return r == 0; });
     std::size_t total = 0;
-    if (!allow_uneven_) {
-      // Without the uneven bypass, which rows survive depends only on the input metas (and the
-      // mesh), not on the current specs: a prefix count per row serves every query with these metas.
-      const auto& prefix = survivor_prefix(f, inputs, input_specs);
-      std::size_t row = 0;
-      for (std::size_t d = 0; d < n; ++d) row = row * s + digits[d];
-      c.index = prefix[row];
-      total = prefix.back();
-    } else {
-      c.index = count_survivors(f, inputs, input_specs, digits.data());
-      const bool first_row = std::all_of(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), [](std::uint8_t r) { return r == 0; });
-      if (first_row) (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++total; });
-    }
+    std::tie(c.index, total) = survivor_position(f, inputs, input_specs, digits.data(), first_row);
     // the all-Replicate row (index 0) is "only" when nothing else survives
     if (c.index == 0 && total == 1) c.rule = ChoiceRule::only;
     return c;
+  }
+
+  /// (surviving rows before `digits`, all surviving rows). Without the uneven bypass, which rows
+  /// survive depends only on the input metas and the mesh, not on the current specs, so a prefix
+  /// count cached per metas answers both; otherwise rows are walked (the total only when
+  /// `need_total`, else 0).
+  std::pair<std::size_t, std::size_t> survivor_position(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs,
+                                                        const std::uint8_t* digits, bool need_total) {
+    if (!allow_uneven_) {
+      const auto& prefix = survivor_prefix(f, inputs, input_specs);
+      std::size_t row = 0;
+      for (std::size_t d = 0; d < mesh_.size(); ++d) row = row * f.rules.size() + digits[d];
+      return {prefix[row], prefix.back()};
+    }
+    const std::size_t index = count_survivors(f, inputs, input_specs, digits);
+    std::size_t total = 0;
+    if (need_total) (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++total; });
+    return {index, total};
   }
 
   /// prefix[i]: surviving rows before row i (mixed-radix index), prefix.back(): all survivors.
@@ -505,16 +514,7 @@ class StrategyEnumerator {
     c.total_us = best_total;
     for (std::size_t d = 0; d < n; ++d) extend(f, best.data(), d);
     std::size_t total_survivors = 0;
-    if (!allow_uneven_) {
-      const auto& prefix = survivor_prefix(f, inputs, input_specs);
-      std::size_t row = 0;
-      for (std::size_t d = 0; d < n; ++d) row = row * s + best[d];
-      c.index = prefix[row];
-      total_survivors = prefix.back();
-    } else {
-      c.index = count_survivors(f, inputs, input_specs, best.data());
-      (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++total_survivors; });
-    }
+    std::tie(c.index, total_survivors) = survivor_position(f, inputs, input_specs, best.data(), true);
     c.rule = total_survivors == 1 ? ChoiceRule::only : best_total == 0 ? ChoiceRule::zero_cost : ChoiceRule::min_cost;
     return c;
   }
