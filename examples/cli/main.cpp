@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ctshard: sharding strategy tables, redistribution costs and placement propagation (DTensor semantics)"};
   app.require_subcommand(0, 1);
 
-  std::string graph_path, mesh = "8", coverage_dir;
+  std::string graph_path, mesh = "2x4", coverage_dir;
   std::int64_t dph = 8;
   std::vector<std::string> places;
   bool json = false;

@@ -39,7 +39,7 @@ struct Plan {
 
 /// Options of `ctshard plan`.
 struct PlanOptions {
-  std::vector<std::int64_t> mesh{8};
+  std::vector<std::int64_t> mesh{2, 4};
   std::int64_t devices_per_host = 8;
   std::map<std::string, Spec> placements;  ///< placeholder name -> spec; others Replicate
 };
