@@ -3,6 +3,7 @@
 #include <map>
 
 #include "ctshard/error.hpp"
+#include "fx_graph.hpp"
 
 namespace ctshard::cli {
 namespace {
@@ -93,14 +94,15 @@ OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std
 }
 
 std::size_t dtype_itemsize(std::string_view dtype) {
-  static const std::map<std::string, std::size_t, std::less<>> sizes = {
-      {"float32", 4}, {"f32", 4}, {"float", 4},   {"float64", 8}, {"f64", 8},  {"double", 8}, {"float16", 2}, {"f16", 2},
-      {"half", 2},    {"bfloat16", 2}, {"bf16", 2}, {"int64", 8},   {"i64", 8},  {"long", 8},   {"int32", 4},   {"i32", 4},
-      {"int", 4},     {"int16", 2}, {"i16", 2},   {"int8", 1},    {"i8", 1},   {"uint8", 1},  {"u8", 1},      {"bool", 1},
-      {"b8", 1},      {"float8_e4m3fn", 1}, {"f8e4m3fn", 1}, {"complex64", 8}, {"c64", 8}};
-  const auto it = sizes.find(dtype);
-  if (it == sizes.end()) throw error("ctshard: unknown dtype '" + std::string(dtype) + "'");
-  return it->second;
+  // torch names -> the short names of FX annotations, whose sizes the FX reader knows
+  static const std::map<std::string, std::string, std::less<>> long_names = {
+      {"float32", "f32"}, {"float", "f32"},   {"float64", "f64"}, {"double", "f64"}, {"float16", "f16"}, {"half", "f16"},
+      {"bfloat16", "bf16"}, {"int64", "i64"}, {"long", "i64"},    {"int32", "i32"},  {"int", "i32"},     {"int16", "i16"},
+      {"int8", "i8"},     {"uint8", "u8"},    {"bool", "b8"},     {"float8_e4m3fn", "f8e4m3fn"},       {"complex64", "c64"}};
+  const auto it = long_names.find(dtype);
+  const std::string_view name = it == long_names.end() ? dtype : std::string_view(it->second);
+  if (!fx::is_known_dtype(name)) throw error("ctshard: unknown dtype '" + std::string(dtype) + "'");
+  return fx::dtype_itemsize(name);
 }
 
 }  // namespace ctshard::cli
