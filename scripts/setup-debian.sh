@@ -2,7 +2,13 @@
 # Installs the Debian 12 packages ctshard builds with (root, or sudo when available).
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
-packages=(g++ cmake make libboost-dev catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev xtensor-dev python3)
+packages=(g++ cmake make libboost-dev catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev xtensor-dev python3 python3-pip)
+# The Python extension needs the headers of the interpreter it is built for; Debian's python3
+# gets them from python3-dev (a pyenv or venv interpreter brings its own).
+py=${PYTHON:-python3}
+if ! command -v "$py" >/dev/null || ! "$py" -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" 2>/dev/null; then
+  packages+=(python3-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,11 +1,14 @@
 #pragma once
 /// \file commands.hpp
-/// The `ctshard` subcommands as functions: each builds a JSON document (the `--json` output) and
-/// a text rendering of the same content. Errors are ctshard::error with the offending text.
+/// The `ctshard` subcommands as functions over structured options: each builds the JSON document
+/// of its `--json` output, and a text rendering of the same content. The command line and the
+/// Python package both call these, so the two give the same fields. Errors are ctshard::error
+/// (or fx::parse_error for graph text) naming the offending text.
 
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,40 +19,70 @@ namespace ctshard::cli {
 
 /// `ctshard table`: one op's full filtered strategy table, per-input costs, and the choice.
 struct TableOptions {
-  std::string op;       ///< mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an aten name
-  std::string shapes;   ///< "6x8,8x12" (0-d: "scalar")
-  std::string mesh;     ///< "2x4"
-  std::string inputs;   ///< "S(0)R;RS(1)" — one spec per tensor input
+  std::string op;                                  ///< mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an op name
+  std::vector<std::vector<std::int64_t>> shapes;   ///< global shape of each tensor input ({} = 0-d)
+  std::vector<std::int64_t> mesh;                  ///< mesh sizes, mesh dim 0 first
+  std::vector<std::string> inputs;                 ///< current spec of each tensor input ("S(0)R")
+  std::int64_t devices_per_host = 8;               ///< cost model: devices sharing a host
+  std::vector<std::string> dtypes{"float32"};      ///< one dtype for every tensor, or one per tensor
+  std::string einsum_linearity = "dtensor";        ///< "dtensor" (reference fidelity) or "sound"
+  /// Non-tensor positional arguments (JSON array). Without any "$i" item they follow the tensors;
+  /// a string "$i" (also inside lists) stands for tensor input i, and then the array is the whole
+  /// argument list: tensors must then be referenced in order $0, $1, ... each once.
+  nlohmann::json args = nlohmann::json::array();
+  nlohmann::json kwargs = nlohmann::json::object();  ///< keyword arguments (JSON object; "$i" allowed)
+};
+
+/// The `table --json` document: op, aten_op, shapes, mesh, devices_per_host, itemsize, inputs,
+/// allow_uneven, rules_raw, rules, num_combinations, filtered, strategies, choice,
+/// plain_min_index (the reference cases' format). Throws ctshard::error naming the bad input.
+nlohmann::json table_json(const TableOptions& options);
+
+/// Text rendering of a table_json() document: one row per strategy, the chosen one marked `*`.
+void print_table(const nlohmann::json& table, std::ostream& out);
+
+/// `ctshard cost`: price one redistribution and list its steps.
+struct CostOptions {
+  std::vector<std::int64_t> shape;  ///< global shape ({} = 0-d)
+  std::vector<std::int64_t> mesh;   ///< mesh sizes, mesh dim 0 first
+  std::string from, to;             ///< current and target spec text
   std::int64_t devices_per_host = 8;
   std::string dtype = "float32";
-  std::string einsum_linearity = "dtensor";  ///< "dtensor" (reference fidelity) or "sound"
-  std::string args = "[]";    ///< JSON array: non-tensor positional arguments after the tensors
-  std::string kwargs = "{}";  ///< JSON object: keyword arguments
 };
-nlohmann::json table_json(const TableOptions& options);
+
+/// The `cost --json` document: shape ("8x8"), mesh, devices_per_host, from, to, bytes, steps
+/// ({mesh_dim, from, to, collective, bytes, cost_us}), cost_us. Throws ctshard::error.
+nlohmann::json cost_json(const CostOptions& options);
+
+/// Text rendering of a cost_json() document.
+void print_cost(const nlohmann::json& cost, std::ostream& out);
+
+/// `ctshard ops --json`: {ops: [names], count}.
+nlohmann::json ops_json();
 
 /// The registry for an einsum-linearity policy name ("dtensor" or "sound"). Throws ctshard::error
 /// for another name.
 const OpRegistry& registry_for(const std::string& einsum_linearity);
 
-/// A JSON value as an op argument: integer, float, bool, null (None), string, list of integers.
-/// Throws ctshard::error naming the value otherwise.
+/// A JSON value as an op argument: integer, float, bool, null (None), string, "$i" (tensor input
+/// i: `integer` holds i), or a list of these (int_list, tensor_list, or a mixed `list`). Throws
+/// ctshard::error naming the value otherwise (objects).
 OpArg op_arg_from_json(const nlohmann::json& value);
-void print_table(const nlohmann::json& table, std::ostream& out);
-
-/// `ctshard cost`: price one redistribution and list its steps.
-struct CostOptions {
-  std::string shape, mesh, from, to;
-  std::int64_t devices_per_host = 8;
-  std::string dtype = "float32";
-};
-nlohmann::json cost_json(const CostOptions& options);
-void print_cost(const nlohmann::json& cost, std::ostream& out);
 
 /// A cost as JSON: a number, or the string "inf" (reference-case convention).
 nlohmann::json cost_value(double us);
 
 /// Splits on a separator, keeping empty parts.
 std::vector<std::string> split(const std::string& text, char sep);
+
+/// Mesh sizes from text ("8", "2x4", "2x2x2"): the one mesh parser of the tools. Throws
+/// ctshard::error naming the text (empty, a size below 1, more than max_mesh_dims dims).
+std::vector<std::int64_t> parse_mesh(std::string_view text);
+
+/// Shapes from `--shapes` text: "6x8,8x12", "scalar" for a 0-d tensor. Throws ctshard::error.
+std::vector<std::vector<std::int64_t>> parse_shapes(const std::string& text);
+
+/// "8x8" for {8, 8}, "scalar" for {}.
+std::string shape_text(const std::vector<std::int64_t>& shape);
 
 }  // namespace ctshard::cli

@@ -1,5 +1,6 @@
 #include <iomanip>
 #include <ostream>
+#include <span>
 
 #include "commands.hpp"
 #include "ctshard/ctshard.hpp"
@@ -8,15 +9,13 @@
 namespace ctshard::cli {
 
 nlohmann::json cost_json(const CostOptions& o) {
-  std::size_t ndim = 0;
-  const auto sizes = parse_mesh_sizes(o.mesh, ndim);
-  const MeshTopology mesh = MeshTopology::build(std::span<const std::int64_t>(sizes.data(), ndim), o.devices_per_host);
-  const TensorMeta meta{parse_shape(o.shape), dtype_itemsize(o.dtype)};
+  const MeshTopology mesh = MeshTopology::build(o.mesh, o.devices_per_host);
+  const TensorMeta meta{TensorShape(std::span<const std::int64_t>(o.shape)), dtype_itemsize(o.dtype)};
   const Spec from = parse_spec(o.from), to = parse_spec(o.to);
   const RedistributePlan plan = redistribute_plan(from, to, meta, mesh);
   nlohmann::json j;
-  j["shape"] = o.shape;
-  j["mesh"] = std::vector<std::int64_t>(mesh.sizes.begin(), mesh.sizes.begin() + mesh.ndim);
+  j["shape"] = shape_text(o.shape);
+  j["mesh"] = o.mesh;
   j["devices_per_host"] = o.devices_per_host;
   j["from"] = to_string(from);
   j["to"] = to_string(to);

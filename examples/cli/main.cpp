@@ -9,7 +9,6 @@
 
 #include "commands.hpp"
 #include "ctshard/ctshard.hpp"
-#include "default_graph.hpp"
 #include "fx_graph.hpp"
 #include "plan.hpp"
 
@@ -17,49 +16,6 @@ namespace {
 
 using namespace ctshard;
 using namespace ctshard::cli;
-
-nlohmann::json plan_to_json(const Plan& plan, const PlanOptions& options) {
-  nlohmann::json j;
-  j["source"] = plan.source;
-  j["mesh"] = options.mesh;
-  j["placements"] = nlohmann::json::object();
-  for (const auto& [name, spec] : options.placements) j["placements"][name] = to_string(spec);
-  j["nodes"] = nlohmann::json::array();
-  for (const auto& n : plan.nodes) {
-    nlohmann::json node = {{"name", n.name}, {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs},
-                           {"cost_us", cost_value(n.cost_us)}, {"fallback", n.fallback}};
-    if (n.fallback) node["reason"] = n.reason;
-    j["nodes"].push_back(std::move(node));
-  }
-  j["total_cost_us"] = cost_value(plan.total_cost_us);
-  j["nodes_with_rule"] = plan.nodes_with_rule;
-  j["nodes_fallback"] = plan.nodes_fallback;
-  j["fallback_ops"] = plan.fallback_ops;
-  return j;
-}
-
-void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out) {
-  out << "plan of " << plan.source << " on mesh ";
-  for (std::size_t i = 0; i < options.mesh.size(); ++i) {
-    if (i > 0) out << 'x';
-    out << options.mesh[i];
-  }
-  out << "\ninput placements:";
-  for (const auto& [name, spec] : options.placements) out << ' ' << name << '=' << to_string(spec);
-  out << (options.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
-  for (const auto& n : plan.nodes) {
-    std::string ins;
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) { ins += (i ? ", " : ""); ins += n.inputs[i]; }
-    std::string outs;
-    for (std::size_t i = 0; i < n.outputs.size(); ++i) { outs += (i ? ", " : ""); outs += n.outputs[i]; }
-    out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   "
-        << std::fixed << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
-        << '\n';
-  }
-  out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
-  out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';
-  for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
-}
 
 bool print_coverage(const std::string& dir, const PlanOptions& options, const OpRegistry& registry, bool json) {
   if (!std::filesystem::is_directory(dir)) throw error("ctshard plan --coverage: '" + dir + "' is not a directory");
@@ -92,31 +48,12 @@ bool print_coverage(const std::string& dir, const PlanOptions& options, const Op
   return all_read;
 }
 
-/// Placements the embedded default block starts from when no --place is given: activations
-/// batch-sharded on mesh dim 0 (data parallel) and, on a mesh of 2+ dims, Megatron-style tensor
-/// parallelism on the last mesh dim (QKV and MLP-up weights split by output rows, attention-out
-/// and MLP-down weights by input columns).
-std::map<std::string, Spec> default_placements(std::size_t mesh_ndim) {
-  auto spec = [&](Placement first, Placement last) {
-    Spec s(mesh_ndim);
-    s[0] = first;
-    if (mesh_ndim > 1) s[mesh_ndim - 1] = last;
-    return s;
-  };
-  std::map<std::string, Spec> p{{"primals_1", spec(Shard(0), Replicate())}};
-  if (mesh_ndim > 1) {
-    p["primals_2"] = spec(Replicate(), Shard(0));
-    p["primals_6"] = spec(Replicate(), Shard(0));
-    p["primals_4"] = spec(Replicate(), Shard(1));
-    p["primals_8"] = spec(Replicate(), Shard(1));
+nlohmann::json parse_json_option(const char* option, const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw error(std::string("ctshard table: ") + option + " is not valid JSON ('" + text + "'): " + e.what());
   }
-  return p;
-}
-
-std::vector<std::int64_t> mesh_sizes(const std::string& text) {
-  std::size_t ndim = 0;
-  const auto sizes = parse_mesh_sizes(text, ndim);
-  return {sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(ndim)};
 }
 
 }  // namespace
@@ -142,15 +79,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"dtensor", "sound"}))
       ->capture_default_str();
 
-  TableOptions table;
+  struct TableText {
+    std::string op, shapes, mesh, inputs, dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}";
+    std::int64_t devices_per_host = 8;
+  } table;
   bool table_json_flag = false;
   auto* table_cmd = app.add_subcommand("table", "one op's filtered strategy table with per-input costs and the chosen row");
-  table_cmd->add_option("--op", table.op, "mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an aten name")->required();
+  table_cmd->add_option("--op", table.op, "mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an op name (ctshard ops)")->required();
   table_cmd->add_option("--shapes", table.shapes, "global shapes of the tensor inputs: 6x8,8x12 (0-d: scalar)")->required();
   table_cmd->add_option("--mesh", table.mesh, "mesh sizes: 2x4")->required();
   table_cmd->add_option("--inputs", table.inputs, "current spec of each input: \"S(0)R;RS(1)\"")->required();
   table_cmd->add_option("--devices-per-host", table.devices_per_host, "devices per host")->capture_default_str();
-  table_cmd->add_option("--dtype", table.dtype, "element type: float32, bfloat16, ...")->capture_default_str();
+  table_cmd->add_option("--dtype", table.dtype, "element type: float32, bfloat16, ...; or one per tensor: float32,int64")->capture_default_str();
   bool table_sound = false;
   table_cmd->add_option("--einsum-linearity", table.einsum_linearity,
                         "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
@@ -158,11 +98,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"dtensor", "sound"}))
       ->capture_default_str();
   table_cmd->add_flag("--sound", table_sound, "same as --einsum-linearity sound");
-  table_cmd->add_option("--args", table.args, "non-tensor arguments after the tensors, as a JSON array: '[[24, 8]]'")->capture_default_str();
+  table_cmd->add_option("--args", table.args,
+                        "non-tensor arguments after the tensors, as a JSON array: '[[24, 8]]'; with \"$i\" for tensor i the array is "
+                        "the whole argument list: '[\"$0\", 1, \"$1\"]'")
+      ->capture_default_str();
   table_cmd->add_option("--kwargs", table.kwargs, "keyword arguments as a JSON object: '{\"keepdim\": true}'")->capture_default_str();
   table_cmd->add_flag("--json", table_json_flag, "machine-readable output");
 
-  CostOptions cost;
+  struct CostText {
+    std::string shape, mesh, from, to, dtype = "float32";
+    std::int64_t devices_per_host = 8;
+  } cost;
   bool cost_json_flag = false;
   auto* cost_cmd = app.add_subcommand("cost", "price one redistribution and list its steps");
   cost_cmd->add_option("--shape", cost.shape, "global shape: 8x8")->required();
@@ -180,27 +126,45 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*table_cmd) {
-      if (table_sound) table.einsum_linearity = "sound";
-      const auto t = table_json(table);
+      TableOptions options;
+      options.op = table.op;
+      options.shapes = parse_shapes(table.shapes);
+      options.mesh = parse_mesh(table.mesh);
+      options.inputs = split(table.inputs, ';');
+      options.devices_per_host = table.devices_per_host;
+      options.dtypes = split(table.dtype, ',');
+      options.einsum_linearity = table_sound ? "sound" : table.einsum_linearity;
+      options.args = parse_json_option("--args", table.args);
+      options.kwargs = parse_json_option("--kwargs", table.kwargs);
+      const auto t = table_json(options);
       if (table_json_flag) std::cout << t.dump() << '\n';
       else print_table(t, std::cout);
       return 0;
     }
     if (*ops_cmd) {
-      const auto names = builtin_registry().names();
-      if (ops_json) std::cout << nlohmann::json{{"ops", names}, {"count", names.size()}}.dump(2) << '\n';
-      else for (const auto& n : names) std::cout << n << '\n';
+      const auto ops = cli::ops_json();
+      if (ops_json) std::cout << ops.dump(2) << '\n';
+      else for (const auto& n : ops["ops"]) std::cout << n.get<std::string>() << '\n';
       return 0;
     }
     if (*cost_cmd) {
-      const auto c = cost_json(cost);
+      CostOptions options;
+      const auto shapes = parse_shapes(cost.shape);
+      if (shapes.size() != 1) throw error("ctshard cost: --shape takes one shape, got '" + cost.shape + "'");
+      options.shape = shapes.front();
+      options.mesh = parse_mesh(cost.mesh);
+      options.from = cost.from;
+      options.to = cost.to;
+      options.devices_per_host = cost.devices_per_host;
+      options.dtype = cost.dtype;
+      const auto c = cost_json(options);
       if (cost_json_flag) std::cout << c.dump(2) << '\n';
       else print_cost(c, std::cout);
       return 0;
     }
     // `plan` is the main job, and what runs with no subcommand.
     PlanOptions options;
-    options.mesh = mesh_sizes(mesh);
+    options.mesh = parse_mesh(mesh);
     options.devices_per_host = dph;
     for (const auto& p : places) {
       const auto eq = p.find('=');
@@ -211,11 +175,10 @@ int main(int argc, char** argv) {
     if (!coverage_dir.empty()) {
       return print_coverage(coverage_dir, options, registry_for(plan_linearity), json) ? 0 : 1;
     }
-    const fx::Graph graph = graph_path.empty() ? fx::parse_fx_graph(default_graph_text, "<embedded default: examples/default_graph.fx.txt>")
-                                               : fx::read_fx_graph_file(graph_path);
+    const fx::Graph graph = graph_path.empty() ? default_graph() : fx::read_fx_graph_file(graph_path);
     if (graph_path.empty() && options.placements.empty()) options.placements = default_placements(options.mesh.size());
     const Plan plan = plan_graph(graph, options, registry_for(plan_linearity));
-    if (json) std::cout << plan_to_json(plan, options).dump(2) << '\n';
+    if (json) std::cout << plan_json(plan, options).dump(2) << '\n';
     else print_plan(plan, options, std::cout);
     return 0;
   } catch (const std::exception& e) {

@@ -50,22 +50,22 @@ std::vector<std::string> table_op_names() {
   std::vector<std::string> out;
   for (const auto& [k, v] : short_names()) out.push_back(k);
   out.emplace_back("einsum:EQ");
-  out.emplace_back("aten.<op>.<overload> (any registered aten name)");
+  out.emplace_back("namespace.op.overload (any name `ctshard ops` lists)");
   return out;
 }
 
-OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std::vector<OpArg> extra_args,
-                       std::vector<std::pair<std::string, OpArg>> kwargs) {
+OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std::vector<OpArg> args,
+                       std::vector<std::pair<std::string, OpArg>> kwargs, TensorArgs layout) {
   OpCall call;
   call.kwargs = std::move(kwargs);
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
+  for (std::size_t i = 0; layout == TensorArgs::first && i < tensors.size(); ++i) {
     OpArg a;
     a.kind = OpArg::Kind::tensor;
     a.integer = static_cast<std::int64_t>(i);
     call.args.push_back(a);
   }
   call.tensors = std::move(tensors);
-  call.args.insert(call.args.end(), extra_args.begin(), extra_args.end());
+  call.args.insert(call.args.end(), args.begin(), args.end());
   if (op.substr(0, 7) == "einsum:") {
     call.op = "aten.einsum.default";
     OpArg eq;
@@ -81,7 +81,7 @@ OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std
                   std::to_string(call.tensors.size()) + " shapes");
     return call;
   }
-  if (op.substr(0, 5) == "aten.") {
+  if (op.find('.') != std::string_view::npos && op.find('.') != 0) {  // namespace.op.overload: any registered name
     call.op = std::string(op);
     return call;
   }

@@ -12,12 +12,17 @@
 
 namespace ctshard::cli {
 
-/// Builds the OpCall for a short op name and tensor input metas: positional args are the tensors,
-/// then `extra_args` (non-tensor arguments such as a view's target shape); `kwargs` by name.
-/// Throws ctshard::error naming an unknown op (and listing the known names) or a short name given
-/// the wrong number of tensors.
-OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std::vector<OpArg> extra_args = {},
-                       std::vector<std::pair<std::string, OpArg>> kwargs = {});
+/// Where a table call's tensors stand among its positional arguments.
+enum class TensorArgs {
+  first,       ///< the tensors come first, then the given arguments (a view's target shape, ...)
+  referenced,  ///< the given arguments are the whole list and reference the tensors themselves
+};
+
+/// Builds the OpCall for an op name (short or full) and tensor input metas; `args` are placed as
+/// `layout` says, `kwargs` by name. Throws ctshard::error naming an unknown op (and listing the
+/// known names) or a short name given the wrong number of tensors.
+OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std::vector<OpArg> args = {},
+                       std::vector<std::pair<std::string, OpArg>> kwargs = {}, TensorArgs layout = TensorArgs::first);
 
 /// Short names `ctshard table` accepts (pointwise names without the prefix), for help texts.
 std::vector<std::string> table_op_names();

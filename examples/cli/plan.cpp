@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <ostream>
 #include <memory>
 
 #include "ctshard/ctshard.hpp"
+#include "commands.hpp"
+#include "default_graph.hpp"
 
 namespace ctshard::cli {
 namespace {
@@ -125,15 +129,19 @@ class Planner {
       case fx::ArgKind::none: out.kind = OpArg::Kind::none; break;
       case fx::ArgKind::string: out.kind = OpArg::Kind::string; out.text = a.text; break;
       case fx::ArgKind::list: {
-        bool all_int = true;
-        for (const auto& item : a.items) all_int = all_int && item.kind == fx::ArgKind::integer;
-        out.kind = all_int ? OpArg::Kind::int_list : OpArg::Kind::tensor_list;
-        for (const auto& item : a.items) {
-          if (all_int) out.ints.push_back(item.int_value);
-          else if (item.is_node()) out.ints.push_back(convert(item, call, inputs).integer);
-          else out.kind = OpArg::Kind::other;
+        const auto all = [&](fx::ArgKind k) {
+          return std::all_of(a.items.begin(), a.items.end(), [&](const fx::Arg& item) { return item.kind == k; });
+        };
+        if (all(fx::ArgKind::integer)) {
+          out.kind = OpArg::Kind::int_list;
+          for (const auto& item : a.items) out.ints.push_back(item.int_value);
+        } else if (all(fx::ArgKind::node)) {
+          out.kind = OpArg::Kind::tensor_list;
+          for (const auto& item : a.items) out.ints.push_back(convert(item, call, inputs).integer);
+        } else {
+          out.kind = OpArg::Kind::list;
+          for (const auto& item : a.items) out.items.push_back(convert(item, call, inputs));
         }
-        if (out.kind == OpArg::Kind::other) out.text = a.to_string();
         break;
       }
       case fx::ArgKind::opaque: out.kind = OpArg::Kind::other; out.text = a.text; break;
@@ -237,5 +245,67 @@ class Planner {
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
   return Planner(graph, options, registry).run();
 }
+
+nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
+  nlohmann::json j;
+  j["source"] = plan.source;
+  j["mesh"] = options.mesh;
+  j["placements"] = nlohmann::json::object();
+  for (const auto& [name, spec] : options.placements) j["placements"][name] = to_string(spec);
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : plan.nodes) {
+    nlohmann::json node = {{"name", n.name}, {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs},
+                           {"cost_us", cost_value(n.cost_us)}, {"fallback", n.fallback}};
+    if (n.fallback) node["reason"] = n.reason;
+    j["nodes"].push_back(std::move(node));
+  }
+  j["total_cost_us"] = cost_value(plan.total_cost_us);
+  j["nodes_with_rule"] = plan.nodes_with_rule;
+  j["nodes_fallback"] = plan.nodes_fallback;
+  j["fallback_ops"] = plan.fallback_ops;
+  return j;
+}
+
+void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out) {
+  out << "plan of " << plan.source << " on mesh ";
+  for (std::size_t i = 0; i < options.mesh.size(); ++i) {
+    if (i > 0) out << 'x';
+    out << options.mesh[i];
+  }
+  out << "\ninput placements:";
+  for (const auto& [name, spec] : options.placements) out << ' ' << name << '=' << to_string(spec);
+  out << (options.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
+  for (const auto& n : plan.nodes) {
+    std::string ins;
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) { ins += (i ? ", " : ""); ins += n.inputs[i]; }
+    std::string outs;
+    for (std::size_t i = 0; i < n.outputs.size(); ++i) { outs += (i ? ", " : ""); outs += n.outputs[i]; }
+    out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   "
+        << std::fixed << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
+        << '\n';
+  }
+  out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
+  out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';
+  for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
+}
+
+std::map<std::string, Spec> default_placements(std::size_t mesh_ndim) {
+  auto spec = [&](Placement first, Placement last) {
+    Spec s(mesh_ndim);
+    s[0] = first;
+    if (mesh_ndim > 1) s[mesh_ndim - 1] = last;
+    return s;
+  };
+  std::map<std::string, Spec> p{{"primals_1", spec(Shard(0), Replicate())}};
+  if (mesh_ndim > 1) {
+    p["primals_2"] = spec(Replicate(), Shard(0));
+    p["primals_6"] = spec(Replicate(), Shard(0));
+    p["primals_4"] = spec(Replicate(), Shard(1));
+    p["primals_8"] = spec(Replicate(), Shard(1));
+  }
+  return p;
+}
+
+fx::Graph default_graph() { return fx::parse_fx_graph(default_graph_text, "<embedded default: examples/default_graph.fx.txt>"); }
 
 }  // namespace ctshard::cli

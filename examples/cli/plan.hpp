@@ -5,9 +5,12 @@
 /// fall back visibly (all inputs replicated, outputs Replicate).
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "ctshard/core/spec.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
@@ -47,5 +50,21 @@ struct PlanOptions {
 /// Plans `graph`. Throws ctshard::error when a `placements` name is not a placeholder of the graph
 /// or its spec has the wrong mesh rank.
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry);
+
+/// The `plan --json` document: source, mesh, placements, nodes ({name, op, inputs, outputs,
+/// cost_us, fallback[, reason]}), total_cost_us, nodes_with_rule, nodes_fallback, fallback_ops.
+nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
+
+/// Text rendering of a plan: one line per op node, then totals and the fallback ops.
+void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out);
+
+/// The embedded default graph (`examples/default_graph.fx.txt`: one pre-norm transformer block).
+fx::Graph default_graph();
+
+/// Placements the embedded default block starts from when none are given: activations
+/// batch-sharded on mesh dim 0 (data parallel) and, on a mesh of 2+ dims, Megatron-style tensor
+/// parallelism on the last mesh dim (QKV and MLP-up weights split by output rows, attention-out
+/// and MLP-down weights by input columns).
+std::map<std::string, Spec> default_placements(std::size_t mesh_ndim);
 
 }  // namespace ctshard::cli

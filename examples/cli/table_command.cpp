@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <cmath>
 #include <iomanip>
 #include <ostream>
@@ -20,6 +22,28 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
 }
 
+std::vector<std::int64_t> parse_mesh(std::string_view text) {
+  std::size_t ndim = 0;
+  const auto sizes = parse_mesh_sizes(text, ndim);
+  return {sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(ndim)};
+}
+
+std::vector<std::vector<std::int64_t>> parse_shapes(const std::string& text) {
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const auto& s : split(text, ',')) {
+    const TensorShape shape = parse_shape(s);
+    shapes.emplace_back(shape.dims.begin(), shape.dims.begin() + shape.rank);
+  }
+  return shapes;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) { return to_string(TensorShape(std::span<const std::int64_t>(shape))); }
+
+nlohmann::json ops_json() {
+  const auto names = builtin_registry().names();
+  return {{"ops", names}, {"count", names.size()}};
+}
+
 const OpRegistry& registry_for(const std::string& einsum_linearity) {
   if (einsum_linearity == "dtensor") return builtin_registry();
   if (einsum_linearity == "sound") {
@@ -28,6 +52,19 @@ const OpRegistry& registry_for(const std::string& einsum_linearity) {
   }
   throw error("ctshard: einsum linearity must be 'dtensor' or 'sound', got '" + einsum_linearity + "'");
 }
+
+namespace {
+/// "$3" -> 3; nullopt for any other text.
+std::optional<std::int64_t> tensor_reference(const std::string& text) {
+  if (text.size() < 2 || text[0] != '$' || text.size() > 8) return std::nullopt;
+  std::int64_t i = 0;
+  for (std::size_t k = 1; k < text.size(); ++k) {
+    if (text[k] < '0' || text[k] > '9') return std::nullopt;
+    i = i * 10 + (text[k] - '0');
+  }
+  return i;
+}
+}  // namespace
 
 OpArg op_arg_from_json(const nlohmann::json& v) {
   OpArg a;
@@ -43,13 +80,30 @@ OpArg op_arg_from_json(const nlohmann::json& v) {
     a.kind = OpArg::Kind::floating;
     a.floating = v.get<double>();
   } else if (v.is_string()) {
-    a.kind = OpArg::Kind::string;
-    a.text = v.get<std::string>();
-  } else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) { return x.is_number_integer(); })) {
-    a.kind = OpArg::Kind::int_list;
-    for (const auto& x : v) a.ints.push_back(x.get<std::int64_t>());
+    const std::string text = v.get<std::string>();
+    if (const auto t = tensor_reference(text)) {
+      a.kind = OpArg::Kind::tensor;
+      a.integer = *t;
+    } else {
+      a.kind = OpArg::Kind::string;
+      a.text = text;
+    }
+  } else if (v.is_array()) {
+    for (const auto& x : v) a.items.push_back(op_arg_from_json(x));
+    const auto all = [&](OpArg::Kind k) { return std::all_of(a.items.begin(), a.items.end(), [&](const OpArg& x) { return x.kind == k; }); };
+    if (all(OpArg::Kind::integer)) {
+      a.kind = OpArg::Kind::int_list;
+    } else if (all(OpArg::Kind::tensor)) {
+      a.kind = OpArg::Kind::tensor_list;
+    } else {
+      a.kind = OpArg::Kind::list;
+      return a;
+    }
+    for (const auto& x : a.items) a.ints.push_back(x.integer);
+    a.items.clear();
   } else {
-    throw error("ctshard table: unsupported argument " + v.dump() + " (use numbers, booleans, null, strings or lists of integers)");
+    throw error("ctshard table: unsupported argument " + v.dump() +
+                " (use numbers, booleans, null, strings, \"$i\" for tensor input i, or lists of these)");
   }
   return a;
 }
@@ -70,36 +124,57 @@ nlohmann::json rule_rows(const RuleSet& rules) {
   return rows;
 }
 
-MeshTopology mesh_of(const std::string& text, std::int64_t devices_per_host) {
-  std::size_t ndim = 0;
-  const auto sizes = parse_mesh_sizes(text, ndim);
-  return MeshTopology::build(std::span<const std::int64_t>(sizes.data(), ndim), devices_per_host);
+/// Every tensor reference of an argument, in order of appearance.
+void collect_references(const OpArg& a, std::vector<std::int64_t>& refs) {
+  if (a.kind == OpArg::Kind::tensor) refs.push_back(a.integer);
+  if (a.kind == OpArg::Kind::tensor_list) refs.insert(refs.end(), a.ints.begin(), a.ints.end());
+  for (const auto& item : a.items) collect_references(item, refs);
+}
+
+/// The OpCall of a table request: "$i" references place the tensors; without any, the tensors
+/// come first and `args` follow them.
+OpCall table_call(const TableOptions& o, std::vector<TensorMeta> tensors) {
+  if (!o.args.is_array()) throw error("ctshard table: args must be a JSON array, got '" + o.args.dump() + "'");
+  if (!o.kwargs.is_object()) throw error("ctshard table: kwargs must be a JSON object, got '" + o.kwargs.dump() + "'");
+  std::vector<OpArg> args;
+  std::vector<std::pair<std::string, OpArg>> kwargs;
+  std::vector<std::int64_t> refs;
+  for (const auto& a : o.args) {
+    args.push_back(op_arg_from_json(a));
+    collect_references(args.back(), refs);
+  }
+  for (const auto& [k, v] : o.kwargs.items()) {
+    kwargs.emplace_back(k, op_arg_from_json(v));
+    collect_references(kwargs.back().second, refs);
+  }
+  if (refs.empty()) return make_table_call(o.op, std::move(tensors), std::move(args), std::move(kwargs));
+  for (std::size_t i = 0; i < refs.size(); ++i)
+    if (refs[i] != static_cast<std::int64_t>(i))
+      throw error("ctshard table: tensor references in args/kwargs must name $0, $1, ... each once, in order; reference " +
+                  std::to_string(i) + " is $" + std::to_string(refs[i]));
+  if (refs.size() != tensors.size())
+    throw error("ctshard table: args/kwargs reference " + std::to_string(refs.size()) + " tensors but " + std::to_string(tensors.size()) +
+                " shapes are given");
+  return make_table_call(o.op, std::move(tensors), std::move(args), std::move(kwargs), TensorArgs::referenced);
 }
 }  // namespace
 
 nlohmann::json table_json(const TableOptions& o) {
-  const MeshTopology mesh = mesh_of(o.mesh, o.devices_per_host);
-  const std::size_t itemsize = dtype_itemsize(o.dtype);
+  const MeshTopology mesh = MeshTopology::build(o.mesh, o.devices_per_host);
+  if (o.dtypes.size() != 1 && o.dtypes.size() != o.shapes.size())
+    throw error("ctshard table: " + std::to_string(o.dtypes.size()) + " dtypes for " + std::to_string(o.shapes.size()) +
+                " tensors (give one dtype, or one per tensor)");
   std::vector<TensorMeta> tensors;
-  for (const auto& s : split(o.shapes, ',')) tensors.push_back(TensorMeta{parse_shape(s), itemsize});
-  std::vector<Spec> specs;
-  for (const auto& s : split(o.inputs, ';')) specs.push_back(parse_spec(s));
-  if (specs.size() != tensors.size())
-    throw error("ctshard table: " + std::to_string(tensors.size()) + " shapes ('" + o.shapes + "') but " + std::to_string(specs.size()) +
-                " input specs ('" + o.inputs + "')");
-  std::vector<OpArg> extra;
-  std::vector<std::pair<std::string, OpArg>> kwargs;
-  try {
-    const auto args = nlohmann::json::parse(o.args);
-    const auto kw = nlohmann::json::parse(o.kwargs);
-    if (!args.is_array()) throw error("--args must be a JSON array, got '" + o.args + "'");
-    if (!kw.is_object()) throw error("--kwargs must be a JSON object, got '" + o.kwargs + "'");
-    for (const auto& a : args) extra.push_back(op_arg_from_json(a));
-    for (const auto& [k, v] : kw.items()) kwargs.emplace_back(k, op_arg_from_json(v));
-  } catch (const nlohmann::json::exception& e) {
-    throw error(std::string("ctshard table: --args / --kwargs are not valid JSON: ") + e.what());
+  std::vector<std::size_t> itemsizes;
+  for (std::size_t i = 0; i < o.shapes.size(); ++i) {
+    itemsizes.push_back(dtype_itemsize(o.dtypes[o.dtypes.size() == 1 ? 0 : i]));
+    tensors.push_back(TensorMeta{TensorShape(std::span<const std::int64_t>(o.shapes[i])), itemsizes.back()});
   }
-  const OpCall call = make_table_call(o.op, tensors, extra, kwargs);
+  std::vector<Spec> specs;
+  for (const auto& s : o.inputs) specs.push_back(parse_spec(s));
+  if (specs.size() != tensors.size())
+    throw error("ctshard table: " + std::to_string(tensors.size()) + " shapes but " + std::to_string(specs.size()) + " input specs");
+  const OpCall call = table_call(o, tensors);
   const OpRegistry& registry = registry_for(o.einsum_linearity);
   const RuleFactory* factory = registry.find(call.op);
   if (factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + call.op + ") has no sharding rule");
@@ -109,11 +184,13 @@ nlohmann::json table_json(const TableOptions& o) {
   nlohmann::json j;
   j["op"] = o.op;
   j["aten_op"] = call.op;
-  j["shapes"] = nlohmann::json::array();
-  for (const auto& t : tensors) j["shapes"].push_back(std::vector<std::int64_t>(t.shape.dims.begin(), t.shape.dims.begin() + t.shape.rank));
-  j["mesh"] = std::vector<std::int64_t>(mesh.sizes.begin(), mesh.sizes.begin() + mesh.ndim);
+  j["shapes"] = o.shapes;
+  j["mesh"] = o.mesh;
   j["devices_per_host"] = o.devices_per_host;
-  j["itemsize"] = itemsize;
+  if (std::all_of(itemsizes.begin(), itemsizes.end(), [&](std::size_t s) { return s == itemsizes.front(); }))
+    j["itemsize"] = itemsizes.empty() ? dtype_itemsize(o.dtypes.front()) : itemsizes.front();
+  else
+    j["itemsize"] = itemsizes;
   j["inputs"] = nlohmann::json::array();
   for (const auto& s : specs) j["inputs"].push_back(to_string(s));
   j["allow_uneven"] = rule.allow_uneven_sharding;

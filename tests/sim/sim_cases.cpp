@@ -7,13 +7,13 @@
 
 namespace ctshard::sim {
 
-OpArg targ(std::int64_t index) { return {OpArg::Kind::tensor, index, 0, {}, {}}; }
-OpArg tlist(std::vector<std::int64_t> indices) { return {OpArg::Kind::tensor_list, 0, 0, std::move(indices), {}}; }
-OpArg farg(double value) { return {OpArg::Kind::floating, 0, value, {}, {}}; }
-OpArg iarg(std::int64_t value) { return {OpArg::Kind::integer, value, 0, {}, {}}; }
-OpArg barg(bool value) { return {OpArg::Kind::boolean, value ? 1 : 0, 0, {}, {}}; }
-OpArg ilist(std::vector<std::int64_t> values) { return {OpArg::Kind::int_list, 0, 0, std::move(values), {}}; }
-OpArg sarg(std::string text) { return {OpArg::Kind::string, 0, 0, {}, std::move(text)}; }
+OpArg targ(std::int64_t index) { return {OpArg::Kind::tensor, index, 0, {}, {}, {}}; }
+OpArg tlist(std::vector<std::int64_t> indices) { return {OpArg::Kind::tensor_list, 0, 0, std::move(indices), {}, {}}; }
+OpArg farg(double value) { return {OpArg::Kind::floating, 0, value, {}, {}, {}}; }
+OpArg iarg(std::int64_t value) { return {OpArg::Kind::integer, value, 0, {}, {}, {}}; }
+OpArg barg(bool value) { return {OpArg::Kind::boolean, value ? 1 : 0, 0, {}, {}, {}}; }
+OpArg ilist(std::vector<std::int64_t> values) { return {OpArg::Kind::int_list, 0, 0, std::move(values), {}, {}}; }
+OpArg sarg(std::string text) { return {OpArg::Kind::string, 0, 0, {}, std::move(text), {}}; }
 OpArg none_arg() { return {}; }
 
 namespace {
@@ -39,6 +39,12 @@ std::string arg_text(const OpArg& a, const SampleCall& call) {
     }
     case OpArg::Kind::string: return "'" + a.text + "'";
     case OpArg::Kind::none: return "None";
+    case OpArg::Kind::list: {
+      os << "[";
+      for (std::size_t i = 0; i < a.items.size(); ++i) os << (i ? ", " : "") << arg_text(a.items[i], call);
+      os << "]";
+      return os.str();
+    }
     case OpArg::Kind::other: return a.text;
   }
   return "?";

@@ -35,7 +35,7 @@ std::function<void(ArgPack&, const LocalContext&)> local_output_shape_at(std::si
   return [pos](ArgPack& a, const LocalContext& ctx) {
     std::vector<std::int64_t> sizes;
     for (auto s : ctx.local_outputs.at(0)) sizes.push_back(static_cast<std::int64_t>(s));
-    a.args.at(pos) = OpArg{OpArg::Kind::int_list, 0, 0, sizes, {}};
+    a.args.at(pos) = OpArg{OpArg::Kind::int_list, 0, 0, sizes, {}, {}};
   };
 }
 
@@ -139,7 +139,7 @@ void add_views(RefTable& t) {
                                  std::vector<std::int64_t> dims;
                                  for (std::size_t d = 0; d < ctx.global_inputs.at(0).size(); ++d)
                                    if (ctx.global_inputs[0][d] == 1) dims.push_back(static_cast<std::int64_t>(d));
-                                 a.kwargs.emplace_back("__global_singletons", OpArg{OpArg::Kind::int_list, 0, 0, dims, {}});
+                                 a.kwargs.emplace_back("__global_singletons", OpArg{OpArg::Kind::int_list, 0, 0, dims, {}, {}});
                                }};
   t["aten.squeeze.dim"] = {[squeeze](const ArgPack& a) {
                              const Tensor x = a.tensor(0);

@@ -323,7 +323,7 @@ void embedding_mask(ArgPack& a, const LocalContext& ctx) {
     start += b;
     size = e - b;
   }
-  if (row_wise) a.kwargs.emplace_back("__row_offset", OpArg{OpArg::Kind::integer, static_cast<std::int64_t>(start), 0, {}, {}});
+  if (row_wise) a.kwargs.emplace_back("__row_offset", OpArg{OpArg::Kind::integer, static_cast<std::int64_t>(start), 0, {}, {}, {}});
 }
 
 void add_nn(RefTable& t) {

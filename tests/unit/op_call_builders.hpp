@@ -50,14 +50,18 @@ inline OpArg tensors_arg(std::vector<std::int64_t> indices) {
   a.ints = std::move(indices);
   return a;
 }
-/// A list the FX reader keeps as text (`[None, x]`, `[True, False, True]`); `tensors` are the
-/// indices of its tensor items.
-inline OpArg text_list_arg(std::string text, std::vector<std::int64_t> tensors = {}) {
+/// A mixed list (`[None, x]`, `[True, False, True]`), as the FX reader gives it.
+inline OpArg list_arg(std::vector<OpArg> items) {
   OpArg a;
-  a.kind = OpArg::Kind::other;
-  a.text = std::move(text);
-  a.ints = std::move(tensors);
+  a.kind = OpArg::Kind::list;
+  a.items = std::move(items);
   return a;
+}
+/// A list of bools (`output_mask`).
+inline OpArg bools_arg(std::initializer_list<bool> values) {
+  std::vector<OpArg> items;
+  for (bool v : values) items.push_back(bool_arg(v));
+  return list_arg(std::move(items));
 }
 
 /// A tensor meta of `shape` with `itemsize` bytes per element (4: f32, 8: i64, 1: bool).

@@ -41,11 +41,11 @@ TEST_CASE("nn rules: index.Tensor layouts (adjacent, None holes, separated indic
                                          {tensor_arg(0), tensors_arg({1, 2})}));
   CHECK(rows_text(pick.rules) == Rows{"S?(0),R,S?(0),S?(0)", "P(sum),P(sum),R,R", "P(avg),P(avg),R,R"});
   // x[:, idx] -> [4, 3, 6]: index dims inserted at the index's place
-  const OpRule hole = rule_for(make_call("aten.index.Tensor", {meta({4, 5, 6}), meta({3}, 8)}, {tensor_arg(0), text_list_arg("[None, i]", {1})}));
+  const OpRule hole = rule_for(make_call("aten.index.Tensor", {meta({4, 5, 6}), meta({3}, 8)}, {tensor_arg(0), list_arg({none_arg(), tensor_arg(1)})}));
   CHECK(rows_text(hole.rules) == Rows{"S?(0),S?(0),R", "S?(2),S?(2),R", "S?(1),R,S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R"});
   // x[a, :, b] -> [3, 5]: separated index tensors put the index dims first
   const OpRule split = rule_for(make_call("aten.index.Tensor", {meta({4, 5, 6}), meta({3}, 8), meta({1}, 8)},
-                                          {tensor_arg(0), text_list_arg("[a, None, b]", {1, 2})}));
+                                          {tensor_arg(0), list_arg({tensor_arg(1), none_arg(), tensor_arg(2)})}));
   CHECK(rows_text(split.rules) == Rows{"S?(1),S?(1),R,R", "S?(0),R,S?(0),R", "P(sum),P(sum),R,R", "P(avg),P(avg),R,R"});
 }
 
@@ -123,7 +123,7 @@ TEST_CASE("nn rules: attention kernels shard heads and batch", "[nn]") {
   const auto lse = meta({8, 12, 224}), seed = meta({}, 8);
   const OpRule eb = rule_for(make_call("aten._scaled_dot_product_efficient_attention_backward.default", {q, q, q, q, q, lse, seed, seed},
                                        {tensor_arg(0), tensor_arg(1), tensor_arg(2), tensor_arg(3), none_arg(), tensor_arg(4), tensor_arg(5),
-                                        tensor_arg(6), tensor_arg(7), float_arg(0.0), text_list_arg("[True, True, True, False]")}));
+                                        tensor_arg(6), tensor_arg(7), float_arg(0.0), bools_arg({true, true, true, false})}));
   CHECK(eb.rules.num_outputs() == 4);
   CHECK(rows_text(eb.rules)[0] == "S?(1),S?(1),S?(1),R,S?(1),S?(1),S?(1),S?(1),S?(1),S?(1),R,R");
   // flash: 9 outputs (out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, rng_state, unused, debug_attn_mask)
@@ -171,8 +171,8 @@ TEST_CASE("nn rules: bad index and embedding arguments", "[nn]") {
   CHECK(error_of([] {
           return rule_for(make_call("aten.index.Tensor", {meta({4, 5}), meta({4}, 1), meta({3}, 8)}, {tensor_arg(0), tensors_arg({1, 2})}));
         }) == "ctshard::index_layout: a boolean mask combined with other index tensors is not supported");
-  CHECK(error_of([] { return rule_for(make_call("aten.index.Tensor", {meta({4, 5})}, {tensor_arg(0), text_list_arg("[None, 3]")})); }) ==
-        "ctshard: aten.index.Tensor: argument 'indices' has an item '3' that is neither a tensor nor None");
+  CHECK(error_of([] { return rule_for(make_call("aten.index.Tensor", {meta({4, 5})}, {tensor_arg(0), list_arg({none_arg(), int_arg(3)})})); }) ==
+        "ctshard: aten.index.Tensor: argument 'indices' has an item (1) that is neither a tensor nor None");
   CHECK(error_of([] { return rule_for(make_call("aten.embedding.default", {meta({4, 5, 6}), meta({3}, 8)}, {tensor_arg(0), tensor_arg(1)})); }) ==
         "ctshard: aten.embedding.default: argument 'weight' must be 2-D");
   STATIC_REQUIRE(embedding_single_dim_strategy(2).size() == 4);

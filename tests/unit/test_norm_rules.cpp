@@ -46,17 +46,17 @@ TEST_CASE("norm rules: layer norm backward gives Partial(sum) weight and bias gr
   const auto x = meta({8, 197, 768}), stat = meta({8, 197, 1}), w = meta({768});
   const std::vector<TensorMeta> ts{x, x, stat, stat, w, w};
   const std::vector<OpArg> args{tensor_arg(0), tensor_arg(1), ints_arg({768}), tensor_arg(2), tensor_arg(3), tensor_arg(4), tensor_arg(5),
-                                text_list_arg("[True, True, True]")};
+                                bools_arg({true, true, true})};
   const OpRule r = rule_for(make_call("aten.native_layer_norm_backward.default", ts, args));
   CHECK(r.rules.num_outputs() == 3);
   CHECK(rows_text(r.rules) == Rows{"S?(0),P(sum),P(sum),S?(0),S?(0),S?(0),S?(0),R,R", "S?(1),P(sum),P(sum),S?(1),S?(1),S?(1),S?(1),R,R"});
   auto masked = args;
-  masked[7] = text_list_arg("[True, False, False]");
+  masked[7] = bools_arg({true, false, false});
   CHECK(rows_text(rule_for(make_call("aten.native_layer_norm_backward.default", ts, masked)).rules)[0] == "S?(0),R,R,S?(0),S?(0),S?(0),S?(0),R,R");
   // no weight / bias: those grads are None (Replicate) whatever the mask says
   const OpRule nb = rule_for(make_call("aten.native_layer_norm_backward.default", {x, x, stat, stat},
                                        {tensor_arg(0), tensor_arg(1), ints_arg({768}), tensor_arg(2), tensor_arg(3), none_arg(), none_arg(),
-                                        text_list_arg("[True, True, True]")}));
+                                        bools_arg({true, true, true})}));
   CHECK(rows_text(nb.rules)[1] == "S?(1),R,R,S?(1),S?(1),S?(1),S?(1)");
 }
 
@@ -71,8 +71,8 @@ TEST_CASE("norm rules: bad arguments name the op and the argument", "[norm]") {
   CHECK(error_of([&] {
           return rule_for(make_call("aten.native_layer_norm_backward.default", {x, x, x, x},
                                     {tensor_arg(0), tensor_arg(1), ints_arg({16}), tensor_arg(2), tensor_arg(3), none_arg(), none_arg(),
-                                     text_list_arg("[True, maybe]")}));
-        }) == "ctshard: aten.native_layer_norm_backward.default: argument 'output_mask' must be a list of bools, got item 'maybe'");
+                                     list_arg({bool_arg(true), int_arg(2)})}));
+        }) == "ctshard: aten.native_layer_norm_backward.default: argument 'output_mask' must be a list of bools (item 1 is not)");
   STATIC_REQUIRE(layer_norm_single_dim_strategy(3, 1, true, true).size() == 2);
   STATIC_REQUIRE(layer_norm_backward_single_dim_strategy(3, 2, false, false, {true, true, true}).size() == 1);
 }

@@ -223,7 +223,7 @@ TEST_CASE("tensor op rules: like and new_* factories never emit a Partial output
   const Picked zeros = pick(call_of("aten.zeros_like.default", {TensorShape{4, 8}}, {}), {2}, {"S(0)"});
   CHECK(zeros.outputs == std::vector<std::string>{"S(0)"});
   CHECK(zeros.total_us == 0.0);
-  const Picked full = pick(call_of("aten.full_like.default", {TensorShape{}}, {OpArg{OpArg::Kind::floating, 0, 3.0, {}, {}}}), {2}, {"R"});
+  const Picked full = pick(call_of("aten.full_like.default", {TensorShape{}}, {OpArg{OpArg::Kind::floating, 0, 3.0, {}, {}, {}}}), {2}, {"R"});
   CHECK(full.outputs == std::vector<std::string>{"R"});
   CHECK(full.total_us == 0.0);
   const Picked new_full = pick(call_of("aten.new_full.default", {TensorShape{4, 8}}, {ints({4, 8}), integer(0)}), {2}, {"S(0)"});

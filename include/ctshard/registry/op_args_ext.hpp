@@ -42,28 +42,6 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
   bad_argument(call, name, "must be a bool");
 }
 
-/// Top-level items of a list argument the FX reader kept as text ("[None, x]", "[True, False]"),
-/// whitespace trimmed. Throws ctshard::error when the text is not a list.
-[[nodiscard]] inline std::vector<std::string> list_items(const OpCall& call, std::string_view name, std::string_view text) {
-  if (text.size() < 2 || text.front() != '[' || text.back() != ']') bad_argument(call, name, "must be a list");
-  std::vector<std::string> items;
-  std::string item;
-  int depth = 0;
-  auto flush = [&] {
-    const auto b = item.find_first_not_of(' ');
-    if (b != std::string::npos) items.push_back(item.substr(b, item.find_last_not_of(' ') - b + 1));
-    item.clear();
-  };
-  for (char c : text.substr(1, text.size() - 2)) {
-    if (c == '[' || c == '(') ++depth;
-    if (c == ']' || c == ')') --depth;
-    if (c == ',' && depth == 0) flush();
-    else item += c;
-  }
-  flush();
-  return items;
-}
-
 /// A bool list such as `output_mask = [True, True, False]`, `fallback` when absent / None.
 /// Throws ctshard::error for other values.
 [[nodiscard]] inline std::vector<bool> bool_list_or(const OpCall& call, std::size_t index, std::string_view name, std::vector<bool> fallback) {
@@ -74,10 +52,10 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
     for (auto v : a->ints) out.push_back(v != 0);
     return out;
   }
-  if (a->kind != OpArg::Kind::other) bad_argument(call, name, "must be a list of bools");
-  for (const auto& item : list_items(call, name, a->text)) {
-    if (item != "True" && item != "False") bad_argument(call, name, "must be a list of bools, got item '" + item + "'");
-    out.push_back(item == "True");
+  if (a->kind != OpArg::Kind::list) bad_argument(call, name, "must be a list of bools");
+  for (std::size_t i = 0; i < a->items.size(); ++i) {
+    if (a->items[i].kind != OpArg::Kind::boolean) bad_argument(call, name, "must be a list of bools (item " + std::to_string(i) + " is not)");
+    out.push_back(a->items[i].integer != 0);
   }
   return out;
 }
@@ -132,13 +110,12 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
   if (a->kind == OpArg::Kind::tensor) return {static_cast<std::size_t>(a->integer)};
   if (a->kind == OpArg::Kind::tensor_list) {
     for (auto i : a->ints) out.emplace_back(static_cast<std::size_t>(i));
-  } else if (a->kind == OpArg::Kind::other) {
-    // The FX reader keeps a list mixing tensors and None as text and lists its tensors in `ints`.
-    std::size_t next = 0;
-    for (const auto& item : list_items(call, name, a->text)) {
-      if (item == "None") out.emplace_back(std::nullopt);
-      else if (next < a->ints.size()) out.emplace_back(static_cast<std::size_t>(a->ints[next++]));
-      else bad_argument(call, name, "has an item '" + item + "' that is neither a tensor nor None");
+  } else if (a->kind == OpArg::Kind::list) {
+    for (std::size_t i = 0; i < a->items.size(); ++i) {
+      const OpArg& item = a->items[i];
+      if (item.kind == OpArg::Kind::none) out.emplace_back(std::nullopt);
+      else if (item.kind == OpArg::Kind::tensor) out.emplace_back(static_cast<std::size_t>(item.integer));
+      else bad_argument(call, name, "has an item (" + std::to_string(i) + ") that is neither a tensor nor None");
     }
   } else {
     bad_argument(call, name, "must be a list of tensors (or None)");

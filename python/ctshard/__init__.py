@@ -1,0 +1,138 @@
+"""ctshard: DTensor sharding strategy tables, redistribution costs and placement plans.
+
+Every function returns plain Python dicts and lists with exactly the fields of the command line's
+``--json`` output, releases the GIL while the C++ core works, and raises ``ValueError`` with the
+library's message on bad input (unknown op, malformed spec, shapes that do not fit the op, ...).
+
+Specs are DTensor's short form, one placement per mesh dim: ``"S(0)R"``, ``"_S(0, 2)P(sum)"``.
+Costs are microseconds (DTensor's cost model, ``torch/distributed/tensor/_collective_utils.py``);
+infinite costs are the string ``"inf"``. ``ctshard.torch`` converts specs to DTensor placement
+objects and back (it imports torch; ``import ctshard`` alone does not).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import _ext
+
+__all__ = ["table", "cost", "plan", "ops", "format_spec", "__version__"]
+__version__ = "0.1.0"
+
+
+def table(
+    op: str,
+    shapes: Sequence[Sequence[int]],
+    mesh: Sequence[int],
+    inputs: Sequence[str],
+    args: Sequence[Any] | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+    dtype: str | Sequence[str] = "float32",
+    devices_per_host: int = 8,
+    einsum_linearity: str = "dtensor",
+) -> dict:
+    """One op's strategy table, as ``ctshard table --json``.
+
+    op: ``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``dot``, ``einsum:EQ``, ``pointwise:NAME`` or an op
+        overload name that ``ops()`` lists (``aten.view.default``).
+    shapes: global shape of each tensor input (``[]`` for a 0-d tensor).
+    mesh: mesh sizes, mesh dim 0 first (``[2, 4]``).
+    inputs: the current spec of each tensor input (``["S(0)R", "RS(1)"]``).
+    args: non-tensor positional arguments after the tensors (``[[24, 8]]`` for a view); a string
+        ``"$i"`` anywhere in args/kwargs stands for tensor input i, and then ``args`` is the whole
+        argument list (``["$0", 1, "$1"]``, ``[["$0", "$1"], 0]`` for ``cat``).
+    kwargs: keyword arguments (``{"keepdim": True}``).
+    dtype: one dtype name for every tensor, or one per tensor (``["float32", "int64"]``).
+    devices_per_host: cost model: devices per host (DTensor on CPU meshes uses 1).
+    einsum_linearity: ``"dtensor"`` (DTensor's rows exactly) or ``"sound"``.
+
+    Returns the dict with ``rules_raw``, ``rules``, ``num_combinations``, ``filtered``,
+    ``strategies`` (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
+    ``plain_min_index``. Raises ValueError on bad input.
+    """
+    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity)
+
+
+def cost(
+    shape: Sequence[int],
+    mesh: Sequence[int],
+    src: str,
+    dst: str,
+    dtype: str = "float32",
+    devices_per_host: int = 8,
+) -> dict:
+    """Price one redistribution of a tensor of global ``shape`` from spec ``src`` to ``dst``, as
+    ``ctshard cost --json``: ``steps`` (``mesh_dim``, ``from``, ``to``, ``collective``, ``bytes``,
+    ``cost_us``) and the total ``cost_us`` (µs; DTensor's ``redistribute_cost``). Raises ValueError.
+    """
+    return _ext.cost(shape, mesh, src, dst, dtype, devices_per_host)
+
+
+def plan(
+    graph: Any = None,
+    mesh: Sequence[int] = (2, 4),
+    place: Mapping[str, str] | None = None,
+    devices_per_host: int = 8,
+    einsum_linearity: str = "sound",
+) -> dict:
+    """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
+
+    graph: FX printout text (``GraphModule.print_readable()`` or an AOT dump), a path to such a
+        file, a ``torch.fx.GraphModule`` whose nodes carry shapes in ``meta["val"]`` or
+        ``meta["tensor_meta"]`` (``make_fx``, ``aot_function``, ``torch.export`` graphs), or None
+        for the embedded default transformer block (with its default data + tensor parallel
+        placements unless ``place`` is given).
+    mesh: mesh sizes, mesh dim 0 first.
+    place: input (placeholder) name -> spec string; other inputs start Replicate.
+    einsum_linearity: ``"sound"`` (default, as ``plan``) or ``"dtensor"``.
+
+    Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
+    ``fallback``), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``, ``fallback_ops``,
+    ``mesh`` and ``placements``. Raises ValueError for unreadable graphs or bad placements.
+    """
+    mesh = list(mesh)
+    place = dict(place) if place is not None else {}
+    if graph is None:
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity)
+    if isinstance(graph, os.PathLike):
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity)
+    if isinstance(graph, str):
+        if "def forward" in graph:
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity)
+        if "\n" not in graph and os.path.exists(graph):
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity)
+        raise ValueError(
+            "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
+            + repr(graph[:200])
+        )
+    if hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
+        from ._graph import node_records
+
+        name = type(graph).__name__
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity)
+    raise ValueError(
+        "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
+        + type(graph).__name__
+    )
+
+
+def ops() -> dict:
+    """The op overloads that have a sharding rule, as ``ctshard ops --json``: ``{"ops": [...],
+    "count": n}``."""
+    return _ext.ops()
+
+
+def format_spec(spec: str) -> str:
+    """A spec in canonical short form (``"S(0) R"`` -> ``"S(0)R"``). Raises ValueError."""
+    return _ext.format_spec(spec)
+
+
+def __getattr__(name: str):
+    # `ctshard.torch` imports torch, so it loads on first use only.
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'ctshard' has no attribute {name!r}")

@@ -1,0 +1,110 @@
+"""A torch.fx.GraphModule as the node records ctshard._ext.plan_records reads.
+
+A record is ``(name, op, target, args, kwargs, outputs)``: ``op`` is the FX node kind, ``target``
+the callee as the FX text reader names it (``aten.mm.default``, ``getitem``,
+``higher_order.auto_functionalized``), ``args``/``kwargs`` plain values with node references as
+``{"node": name}`` and other objects (dtypes, devices, memory formats) as ``{"opaque": text}``,
+and ``outputs`` one ``(dtype short name, shape)`` per result (dtype ``""`` when unknown). Shapes
+come from ``node.meta["val"]`` (fake tensors: make_fx, AOT autograd, torch.export) or
+``node.meta["tensor_meta"]`` (ShapeProp).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+_DTYPES = {
+    torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.complex128: "c128", torch.complex64: "c64", torch.complex32: "c32",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "b8",
+}
+for _name, _short in [("float8_e4m3fn", "f8e4m3fn"), ("float8_e5m2", "f8e5m2"), ("float8_e4m3fnuz", "f8e4m3fnuz"),
+                      ("float8_e5m2fnuz", "f8e5m2fnuz"), ("uint16", "u16"), ("uint32", "u32"), ("uint64", "u64")]:
+    if hasattr(torch, _name):
+        _DTYPES[getattr(torch, _name)] = _short
+
+_UNKNOWN = ("", [])
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The FX annotation name of a dtype (``torch.float32`` -> ``"f32"``); ``""`` if unknown."""
+    return _DTYPES.get(dtype, "")
+
+
+def _shape(sizes) -> list[int] | None:
+    out = []
+    for s in sizes:
+        try:
+            out.append(int(s))
+        except Exception:  # an unbacked or unhinted symbolic size: the type stays unknown
+            return None
+    return out
+
+
+def _type_of(value: Any) -> tuple[str, list[int]]:
+    dtype = getattr(value, "dtype", None)
+    shape = getattr(value, "shape", None)
+    if not isinstance(dtype, torch.dtype) or shape is None:
+        return _UNKNOWN
+    sizes = _shape(shape)
+    name = dtype_name(dtype)
+    return (name, sizes) if sizes is not None and name else _UNKNOWN
+
+
+def _outputs(node: torch.fx.Node) -> list[tuple[str, list[int]]]:
+    val = node.meta.get("val", node.meta.get("tensor_meta"))
+    if val is None:
+        return []
+    if isinstance(val, (list, tuple)) and not hasattr(val, "dtype"):
+        return [_type_of(v) if v is not None else _UNKNOWN for v in val]
+    return [_type_of(val)]
+
+
+def target_name(target: Any) -> str:
+    """The callee of a call_function node as the FX text reader names it."""
+    if target is operator.getitem:
+        return "getitem"
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return "higher_order." + target.name()
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", None) or ""
+    return (module + "." if module else "") + getattr(target, "__name__", repr(target))
+
+
+def _arg(value: Any) -> Any:
+    if isinstance(value, torch.fx.Node):
+        return {"node": value.name}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_arg(v) for v in value]
+    if isinstance(value, torch.device):
+        return {"opaque": repr(value)}
+    if isinstance(value, torch._ops.OpOverload):  # auto_functionalized's first argument
+        return {"opaque": str(value).replace("torch.ops.", "")}
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return {"opaque": str(value)}
+    return {"opaque": str(value)}
+
+
+def node_records(gm: torch.fx.GraphModule) -> list[tuple]:
+    """The records of every node of ``gm.graph``, in graph order."""
+    records = []
+    for node in gm.graph.nodes:
+        target = node.target if node.op != "call_function" else target_name(node.target)
+        records.append((
+            node.name,
+            node.op,
+            str(target),
+            [_arg(a) for a in node.args],
+            {k: _arg(v) for k, v in node.kwargs.items()},
+            _outputs(node) if node.op != "output" else [],
+        ))
+    return records

@@ -1,0 +1,292 @@
+// ctshard._ext: the C++ side of the Python package. Each function converts its Python arguments,
+// releases the GIL for the C++ work, and returns the same JSON document the command line prints
+// as plain Python objects. Every ctshard error (bad spec, unknown op, malformed graph) surfaces as
+// ValueError with the library's message.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "ctshard/ctshard.hpp"
+#include "fx_graph.hpp"
+#include "plan.hpp"
+
+namespace nb = nanobind;
+using nlohmann::json;
+
+namespace {
+
+using namespace ctshard;
+
+/// Python value -> JSON (None, bool, int, float, str, list/tuple, dict). Raises ValueError naming
+/// the value for anything else.
+json to_json(nb::handle h) {
+  if (h.is_none()) return nullptr;
+  if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
+  if (nb::isinstance<nb::int_>(h)) return nb::cast<std::int64_t>(h);
+  if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
+  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    json a = json::array();
+    for (nb::handle item : h) a.push_back(to_json(item));
+    return a;
+  }
+  if (nb::isinstance<nb::dict>(h)) {
+    json o = json::object();
+    for (auto [k, v] : nb::borrow<nb::dict>(h)) {
+      if (!nb::isinstance<nb::str>(k)) throw error("ctshard: keyword names must be strings, got " + nb::cast<std::string>(nb::repr(k)));
+      o[nb::cast<std::string>(k)] = to_json(v);
+    }
+    return o;
+  }
+  throw error("ctshard: unsupported argument " + nb::cast<std::string>(nb::repr(h)) +
+              " (use None, bools, numbers, strings, \"$i\" for tensor input i, lists, or a dict of keywords)");
+}
+
+/// JSON -> Python value (dicts keep their key order).
+nb::object to_python(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return nb::none();
+    case json::value_t::boolean: return nb::bool_(j.get<bool>());
+    case json::value_t::number_integer: return nb::int_(j.get<std::int64_t>());
+    case json::value_t::number_unsigned: return nb::int_(j.get<std::uint64_t>());
+    case json::value_t::number_float: return nb::float_(j.get<double>());
+    case json::value_t::string: return nb::str(j.get_ref<const std::string&>().c_str());
+    case json::value_t::array: {
+      nb::list l;
+      for (const auto& x : j) l.append(to_python(x));
+      return std::move(l);
+    }
+    case json::value_t::object: {
+      nb::dict d;
+      for (const auto& [k, v] : j.items()) d[nb::str(k.c_str())] = to_python(v);
+      return std::move(d);
+    }
+    default: return nb::none();
+  }
+}
+
+/// Runs `work` (which builds a JSON document) without the GIL, then converts the result.
+template <class Work>
+nb::object without_gil(Work&& work) {
+  json result;
+  {
+    nb::gil_scoped_release released;
+    result = work();
+  }
+  return to_python(result);
+}
+
+std::vector<std::int64_t> int_list(nb::handle h, const char* what) {
+  if (nb::isinstance<nb::str>(h) || !(nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)))
+    throw error(std::string("ctshard: ") + what + " must be a list of integers, got " + nb::cast<std::string>(nb::repr(h)));
+  std::vector<std::int64_t> out;
+  for (nb::handle x : h) {
+    if (!nb::isinstance<nb::int_>(x) || nb::isinstance<nb::bool_>(x))
+      throw error(std::string("ctshard: ") + what + " must be a list of integers, got " + nb::cast<std::string>(nb::repr(h)));
+    out.push_back(nb::cast<std::int64_t>(x));
+  }
+  return out;
+}
+
+std::vector<std::string> string_list(nb::handle h, const char* what) {
+  if (nb::isinstance<nb::str>(h) || !(nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)))
+    throw error(std::string("ctshard: ") + what + " must be a list of strings, got " + nb::cast<std::string>(nb::repr(h)));
+  std::vector<std::string> out;
+  for (nb::handle x : h) {
+    if (!nb::isinstance<nb::str>(x))
+      throw error(std::string("ctshard: ") + what + " must be a list of strings, got " + nb::cast<std::string>(nb::repr(h)));
+    out.push_back(nb::cast<std::string>(x));
+  }
+  return out;
+}
+
+nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
+                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
+  cli::TableOptions o;
+  o.op = op;
+  if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
+    throw error("ctshard.table: shapes must be a list of shapes (lists of integers; [] for 0-d), got " + nb::cast<std::string>(nb::repr(shapes)));
+  for (nb::handle s : shapes) o.shapes.push_back(int_list(s, "table: each shape"));
+  o.mesh = int_list(mesh, "table: mesh");
+  o.inputs = string_list(inputs, "table: inputs");
+  o.dtypes = nb::isinstance<nb::str>(dtype) ? std::vector<std::string>{nb::cast<std::string>(dtype)} : string_list(dtype, "table: dtype");
+  o.devices_per_host = devices_per_host;
+  o.einsum_linearity = einsum_linearity;
+  o.args = args.is_none() ? json::array() : to_json(args);
+  o.kwargs = kwargs.is_none() ? json::object() : to_json(kwargs);
+  return without_gil([&] { return cli::table_json(o); });
+}
+
+nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const std::string& dst, const std::string& dtype,
+                std::int64_t devices_per_host) {
+  cli::CostOptions o;
+  o.shape = int_list(shape, "cost: shape");
+  o.mesh = int_list(mesh, "cost: mesh");
+  o.from = src;
+  o.to = dst;
+  o.dtype = dtype;
+  o.devices_per_host = devices_per_host;
+  return without_gil([&] { return cli::cost_json(o); });
+}
+
+// ---- plan ------------------------------------------------------------------------------------
+
+/// One argument of a node record built by ctshard/_graph.py: plain values, lists, and the two
+/// tagged dicts {"node": name[, "index": i]} and {"opaque": text}.
+fx::Arg to_fx_arg(nb::handle h) {
+  if (h.is_none()) return fx::Arg::make_none();
+  if (nb::isinstance<nb::bool_>(h)) return fx::Arg::make_bool(nb::cast<bool>(h));
+  if (nb::isinstance<nb::int_>(h)) return fx::Arg::make_int(nb::cast<std::int64_t>(h));
+  if (nb::isinstance<nb::float_>(h)) return fx::Arg::make_float(nb::cast<double>(h));
+  if (nb::isinstance<nb::str>(h)) return fx::Arg::make_string(nb::cast<std::string>(h));
+  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    std::vector<fx::Arg> items;
+    for (nb::handle x : h) items.push_back(to_fx_arg(x));
+    return fx::Arg::make_list(std::move(items));
+  }
+  if (nb::isinstance<nb::dict>(h)) {
+    nb::dict d = nb::borrow<nb::dict>(h);
+    if (d.contains("node")) {
+      std::optional<std::int64_t> index;
+      if (d.contains("index")) index = nb::cast<std::int64_t>(d["index"]);
+      return fx::Arg::make_node(nb::cast<std::string>(d["node"]), index);
+    }
+    if (d.contains("opaque")) return fx::Arg::make_opaque(nb::cast<std::string>(d["opaque"]));
+  }
+  throw error("ctshard.plan: unsupported node argument " + nb::cast<std::string>(nb::repr(h)));
+}
+
+/// A graph from node records (name, op, target, args, kwargs, outputs); outputs are
+/// (dtype short name or "", shape) pairs. Node references must name earlier nodes.
+fx::Graph graph_from_records(nb::handle records, const std::string& source) {
+  fx::Graph g;
+  g.source_name = source;
+  std::size_t line = 0;
+  for (nb::handle r : records) {
+    nb::tuple t = nb::cast<nb::tuple>(r);
+    if (t.size() != 6) throw error("ctshard.plan: a node record has 6 fields (name, op, target, args, kwargs, outputs)");
+    fx::Node n;
+    n.name = nb::cast<std::string>(t[0]);
+    n.kind = nb::cast<std::string>(t[1]);
+    n.target = nb::cast<std::string>(t[2]);
+    n.line = ++line;
+    for (nb::handle a : t[3]) n.args.push_back(to_fx_arg(a));
+    for (auto [k, v] : nb::borrow<nb::dict>(t[4])) n.kwargs.emplace_back(nb::cast<std::string>(k), to_fx_arg(v));
+    for (nb::handle o : t[5]) {
+      nb::tuple ot = nb::cast<nb::tuple>(o);
+      fx::TensorType type;
+      type.dtype = nb::cast<std::string>(ot[0]);
+      if (!type.dtype.empty() && !fx::is_known_dtype(type.dtype))
+        throw error("ctshard.plan: node '" + n.name + "' has an unknown dtype '" + type.dtype + "'");
+      type.shape = int_list(ot[1], "plan: an output shape");
+      n.outputs.push_back(std::move(type));
+    }
+    for (const auto& a : n.args)
+      if (a.is_node() && g.find(a.text) == nullptr) throw error("ctshard.plan: node '" + n.name + "' refers to unknown node '" + a.text + "'");
+    if (n.kind == "output" && !n.args.empty()) {
+      const fx::Arg& ret = n.args.front();
+      const auto add = [&](const fx::Arg& v) { g.outputs.push_back(v.is_node() ? v.text : std::string()); };
+      if (ret.kind == fx::ArgKind::list) for (const auto& v : ret.items) add(v);
+      else add(ret);
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  return g;
+}
+
+std::map<std::string, Spec> placements_of(nb::handle place) {
+  std::map<std::string, Spec> out;
+  if (place.is_none()) return out;
+  if (!nb::isinstance<nb::dict>(place)) throw error("ctshard.plan: place must map input names to spec strings");
+  for (auto [k, v] : nb::borrow<nb::dict>(place)) {
+    if (!nb::isinstance<nb::str>(k) || !nb::isinstance<nb::str>(v))
+      throw error("ctshard.plan: place must map input names to spec strings, got " + nb::cast<std::string>(nb::repr(k)) + ": " +
+                  nb::cast<std::string>(nb::repr(v)));
+    out.emplace(nb::cast<std::string>(k), parse_spec(nb::cast<std::string>(v)));
+  }
+  return out;
+}
+
+/// What `graph` is: the embedded default (None), graph text, a path, or node records.
+enum class GraphSource { embedded_default, text, path, records };
+
+nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place,
+                std::int64_t devices_per_host, const std::string& einsum_linearity) {
+  cli::PlanOptions options;
+  options.mesh = int_list(mesh, "plan: mesh");
+  options.devices_per_host = devices_per_host;
+  options.placements = placements_of(place);
+  const OpRegistry& registry = cli::registry_for(einsum_linearity);
+  std::optional<fx::Graph> records;
+  if (kind == GraphSource::records) records = graph_from_records(graph, source);
+  const std::string text = kind == GraphSource::text || kind == GraphSource::path ? nb::cast<std::string>(graph) : std::string();
+  return without_gil([&] {
+    fx::Graph g = kind == GraphSource::embedded_default ? cli::default_graph()
+                  : kind == GraphSource::text           ? fx::parse_fx_graph(text, source)
+                  : kind == GraphSource::path           ? fx::read_fx_graph_file(text)
+                                                        : std::move(*records);
+    if (kind == GraphSource::embedded_default && options.placements.empty()) options.placements = cli::default_placements(options.mesh.size());
+    return cli::plan_json(cli::plan_graph(g, options, registry), options);
+  });
+}
+
+/// Placements of a spec as (kind, dim, split_factor, reduce_op) tuples for ctshard.torch.
+nb::list spec_placements(const std::string& text) {
+  const Spec spec = parse_spec(text);
+  nb::list out;
+  for (const Placement& p : spec) {
+    const std::string kind = p.is_replicate() ? "R" : p.is_strided_shard() ? "_S" : p.is_shard() ? "S" : "P";
+    const std::string op = p.is_partial() ? std::string(to_string(p.reduce_op)) : std::string();
+    out.append(nb::make_tuple(kind, p.is_any_shard() ? static_cast<int>(p.dim) : -1, p.is_strided_shard() ? static_cast<int>(p.split_factor) : 1, op));
+  }
+  return out;
+}
+
+}  // namespace
+
+NB_MODULE(_ext, m) {
+  m.doc() = "ctshard C++ core (use the ctshard package's functions)";
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const ctshard::error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const ctshard::fx::parse_error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const json::exception& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::out_of_range& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"));
+  m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"));
+  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin) {
+    return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin);
+  });
+  m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin) {
+    return plan(GraphSource::text, text, source, mesh, place, dph, lin);
+  });
+  m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin) {
+    return plan(GraphSource::path, path, "", mesh, place, dph, lin);
+  });
+  m.def("plan_records", [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph,
+                           const std::string& lin) { return plan(GraphSource::records, records, source, mesh, place, dph, lin); });
+  m.def("ops", [] { return to_python(cli::ops_json()); });
+  m.def("spec_placements", &spec_placements, nb::arg("spec"));
+  // Test hook: whether the GIL is held inside the region where the functions above do their work.
+  m.def("_gil_held_during_work", [] { return without_gil([] { return json(PyGILState_Check() != 0); }); });
+  m.def("format_spec", [](const std::string& text) { return to_string(parse_spec(text)); }, nb::arg("spec"));
+}

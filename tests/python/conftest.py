@@ -1,0 +1,47 @@
+"""Shared fixtures: the reference material in ../shared (tests that need it skip, naming the path,
+when it is absent) and the built command-line tool (for side-by-side checks with the CLI)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED = pathlib.Path(os.environ.get("CTSHARD_SHARED_DIR", ROOT.parent / "shared"))
+
+
+def shared_path(*parts: str) -> pathlib.Path:
+    """A path under ../shared; skips the calling test with a clear message when it is absent."""
+    p = SHARED.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"reference material not found: {p} (clone ../shared beside the repository)")
+    return p
+
+
+_SUMMARY: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def summary():
+    """`summary(line)` adds a line to the end-of-run summary (the test command repeats it)."""
+    return _SUMMARY.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in _SUMMARY:
+        terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def tool() -> pathlib.Path:
+    """The built `ctshard` executable (CTSHARD_TOOL, else build/examples/ctshard)."""
+    p = pathlib.Path(os.environ.get("CTSHARD_TOOL", ROOT / "build" / "examples" / "ctshard"))
+    if not p.exists():
+        found = shutil.which("ctshard")
+        if found is None:
+            pytest.fail(f"the ctshard tool is not built ({p}); run scripts/build.sh first")
+        p = pathlib.Path(found)
+    return p

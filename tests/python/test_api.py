@@ -1,0 +1,181 @@
+"""The Python package against the command line and the reference cases: same JSON documents,
+ValueError on bad input, the GIL released around C++ work, GraphModule input, DTensor placements."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import threading
+
+import pytest
+
+import ctshard
+from conftest import shared_path
+
+
+def _same_cost(a, b) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def _case_differences(want: dict, got: dict) -> str:
+    """'' when the table equals the reference case (rows, order, costs to 1e-9, filters, choice)."""
+    for key in ("rules", "filtered", "choice", "plain_min_index", "num_combinations"):
+        if got[key] != want[key]:
+            return f"{key}: got {got[key]} want {want[key]}"
+    if len(got["strategies"]) != len(want["strategies"]):
+        return f"strategy count {len(got['strategies'])} want {len(want['strategies'])}"
+    for i, (w, g) in enumerate(zip(want["strategies"], got["strategies"])):
+        if w["out"] != g["out"] or w["in"] != g["in"]:
+            return f"row {i}: got {g} want {w}"
+        if not all(_same_cost(x, y) for x, y in zip(w["cost"], g["cost"])) or not _same_cost(w["total"], g["total"]):
+            return f"costs of row {i}: got {g} want {w}"
+    return ""
+
+
+def test_reference_cases_all_match_through_python(summary):
+    path = shared_path("cases", "golden_dev.jsonl")
+    cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert len(cases) == 300
+    failures = []
+    for case in cases:
+        got = ctshard.table(case["op"], case["shapes"], case["mesh"], case["inputs"],
+                            dtype={4: "float32", 2: "bfloat16", 8: "float64"}[case["itemsize"]],
+                            devices_per_host=case["devices_per_host"])
+        diff = _case_differences(case, got)
+        if diff:
+            failures.append(f"case {case['id']} ({case['op']}): {diff}")
+    summary(f"python API: reference cases matched through ctshard.table: {300 - len(failures)} / 300")
+    assert failures == []
+
+
+def _cli_json(tool, *args: str) -> dict:
+    out = subprocess.run([str(tool), *args, "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def test_table_equals_the_cli_document(tool):
+    py = ctshard.table("aten.cat.default", [[4, 6], [4, 6]], [2, 2], ["S(1)R", "RR"], args=[["$0", "$1"], 0])
+    cli = _cli_json(tool, "table", "--op", "aten.cat.default", "--shapes", "4x6,4x6", "--mesh", "2x2",
+                    "--inputs", "S(1)R;RR", "--args", '[["$0", "$1"], 0]')
+    assert py == cli
+    assert py["choice"]["rule"] in {"no_redistribute", "zero_cost", "min_cost", "only"}
+    assert py["strategies"][py["choice"]["index"]]["out"] == "S(1)R"
+
+
+def test_table_non_tensor_args_and_keywords_and_dtypes(tool):
+    py = ctshard.table("aten.sum.dim_IntList", [[6, 4]], [2], ["S(0)"], args=[[0]], kwargs={"keepdim": True})
+    cli = _cli_json(tool, "table", "--op", "aten.sum.dim_IntList", "--shapes", "6x4", "--mesh", "2", "--inputs", "S(0)",
+                    "--args", "[[0]]", "--kwargs", '{"keepdim": true}')
+    assert py == cli
+    chosen = py["strategies"][py["choice"]["index"]]
+    assert chosen["out"] == "P(sum)" and chosen["in"] == ["S(0)"]
+    mixed = ctshard.table("mm", [[8, 8], [8, 8]], [2], ["S(0)", "S(0)"], dtype=["float32", "bfloat16"])
+    assert mixed["itemsize"] == [4, 2]
+    row = next(s for s in mixed["strategies"] if s["in"] == ["R", "R"])
+    # the bf16 operand moves half the bytes of the f32 one: its all-gather is cheaper
+    assert row["cost"][1] < row["cost"][0]
+
+
+def test_cost_equals_the_cli_document(tool):
+    py = ctshard.cost([8, 8], [2, 2], "S(0)S(0)", "RS(0)")
+    cli = _cli_json(tool, "cost", "--shape", "8x8", "--mesh", "2x2", "--from", "S(0)S(0)", "--to", "RS(0)")
+    assert py == cli
+    assert [s["collective"] for s in py["steps"]] == ["all_gather", "all_gather", "local"]
+    assert math.isclose(py["cost_us"], sum(s["cost_us"] for s in py["steps"]))
+
+
+def test_plan_of_the_default_block_equals_the_cli(tool):
+    py = ctshard.plan()
+    cli = _cli_json(tool, "plan")
+    assert py == cli
+    assert py["nodes_fallback"] == 0 and py["total_cost_us"] > 0
+    assert py["placements"]["primals_1"] == "S(0)R"
+
+
+def test_plan_of_a_file_and_of_its_text_agree(tool):
+    path = shared_path("graphs", "gpt_megatron_l1_fw.fx.txt")
+    by_path = ctshard.plan(str(path), mesh=[2, 2], place={"primals_1": "S(0)R"})
+    by_text = ctshard.plan(path.read_text(), mesh=[2, 2], place={"primals_1": "S(0)R"})
+    cli = _cli_json(tool, "plan", str(path), "--mesh", "2x2", "--place", "primals_1=S(0)R")
+    assert by_path == cli
+    assert by_text["nodes"] == cli["nodes"] and by_text["total_cost_us"] == cli["total_cost_us"]
+    assert by_text["source"] == "<text>"
+
+
+def test_ops_lists_the_registered_overloads(tool):
+    ops = ctshard.ops()
+    assert ops == _cli_json(tool, "ops")
+    assert ops["count"] == len(ops["ops"]) and "aten.mm.default" in ops["ops"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ctshard.table("mm", [[6, 8], [8, 12]], [2], ["S(0)", "Q"]), "cannot parse a placement at column 1 of 'Q'"),
+    (lambda: ctshard.table("nosuchop", [[4]], [2], ["R"]), "unknown op 'nosuchop'"),
+    (lambda: ctshard.table("mm", [[6, 8]], [2], ["R", "R"]), "1 shapes but 2 input specs"),
+    (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [0], ["R", "R"]), "mesh dim 0 has size 0"),
+    (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [2], ["R", "R"], args=[{1}]), "unsupported argument {1}"),
+    (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [2], ["R", "R"], args=["$1", "$0"]), "reference 0 is $1"),
+    (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [2], ["R", "R"], dtype="float31"), "unknown dtype 'float31'"),
+    (lambda: ctshard.table("mm", "6x8", [2], ["R"]), "shapes must be a list of shapes"),
+    (lambda: ctshard.cost([8, 8], [2, 2], "S(0)", "R"), "S(0)"),
+    (lambda: ctshard.plan("def forward(self, x):\n    y = torch.ops.aten.relu.default(zz)\n    return y\n"), "zz"),
+    (lambda: ctshard.plan("no/such/graph.fx.txt"), "neither FX graph text"),
+    (lambda: ctshard.plan(None, place={"nobody": "S(0)R"}), "'nobody', which is not an input"),
+    (lambda: ctshard.plan(None, place={"primals_1": "S(0)"}), "has 1 placements for a 2-dim mesh"),
+    (lambda: ctshard.plan(42), "got int"),
+    (lambda: ctshard.format_spec("S(0"), "S(0"),
+])
+def test_bad_input_raises_value_error_with_the_library_message(call, message):
+    with pytest.raises(ValueError) as e:
+        call()
+    assert message in str(e.value)
+
+
+def test_the_gil_is_released_while_cpp_works():
+    assert ctshard._ext._gil_held_during_work() is False
+    # and calls from several threads run and agree
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(ctshard.plan(mesh=[2, 2, 2])["total_cost_us"])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and len(set(results)) == 1
+
+
+def test_graph_module_input_plans_like_its_printout():
+    torch = pytest.importorskip("torch", reason="torch 2.13.0 is part of the test setup (scripts/setup-python.sh)")
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def block(x, w, b):
+        y = torch.nn.functional.linear(x, w, b).relu()
+        return y.sum(dim=1, keepdim=True), torch.var_mean(y, dim=0), torch.cat([y, y], dim=1)
+
+    gm = make_fx(block, tracing_mode="fake")(torch.randn(8, 16), torch.randn(12, 16), torch.randn(12))
+    place = {"x_1": "S(0)R", "w_1": "RS(0)", "b_1": "RS(0)"}
+    from_module = ctshard.plan(gm, mesh=[2, 2], place=place)
+    from_text = ctshard.plan(gm.print_readable(print_output=False), mesh=[2, 2], place=place)
+    assert from_module["nodes"] == from_text["nodes"]
+    assert from_module["nodes_fallback"] == 0
+    addmm = next(n for n in from_module["nodes"] if n["op"] == "aten.addmm.default")
+    assert addmm["outputs"] == ["S(0)S(1)"] and addmm["cost_us"] == 0.0
+
+
+def test_specs_as_dtensor_placements_and_back():
+    pytest.importorskip("torch", reason="torch 2.13.0 is part of the test setup (scripts/setup-python.sh)")
+    import ctshard.torch as ct
+    from torch.distributed.tensor import Partial, Replicate, Shard
+    from torch.distributed.tensor.placement_types import _StridedShard
+
+    placements = ct.to_placements("S(0)P(avg)_S(1, 2)R")
+    assert placements == (Shard(0), Partial("avg"), _StridedShard(1, split_factor=2), Replicate())
+    assert ct.to_spec(placements) == "S(0)P(avg)_S(1, 2)R"
+    for spec in ["R", "S(3)", "P(sum)P(max)", "P(min)S(1)R"]:
+        assert ct.to_spec(ct.to_placements(spec)) == spec
+    with pytest.raises(ValueError, match="product"):
+        ct.to_spec([Partial("product")])
+    with pytest.raises(ValueError, match="cannot parse"):
+        ct.to_placements("S(x)")
