@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/registry/op_registry.hpp"
 
 namespace ctshard::cli {
@@ -37,6 +38,24 @@ struct TableOptions {
 /// allow_uneven, rules_raw, rules, num_combinations, filtered, strategies, choice,
 /// plain_min_index (the reference cases' format). Throws ctshard::error naming the bad input.
 nlohmann::json table_json(const TableOptions& options);
+
+/// Only the chosen row of the table, found by the exact search (StrategyEnumerator::choose,
+/// equal to full enumeration) without listing the table: {out, in, cost (per input, µs), total,
+/// choice: {index, rule}}. Throws like table_json().
+nlohmann::json choice_json(const TableOptions& options);
+
+/// A table request resolved to its parts: mesh, tensor metas (itemsize per tensor), current
+/// specs, the op call, and the op's rule. Throws like table_json().
+struct PreparedTable {
+  MeshTopology mesh;
+  std::vector<TensorMeta> tensors;
+  std::vector<std::size_t> itemsizes;
+  std::vector<Spec> specs;
+  OpCall call;
+  const RuleFactory* factory = nullptr;
+  OpRule rule;
+};
+PreparedTable prepare_table(const TableOptions& options);
 
 /// Text rendering of a table_json() document: one row per strategy, the chosen one marked `*`.
 void print_table(const nlohmann::json& table, std::ostream& out);

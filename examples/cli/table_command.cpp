@@ -159,26 +159,57 @@ OpCall table_call(const TableOptions& o, std::vector<TensorMeta> tensors) {
 }
 }  // namespace
 
-nlohmann::json table_json(const TableOptions& o) {
-  const MeshTopology mesh = MeshTopology::build(o.mesh, o.devices_per_host);
+PreparedTable prepare_table(const TableOptions& o) {
+  PreparedTable t;
+  t.mesh = MeshTopology::build(o.mesh, o.devices_per_host);
   if (o.dtypes.size() != 1 && o.dtypes.size() != o.shapes.size())
     throw error("ctshard table: " + std::to_string(o.dtypes.size()) + " dtypes for " + std::to_string(o.shapes.size()) +
                 " tensors (give one dtype, or one per tensor)");
-  std::vector<TensorMeta> tensors;
-  std::vector<std::size_t> itemsizes;
   for (std::size_t i = 0; i < o.shapes.size(); ++i) {
-    itemsizes.push_back(dtype_itemsize(o.dtypes[o.dtypes.size() == 1 ? 0 : i]));
-    tensors.push_back(TensorMeta{TensorShape(std::span<const std::int64_t>(o.shapes[i])), itemsizes.back()});
+    t.itemsizes.push_back(dtype_itemsize(o.dtypes[o.dtypes.size() == 1 ? 0 : i]));
+    t.tensors.push_back(TensorMeta{TensorShape(std::span<const std::int64_t>(o.shapes[i])), t.itemsizes.back()});
   }
-  std::vector<Spec> specs;
-  for (const auto& s : o.inputs) specs.push_back(parse_spec(s));
-  if (specs.size() != tensors.size())
-    throw error("ctshard table: " + std::to_string(tensors.size()) + " shapes but " + std::to_string(specs.size()) + " input specs");
-  const OpCall call = table_call(o, tensors);
+  for (const auto& s : o.inputs) t.specs.push_back(parse_spec(s));
+  if (t.specs.size() != t.tensors.size())
+    throw error("ctshard table: " + std::to_string(t.tensors.size()) + " shapes but " + std::to_string(t.specs.size()) + " input specs");
+  t.call = table_call(o, t.tensors);
   const OpRegistry& registry = registry_for(o.einsum_linearity);
-  const RuleFactory* factory = registry.find(call.op);
-  if (factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + call.op + ") has no sharding rule");
-  const OpRule rule = (*factory)(call);
+  t.factory = registry.find(t.call.op);
+  if (t.factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + t.call.op + ") has no sharding rule");
+  t.rule = (*t.factory)(t.call);
+  return t;
+}
+
+nlohmann::json choice_json(const TableOptions& o) {
+  const PreparedTable t = prepare_table(o);
+  StrategyEnumerator enumerator(t.rule.rules, t.mesh, t.rule.allow_uneven_sharding, t.rule.filter);
+  const Choice c = enumerator.choose(t.tensors, t.specs);
+  nlohmann::json j;
+  if (enumerator.num_outputs() == 1) {
+    j["out"] = to_string(enumerator.spec_of(c, 0));
+  } else {
+    for (std::size_t k = 0; k < enumerator.num_outputs(); ++k) j["out"].push_back(to_string(enumerator.spec_of(c, k)));
+  }
+  j["in"] = nlohmann::json::array();
+  j["cost"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < enumerator.num_inputs(); ++i) {
+    const Spec target = enumerator.spec_of(c, enumerator.num_outputs() + i);
+    j["in"].push_back(to_string(target));
+    j["cost"].push_back(cost_value(redistribute_cost(t.specs[i], target, t.tensors[i], t.mesh)));
+  }
+  j["total"] = cost_value(c.total_us);
+  j["choice"] = {{"index", c.index}, {"rule", std::string(to_string(c.rule))}};
+  return j;
+}
+
+nlohmann::json table_json(const TableOptions& o) {
+  const PreparedTable t = prepare_table(o);
+  const MeshTopology& mesh = t.mesh;
+  const std::vector<TensorMeta>& tensors = t.tensors;
+  const std::vector<std::size_t>& itemsizes = t.itemsizes;
+  const std::vector<Spec>& specs = t.specs;
+  const OpCall& call = t.call;
+  const OpRule& rule = t.rule;
   StrategyEnumerator enumerator(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
 
   nlohmann::json j;

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import _ext
 
-__all__ = ["table", "cost", "plan", "ops", "format_spec", "__version__"]
+__all__ = ["table", "choose", "cost", "plan", "ops", "format_spec", "__version__"]
 __version__ = "0.1.0"
 
 
@@ -53,6 +53,24 @@ def table(
     ``plain_min_index``. Raises ValueError on bad input.
     """
     return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity)
+
+
+def choose(
+    op: str,
+    shapes: Sequence[Sequence[int]],
+    mesh: Sequence[int],
+    inputs: Sequence[str],
+    args: Sequence[Any] | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+    dtype: str | Sequence[str] = "float32",
+    devices_per_host: int = 8,
+    einsum_linearity: str = "dtensor",
+) -> dict:
+    """Only the strategy DTensor's selection picks, without listing the table (arguments as
+    ``table``): ``{"out", "in", "cost", "total", "choice": {"index", "rule"}}`` — the row
+    ``table(...)["strategies"][choice["index"]]``, found by an exact search instead of
+    enumerating every row. Raises ValueError on bad input."""
+    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity)
 
 
 def cost(

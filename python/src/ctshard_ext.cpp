@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -111,8 +112,8 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
   return out;
 }
 
-nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
+cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
+                                nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
   cli::TableOptions o;
   o.op = op;
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
@@ -125,7 +126,53 @@ nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::
   o.einsum_linearity = einsum_linearity;
   o.args = args.is_none() ? json::array() : to_json(args);
   o.kwargs = kwargs.is_none() ? json::object() : to_json(kwargs);
+  return o;
+}
+
+nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
+                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity);
   return without_gil([&] { return cli::table_json(o); });
+}
+
+nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
+                  nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity);
+  return without_gil([&] { return cli::choice_json(o); });
+}
+
+/// Benchmark hook: the C++ API's choice latency for one request, timed inside C++ (no Python in
+/// the loop). `cold_ns`: rule built by the op's factory, a new StrategyEnumerator, choose() — what
+/// a caller pays with nothing cached; `warm_ns`: choose() on a kept enumerator whose per-input
+/// cost memo is cleared by alternating two input metas (DTensor-style repeated calls on new
+/// shapes); `repeat_ns`: the same query again (the enumerator's remembered answer).
+nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
+                        nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity,
+                        std::int64_t repeat) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity);
+  return without_gil([&] {
+    const cli::PreparedTable t = cli::prepare_table(o);
+    using clock = std::chrono::steady_clock;
+    const auto per_call = [&](auto&& body) {
+      const auto start = clock::now();
+      for (std::int64_t r = 0; r < repeat; ++r) body(r);
+      return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count()) /
+             static_cast<double>(repeat);
+    };
+    std::size_t sink = 0;
+    const double cold = per_call([&](std::int64_t) {
+      const OpRule rule = (*t.factory)(t.call);
+      StrategyEnumerator e(rule.rules, t.mesh, rule.allow_uneven_sharding, rule.filter);
+      sink += e.choose(t.tensors, t.specs).index;
+    });
+    // Two metas that differ only in itemsize: every call sees a changed input and reprices.
+    std::vector<TensorMeta> other = t.tensors;
+    for (auto& m : other) m.itemsize = m.itemsize == 4 ? 2 : 4;
+    StrategyEnumerator e(t.rule.rules, t.mesh, t.rule.allow_uneven_sharding, t.rule.filter);
+    const double warm = per_call([&](std::int64_t r) { sink += e.choose(r % 2 == 0 ? t.tensors : other, t.specs).index; });
+    const double again = per_call([&](std::int64_t) { sink += e.choose(other, t.specs).index; });
+    return json{{"cold_ns", cold}, {"warm_ns", warm}, {"repeat_ns", again}, {"sink", sink}};
+  });
 }
 
 nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const std::string& dst, const std::string& dtype,
@@ -272,6 +319,10 @@ NB_MODULE(_ext, m) {
   });
   m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"));
+  m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"));
+  m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"));
   m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"));
   m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin) {
     return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin);

@@ -179,3 +179,19 @@ def test_specs_as_dtensor_placements_and_back():
         ct.to_spec([Partial("product")])
     with pytest.raises(ValueError, match="cannot parse"):
         ct.to_placements("S(x)")
+
+
+@pytest.mark.parametrize("op, shapes, mesh, inputs, args", [
+    ("mm", [[1024, 512], [512, 2048]], [2, 2, 2], ["S(0)RR", "S(0)S(1)R"], None),
+    ("mm", [[6, 8], [8, 12]], [2, 4], ["S(0)R", "RS(1)"], None),
+    ("pointwise:add", [[4, 6, 8, 10], [8, 10]], [2, 2, 2, 2], ["S(0)RP(sum)S(3)", "RS(1)RR"], None),
+    ("aten.view.default", [[4, 6, 8]], [2, 2], ["S(0)S(2)"], [[24, 8]]),
+    ("aten.native_layer_norm.default", [[8, 16, 32], [32], [32]], [2, 2], ["S(0)S(2)", "RR", "RR"], ["$0", [32], "$1", "$2", 1e-5]),
+])
+def test_choose_is_the_chosen_row_of_the_table(op, shapes, mesh, inputs, args):
+    full = ctshard.table(op, shapes, mesh, inputs, args=args, devices_per_host=1)
+    chosen = ctshard.choose(op, shapes, mesh, inputs, args=args, devices_per_host=1)
+    row = full["strategies"][full["choice"]["index"]]
+    assert chosen["choice"] == full["choice"]
+    assert (chosen["out"], chosen["in"]) == (row["out"], row["in"])
+    assert all(_same_cost(a, b) for a, b in zip(chosen["cost"], row["cost"])) and _same_cost(chosen["total"], row["total"])
