@@ -16,7 +16,7 @@ static_assert(mm_table.input(9, 0) == "S(1)S(1)"_spec && mm_table.input(9, 1) ==
 int main() {
   const std::int64_t mesh_sizes[] = {2, 4};
   const MeshTopology mesh = MeshTopology::build(mesh_sizes, /*devices_per_host=*/8);
-  StrategyEnumerator mm(einsum_strategy_v<"mk,kn->mn">.to_rule_set(), mesh, /*allow_uneven_sharding=*/false);
+  StrategyEnumerator mm(einsum_strategy_v<"mk,kn->mn">.to_rule_set(), mesh, UnevenInputs::reject);
   const TensorMeta shapes[] = {{{1024, 512}, 4}, {{512, 2048}, 4}};  // float32
   const Spec current[] = {"S(0)R"_spec, "RS(1)"_spec};
   const Choice c = mm.choose(shapes, current);

@@ -27,7 +27,7 @@ struct Query {
 
 void choose_mm(benchmark::State& state, std::vector<std::int64_t> mesh_sizes, Query a, Query b) {
   const MeshTopology mesh = MeshTopology::build(mesh_sizes, 8);
-  StrategyEnumerator mm(einsum_strategy_v<"mk,kn->mn">.to_rule_set(), mesh, false);
+  StrategyEnumerator mm(einsum_strategy_v<"mk,kn->mn">.to_rule_set(), mesh, UnevenInputs::reject);
   const TensorMeta shapes[] = {{{1024, 512}, 4}, {{512, 2048}, 4}};
   const Spec qa[] = {parse_spec(a.lhs), parse_spec(a.rhs)};
   const Spec qb[] = {parse_spec(b.lhs), parse_spec(b.rhs)};

@@ -222,12 +222,12 @@ class Planner {
     // Rules depend on shapes, so an enumerator is cached per (op, rules) pair.
     // Ops with a full-mesh filter are not cached: the filter may capture call arguments.
     if (rule.filter) {
-      uncached_ = std::make_unique<StrategyEnumerator>(rule.rules, mesh_, rule.allow_uneven_sharding, rule.filter);
+      uncached_ = std::make_unique<StrategyEnumerator>(rule.rules, mesh_, rule.uneven_inputs, rule.filter);
       return *uncached_;
     }
     for (auto& [key, e] : enumerators_)
-      if (key.first == op && key.second == rule.rules && e.allow_uneven_sharding() == rule.allow_uneven_sharding) return e;
-    enumerators_.emplace_back(std::make_pair(op, rule.rules), StrategyEnumerator(rule.rules, mesh_, rule.allow_uneven_sharding, rule.filter));
+      if (key.first == op && key.second == rule.rules && e.uneven_inputs() == rule.uneven_inputs) return e;
+    enumerators_.emplace_back(std::make_pair(op, rule.rules), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, rule.filter));
     return enumerators_.back().second;
   }
 

@@ -182,7 +182,7 @@ PreparedTable prepare_table(const TableOptions& o) {
 
 nlohmann::json choice_json(const TableOptions& o) {
   const PreparedTable t = prepare_table(o);
-  StrategyEnumerator enumerator(t.rule.rules, t.mesh, t.rule.allow_uneven_sharding, t.rule.filter);
+  StrategyEnumerator enumerator(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter);
   const Choice c = enumerator.choose(t.tensors, t.specs);
   nlohmann::json j;
   if (enumerator.num_outputs() == 1) {
@@ -210,7 +210,7 @@ nlohmann::json table_json(const TableOptions& o) {
   const std::vector<Spec>& specs = t.specs;
   const OpCall& call = t.call;
   const OpRule& rule = t.rule;
-  StrategyEnumerator enumerator(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+  StrategyEnumerator enumerator(rule.rules, mesh, rule.uneven_inputs, rule.filter);
 
   nlohmann::json j;
   j["op"] = o.op;
@@ -224,7 +224,8 @@ nlohmann::json table_json(const TableOptions& o) {
     j["itemsize"] = itemsizes;
   j["inputs"] = nlohmann::json::array();
   for (const auto& s : specs) j["inputs"].push_back(to_string(s));
-  j["allow_uneven"] = rule.allow_uneven_sharding;
+  j["allow_uneven"] = rule.uneven_inputs != UnevenInputs::reject;
+  j["uneven_inputs"] = to_string(rule.uneven_inputs);
   j["rules_raw"] = rule_rows(rule.rules);
   const RuleSet& filled = enumerator.filled_rules(specs);
   j["rules"] = rule_rows(filled);

@@ -117,7 +117,7 @@ std::string error_of(F&& f) {
 /// Every surviving full-mesh candidate of `rule` for these inputs: "out specs | input specs".
 inline std::vector<std::string> candidates(const OpRule& rule, const MeshTopology& mesh, const std::vector<TensorMeta>& inputs,
                                            const std::vector<Spec>& specs, FilterCounts* counts = nullptr) {
-  StrategyEnumerator e(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
   std::vector<std::string> out;
   const FilterCounts c = e.for_each(inputs, specs, [&](const CandidateView& v) {
     std::string s;
@@ -136,7 +136,7 @@ inline std::vector<std::string> candidates(const OpRule& rule, const MeshTopolog
 inline std::pair<std::string, double> chosen(const OpRule& rule, const MeshTopology& mesh, const std::vector<TensorMeta>& inputs,
                                              const std::vector<Spec>& specs) {
   const auto all = candidates(rule, mesh, inputs, specs);
-  StrategyEnumerator e(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
   const Choice c = e.choose(inputs, specs);
   return {all.at(c.index), c.total_us};
 }

@@ -142,7 +142,7 @@ TEST_CASE("nn rules: dropout follows shards but never takes a Partial input", "[
   const OpRule d = rule_for(make_call("aten.native_dropout.default", {x}, {tensor_arg(0), float_arg(0.1), bool_arg(true)}));
   CHECK(d.rules.num_outputs() == 2);
   CHECK(rows_text(d.rules) == Rows{"S?(0),S?(0),S?(0)", "S?(1),S?(1),S?(1)"});
-  CHECK(d.allow_uneven_sharding);
+  CHECK(d.uneven_inputs == UnevenInputs::keep_current);
   const auto c = chosen(d, mesh_of({2}), {x}, {parse_spec("P(sum)")});
   CHECK(c.first == "R R | R");
   CHECK(c.second > 0);

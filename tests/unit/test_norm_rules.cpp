@@ -18,7 +18,7 @@ TEST_CASE("norm rules: layer norm shards the leading dims only", "[norm]") {
   CHECK(r.rules.num_outputs() == 3);
   CHECK(r.rules.num_inputs() == 3);
   CHECK(rows_text(r.rules) == Rows{"S?(0),S?(0),S?(0),S?(0),R,R", "S?(1),S?(1),S?(1),S?(1),R,R"});
-  CHECK_FALSE(r.allow_uneven_sharding);
+  CHECK(r.uneven_inputs == UnevenInputs::reject);
   // no weight / bias; two normalized dims
   const OpRule n = rule_for(make_call("aten.native_layer_norm.default", {meta({4, 6, 8})},
                                       {tensor_arg(0), ints_arg({6, 8}), none_arg(), none_arg(), float_arg(1e-5)}));

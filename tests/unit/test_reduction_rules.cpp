@@ -18,7 +18,7 @@ TEST_CASE("reduction rules: sum over a dim list, keepdim, negative dims", "[redu
   CHECK(rows_text(drop.rules) == Rows{"S?(0),S?(0)", "P(sum),S?(1)", "S?(1),S?(2)", "P(sum),P(sum)"});
   CHECK(drop.rules.num_outputs() == 1);
   CHECK(drop.rules.rank(0) == 2);
-  CHECK(drop.allow_uneven_sharding);
+  CHECK(drop.uneven_inputs == UnevenInputs::keep_existing_shards);
   CHECK_FALSE(drop.filter);
   const OpRule keep = rule_for(make_call("aten.sum.dim_IntList", {t}, {tensor_arg(0), ints_arg({1}), bool_arg(true)}));
   CHECK(rows_text(keep.rules) == Rows{"S?(0),S?(0)", "P(sum),S?(1)", "S?(2),S?(2)", "P(sum),P(sum)"});
@@ -52,7 +52,7 @@ TEST_CASE("reduction rules: amax / amin / max / min give P(max) / P(min)", "[red
 TEST_CASE("reduction rules: mean rows and the even-sharding full-mesh filter", "[reduction]") {
   const OpRule r = rule_for(make_call("aten.mean.dim", {meta({6, 8})}, {tensor_arg(0), ints_arg({0}), bool_arg(true)}));
   CHECK(rows_text(r.rules) == Rows{"P(avg),S?(0)", "S?(1),S?(1)", "P(avg),P(avg)"});
-  CHECK_FALSE(r.allow_uneven_sharding);
+  CHECK(r.uneven_inputs == UnevenInputs::keep_existing_shards);
   REQUIRE(r.filter);
   const auto mesh = mesh_of({4});
   // 6 rows on 4 ranks: unequal local means, so S(0) -> P(avg) is filtered out
@@ -166,7 +166,7 @@ TEST_CASE("reduction rules: max/min rows need a non-empty shard on every device"
   dims.ints = {0};
   call.args = {t, dims};
   const OpRule rule = (*builtin_registry().find(call.op))(call);
-  StrategyEnumerator e(rule.rules, mesh3, rule.allow_uneven_sharding, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh3, rule.uneven_inputs, rule.filter);
   const Spec specs[] = {parse_spec("S(0)")};
   bool partial_max = false;
   const FilterCounts counts = e.for_each(call.tensors, specs, [&](const CandidateView& v) {

@@ -78,7 +78,7 @@ TEST_CASE("selection: DTensor's tie rules", "[selection]") {
 
 TEST_CASE("enumerator: mm on 2x2x2 enumerates 8^3 rows and keeps the matching one", "[enumerator]") {
   const std::int64_t sizes[] = {2, 2, 2};
-  StrategyEnumerator e(mm_rules(), MeshTopology::build(sizes), false);
+  StrategyEnumerator e(mm_rules(), MeshTopology::build(sizes), UnevenInputs::reject);
   const TensorMeta metas[] = {{{64, 32}, 4}, {{32, 64}, 4}};
   const Spec specs[] = {parse_spec("S(0)RR"), parse_spec("RRR")};
   std::size_t rows = 0;
@@ -98,7 +98,7 @@ TEST_CASE("enumerator: mm on 2x2x2 enumerates 8^3 rows and keeps the matching on
 
 TEST_CASE("enumerator: wrong input counts and mesh ranks raise errors", "[enumerator]") {
   const std::int64_t sizes[] = {2, 2};
-  StrategyEnumerator e(mm_rules(), MeshTopology::build(sizes), false);
+  StrategyEnumerator e(mm_rules(), MeshTopology::build(sizes), UnevenInputs::reject);
   const TensorMeta metas[] = {{{4, 4}, 4}, {{4, 4}, 4}};
   const Spec bad_rank[] = {parse_spec("S(0)"), parse_spec("RR")};
   CHECK_THROWS_WITH(e.choose(metas, bad_rank), Catch::Contains("'S(0)' has 1 placements for a 2-dim mesh"));
@@ -115,7 +115,7 @@ TEST_CASE("regressions: bug reports against DTensor-style propagation", "[regres
     const OpRule rule = (*reg.find(call.op))(call);
     CHECK(rule.rules.size() == 0);  // 0-d, one tensor: no shard row and no additive Partial row
     const std::int64_t sizes[] = {2};
-    StrategyEnumerator e(rule.rules, MeshTopology::build(sizes), rule.allow_uneven_sharding);
+    StrategyEnumerator e(rule.rules, MeshTopology::build(sizes), rule.uneven_inputs);
     const Spec specs[] = {parse_spec("P(sum)")};
     const Choice c = e.choose(call.tensors, specs);
     CHECK(c.total_us > 0);  // the P(sum) input is all-reduced
@@ -136,7 +136,7 @@ TEST_CASE("regressions: bug reports against DTensor-style propagation", "[regres
     call.tensors = {TensorMeta{{4, 0}, 4}, TensorMeta{{0, 3}, 4}};
     const std::int64_t sizes[] = {4};
     const OpRule rule = (*reg.find(call.op))(call);
-    StrategyEnumerator e(rule.rules, MeshTopology::build(sizes), false);
+    StrategyEnumerator e(rule.rules, MeshTopology::build(sizes), UnevenInputs::reject);
     const Spec specs[] = {parse_spec("R"), parse_spec("R")};
     std::vector<std::string> kept;
     (void)e.for_each(call.tensors, specs, [&](const CandidateView& v) {
@@ -180,8 +180,8 @@ TEST_CASE("enumerator: choose() equals full enumeration with DTensor's tie rules
     const MeshTopology mesh = MeshTopology::build(sizes);
     for (const auto& [call, alphabet] : ops) {
       const OpRule rule = (*builtin_registry().find(call.op))(call);
-      StrategyEnumerator fast(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
-      StrategyEnumerator slow(rule.rules, mesh, rule.allow_uneven_sharding, rule.filter);
+      StrategyEnumerator fast(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+      StrategyEnumerator slow(rule.rules, mesh, rule.uneven_inputs, rule.filter);
       for (int trial = 0; trial < 150; ++trial) {
         std::vector<Spec> specs;
         for (std::size_t i = 0; i < call.tensors.size(); ++i) {

@@ -85,7 +85,7 @@ struct Picked {
 };
 Picked pick(const OpCall& call, std::vector<std::int64_t> mesh, const std::vector<std::string>& current) {
   const OpRule rule = rule_of(call);
-  StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.allow_uneven_sharding, rule.filter);
+  StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter);
   std::vector<Spec> specs;
   for (const auto& s : current) specs.push_back(parse_spec(s));
   ChoiceAccumulator acc;
@@ -142,7 +142,7 @@ TEST_CASE("tensor op rules: split and unbind have one output per piece", "[view]
   CHECK(qkv.rules.num_outputs() == 3);
   CHECK(qkv.rules.num_inputs() == 1);
   CHECK(rows(qkv.rules) == concat({"[S?(0), S?(0), S?(0), S?(0)]"}, partials(4)));
-  CHECK_FALSE(qkv.allow_uneven_sharding);
+  CHECK(qkv.uneven_inputs == UnevenInputs::keep_existing_shards);
 
   const OpRule chunks = rule_of(call_of("aten.split.Tensor", {TensorShape{10, 4}}, {integer(4)}));
   CHECK(chunks.rules.num_outputs() == 3);  // 4 + 4 + 2
@@ -228,11 +228,12 @@ TEST_CASE("tensor op rules: like and new_* factories never emit a Partial output
   CHECK(full.total_us == 0.0);
   const Picked new_full = pick(call_of("aten.new_full.default", {TensorShape{4, 8}}, {ints({4, 8}), integer(0)}), {2}, {"S(0)"});
   CHECK(new_full.inputs == std::vector<std::string>{"S(0)"});
+  CHECK(new_full.outputs == std::vector<std::string>{"S(0)"});  // follows the input (DTensor's -0.1 preference)
   CHECK(new_full.total_us == 0.0);
 
   CHECK(rows(new_factory_single_dim_strategy(TensorShape{4, 8}, TensorShape{2, 2}, false)) ==
         std::vector<std::string>{"[R, S?(0)]", "[R, S?(1)]", "[R, P(sum)]", "[R, P(avg)]", "[R, P(max)]", "[R, P(min)]"});
-  CHECK(rows(new_factory_single_dim_strategy(TensorShape{4}, TensorShape{4}, true)) == concat({"[S?(0), S?(0)]"}, partials(2)));
+  CHECK(rows(new_factory_single_dim_strategy(TensorShape{4}, TensorShape{4}, true)) == concat({"[R, S?(0)]", "[S?(0), S?(0)]"}, partials(2)));
   // empty_like keeps Partial: its values are overwritten.
   CHECK(rows(rule_of(call_of("aten.empty_like.default", {TensorShape{4}}, {})).rules) == concat({"[S?(0), S?(0)]"}, partials(2)));
 }

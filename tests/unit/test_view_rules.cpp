@@ -183,7 +183,7 @@ TEST_CASE("view rules: a sequence-sharded unflatten needs no communication", "[v
   // Megatron: mm output (12288, 2304) viewed as (1536, 8, 2304) on a 2x4 mesh, input S(0)S(0).
   const OpCall call = call_of("aten.view.default", TensorShape{12288, 2304}, {ints({1536, 8, 2304})});
   const std::array<std::int64_t, 2> sizes{2, 4};
-  StrategyEnumerator e(rules_of(call), MeshTopology::build(sizes), false);
+  StrategyEnumerator e(rules_of(call), MeshTopology::build(sizes), UnevenInputs::reject);
   const std::vector<Spec> specs{parse_spec("S(0)S(0)")};
   ChoiceAccumulator acc;
   std::vector<std::vector<std::uint8_t>> digits;
@@ -208,7 +208,7 @@ TEST_CASE("view rules: the full-mesh filter drops shards a flatten or split cann
   auto choose = [](const OpCall& call, std::vector<std::int64_t> mesh, const char* current) {
     const OpRule rule = (*builtin_registry().find(call.op))(call);
     REQUIRE(rule.filter);
-    StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.allow_uneven_sharding, rule.filter);
+    StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter);
     const std::vector<Spec> specs{parse_spec(current)};
     ChoiceAccumulator acc;
     std::vector<std::string> outputs;

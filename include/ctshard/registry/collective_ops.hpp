@@ -22,7 +22,7 @@ inline void register_collective_ops(OpRegistry& registry) {
                  if (call.tensors.size() != 1) throw error("ctshard: op '" + call.op + "' takes one tensor input, got " + std::to_string(call.tensors.size()));
                  const TensorShape& in = call.tensors[0].shape;
                  const TensorShape out = call.outputs.empty() || call.outputs[0].shape.rank == 0 ? in : call.outputs[0].shape;
-                 return OpRule{passthrough_single_dim_strategy(in, out), true};
+                 return OpRule{passthrough_single_dim_strategy(in, out), UnevenInputs::keep_current};
                });
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file registry/einsum_ops.hpp
 /// Registers the einsum family: aten.mm / bmm / dot / addmm / baddbmm / einsum (DTensor
-/// `_matrix_ops.py` single-dim registrations; `allow_uneven_sharding` false).
+/// `_matrix_ops.py` single-dim registrations; `allow_uneven_sharding` false: UnevenInputs::reject).
 
 #include <string>
 
@@ -43,7 +43,7 @@ inline RuleFactory einsum_factory(std::string_view equation, bool with_bias, Ein
                     to_string(out));
       rules = with_bias_operand(rules, out, call.tensors[0].shape);
     }
-    return OpRule{rules, false};
+    return OpRule{rules, UnevenInputs::reject};
   };
 }
 }  // namespace detail
@@ -59,7 +59,7 @@ inline void register_einsum_ops(OpRegistry& registry, EinsumLinearity linearity 
   registry.add({"aten.einsum.default"}, [linearity](const OpCall& call) {
     const OpArg* eq = call.arg(0);
     if (eq == nullptr || eq->kind != OpArg::Kind::string) throw error("ctshard: aten.einsum.default needs the equation string as its first argument");
-    return OpRule{detail::einsum_rules_for(call, parse_einsum_or_throw(eq->text, 2), 0, linearity), false};
+    return OpRule{detail::einsum_rules_for(call, parse_einsum_or_throw(eq->text, 2), 0, linearity), UnevenInputs::reject};
   });
 }
 

@@ -55,31 +55,31 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
     RuleSet rules(3, 3);
     if (call.tensors[0].shape.rank > norm_dims)
       rules = detail::token_parallel_rule(3, 3, {true, true, true, true, false, false}, 0);
-    return OpRule{rules, false};
+    return OpRule{rules, UnevenInputs::reject};
   });
   registry.add({"higher_order.auto_functionalized"}, [](const OpCall& call) {
     const std::string op = detail::wrapped_op(call);
     // outputs: None, then the mutated tensors; inputs: the tensor kwargs in call order.
     if (op == "_C.rms_norm.default") {  // (result, input, weight, epsilon); mutates result
       detail::expect_tensor_count(call, 3, op);
-      return OpRule{detail::token_parallel_rule(2, 3, {false, true, true, true, false}, 0), false};
+      return OpRule{detail::token_parallel_rule(2, 3, {false, true, true, true, false}, 0), UnevenInputs::reject};
     }
     if (op == "_C.fused_add_rms_norm.default") {  // (input, residual, weight, epsilon); mutates input, residual
       detail::expect_tensor_count(call, 3, op);
-      return OpRule{detail::token_parallel_rule(3, 3, {false, true, true, true, true, false}, 0), false};
+      return OpRule{detail::token_parallel_rule(3, 3, {false, true, true, true, true, false}, 0), UnevenInputs::reject};
     }
     if (op == "_C.rotary_embedding.default") {  // (positions, query, key, head_size, cos_sin_cache, is_neox); mutates query, key
       detail::expect_tensor_count(call, 4, op);
-      return OpRule{detail::token_parallel_rule(3, 4, {false, true, true, true, true, true, false}, 0), false};
+      return OpRule{detail::token_parallel_rule(3, 4, {false, true, true, true, true, true, false}, 0), UnevenInputs::reject};
     }
     if (op == "_C.silu_and_mul.default") {  // (out, input): out = silu(input[:, :F]) * input[:, F:]; mutates out
       detail::expect_tensor_count(call, 2, op);
-      return OpRule{detail::token_parallel_rule(2, 2, {false, true, true, true}, 0), false};
+      return OpRule{detail::token_parallel_rule(2, 2, {false, true, true, true}, 0), UnevenInputs::reject};
     }
     if (op == "vllm.unified_attention_with_output.default") {  // (query, key, value, output, layer_name); mutates output
       // Attention mixes tokens (keys of a sequence), so tokens stay whole; heads are independent.
       detail::expect_tensor_count(call, 4, op);
-      return OpRule{detail::token_parallel_rule(2, 4, {false, true, true, true, true, true}, 1), false};
+      return OpRule{detail::token_parallel_rule(2, 4, {false, true, true, true, true, true}, 1), UnevenInputs::reject};
     }
     throw error("ctshard: no rule for " + op + " inside higher_order.auto_functionalized");
   });

@@ -26,16 +26,25 @@ struct ReductionSignature {
   bool all_dims = false;
 };
 
-inline RuleFactory reduction_factory(ReductionSignature sig, ReductionKind kind, std::size_t num_outputs, bool uneven, bool even_filter) {
-  return [sig, kind, num_outputs, uneven, even_filter](const OpCall& call) {
+/// Options of a reduction rule beyond its signature and kind.
+struct ReductionOptions {
+  std::size_t num_outputs = 1;               ///< var_mean: 2
+  bool evenly_sharded_reduced_dims = false;  ///< mean: a reduced dim must be evenly sharded (avg of uneven blocks is wrong)
+};
+
+/// A reduction rule (DTensor 2.13 registers reductions as op-strategy functions that follow the
+/// input: UnevenInputs::keep_existing_shards). max / min kinds drop rows reducing over an empty
+/// shard (nonempty_reduction_filter).
+inline RuleFactory reduction_factory(ReductionSignature sig, ReductionKind kind, ReductionOptions options = {}) {
+  return [sig, kind, options](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 1);
     const std::size_t rank = call.tensors[0].shape.rank;
     const std::uint64_t reduced =
         sig.all_dims ? (rank == 0 ? 0 : ~std::uint64_t{0} >> (64 - rank)) : op_args::reduction_dims(call, sig.dim_pos, "dim", rank);
     const bool keepdim = !sig.all_dims && op_args::bool_or(call, sig.keepdim_pos, "keepdim", false);
-    OpRule rule{reduction_single_dim_strategy(rank, reduced, keepdim, kind, num_outputs), uneven};
-    if (even_filter) rule.filter = evenly_sharded_reduction_filter(reduced, num_outputs);
-    if (kind.partial == ReduceOp::max || kind.partial == ReduceOp::min) rule.filter = nonempty_reduction_filter(reduced, num_outputs);
+    OpRule rule{reduction_single_dim_strategy(rank, reduced, keepdim, kind, options.num_outputs), UnevenInputs::keep_existing_shards};
+    if (options.evenly_sharded_reduced_dims) rule.filter = evenly_sharded_reduction_filter(reduced, options.num_outputs);
+    if (kind.partial == ReduceOp::max || kind.partial == ReduceOp::min) rule.filter = nonempty_reduction_filter(reduced, options.num_outputs);
     return rule;
   };
 }
@@ -46,7 +55,8 @@ inline OpRule dim_with_indices_rule(const OpCall& call) {
   const std::size_t rank = call.tensors[0].shape.rank;
   const int dim = op_args::wrap_dim(call, "dim", op_args::required_int(call, 1, "dim"), rank);
   const std::uint64_t reduced = rank == 0 ? 0 : std::uint64_t{1} << dim;
-  return OpRule{reduction_single_dim_strategy(rank, reduced, op_args::bool_or(call, 2, "keepdim", false), ReductionKind{}, 2), true};
+  // DTensor 2.13: a single-dim rule with the default allow_uneven_sharding=False.
+  return OpRule{reduction_single_dim_strategy(rank, reduced, op_args::bool_or(call, 2, "keepdim", false), ReductionKind{}, 2), UnevenInputs::reject};
 }
 
 /// Softmax-like ops: `dim` at `dim_pos`; `num_inputs` tensors of one shape; one output.
@@ -57,7 +67,7 @@ inline RuleFactory softmax_factory(std::size_t dim_pos, std::size_t num_inputs) 
     for (const auto& t : call.tensors)
       if (!(t.shape == shape)) throw error("ctshard: " + call.op + ": tensor inputs must have one shape");
     const int dim = op_args::wrap_dim(call, "dim", op_args::required_int(call, dim_pos, "dim"), shape.rank);
-    return OpRule{shard_except_dim_strategy(shape.rank, static_cast<std::size_t>(dim), 1, num_inputs), true};
+    return OpRule{shard_except_dim_strategy(shape.rank, static_cast<std::size_t>(dim), 1, num_inputs), UnevenInputs::keep_existing_shards};
   };
 }
 
@@ -73,8 +83,10 @@ inline std::size_t normalized_ndim(const OpCall& call, std::size_t pos, const Te
 }
 }  // namespace detail
 
-/// Registers, with DTensor's `allow_uneven_sharding` per family:
-/// - linear reductions (P(op) from a sharded reduced dim, P(op) pass-through; uneven allowed):
+/// Registers, with UnevenInputs as DTensor 2.13 registers each family (reductions and softmax are
+/// op-strategy functions there: `keep_existing_shards`; max.dim / min.dim and layer norm are
+/// single-dim rules without `allow_uneven_sharding`: `reject`):
+/// - linear reductions (P(op) from a sharded reduced dim, P(op) pass-through):
 ///   `sum.default`, `sum.dim_IntList` (P(sum)); `amax.default`, `max.default` (P(max));
 ///   `amin.default`, `min.default` (P(min));
 /// - `mean.default`, `mean.dim` (P(avg), full-mesh filter: reduced dims evenly sharded);
@@ -90,25 +102,26 @@ inline void register_math_ops(OpRegistry& r) {
   using detail::reduction_factory;
   const ReductionSignature dims{}, all{1, 2, true}, kw_keepdim{1, op_args::keyword_only, false};
   const ReductionKind psum{ReduceOp::sum}, pmax{ReduceOp::max}, pmin{ReduceOp::min}, pavg{ReduceOp::avg}, none{};
-  r.add({"aten.sum.default"}, reduction_factory(all, psum, 1, true, false));
-  r.add({"aten.sum.dim_IntList"}, reduction_factory(dims, psum, 1, true, false));
-  r.add({"aten.amax.default"}, reduction_factory(dims, pmax, 1, true, false));
-  r.add({"aten.max.default"}, reduction_factory(all, pmax, 1, true, false));
-  r.add({"aten.amin.default"}, reduction_factory(dims, pmin, 1, true, false));
-  r.add({"aten.min.default"}, reduction_factory(all, pmin, 1, true, false));
-  r.add({"aten.mean.default"}, reduction_factory(all, pavg, 1, false, true));
-  r.add({"aten.mean.dim"}, reduction_factory(dims, pavg, 1, false, true));
+  const detail::ReductionOptions mean_options{.evenly_sharded_reduced_dims = true}, two_outputs{.num_outputs = 2};
+  r.add({"aten.sum.default"}, reduction_factory(all, psum));
+  r.add({"aten.sum.dim_IntList"}, reduction_factory(dims, psum));
+  r.add({"aten.amax.default"}, reduction_factory(dims, pmax));
+  r.add({"aten.max.default"}, reduction_factory(all, pmax));
+  r.add({"aten.amin.default"}, reduction_factory(dims, pmin));
+  r.add({"aten.min.default"}, reduction_factory(all, pmin));
+  r.add({"aten.mean.default"}, reduction_factory(all, pavg, mean_options));
+  r.add({"aten.mean.dim"}, reduction_factory(dims, pavg, mean_options));
   r.add({"aten.max.dim", "aten.min.dim"}, detail::dim_with_indices_rule);
-  r.add({"aten.argmax.default", "aten.argmin.default", "aten.logsumexp.default"}, reduction_factory(dims, none, 1, true, false));
-  r.add({"aten.var.correction", "aten.std.correction"}, reduction_factory(kw_keepdim, none, 1, true, false));
-  r.add({"aten.var_mean.correction"}, reduction_factory(kw_keepdim, none, 2, true, false));
+  r.add({"aten.argmax.default", "aten.argmin.default", "aten.logsumexp.default"}, reduction_factory(dims, none));
+  r.add({"aten.var.correction", "aten.std.correction"}, reduction_factory(kw_keepdim, none));
+  r.add({"aten.var_mean.correction"}, reduction_factory(kw_keepdim, none, two_outputs));
   r.add({"aten._softmax.default", "aten._log_softmax.default", "aten._safe_softmax.default"}, detail::softmax_factory(1, 1));
   r.add({"aten._softmax_backward_data.default", "aten._log_softmax_backward_data.default"}, detail::softmax_factory(2, 2));
   r.add({"aten.native_layer_norm.default"}, [](const OpCall& call) {
     const bool weight = op_args::optional_tensor(call, 2, "weight").has_value(), bias = op_args::optional_tensor(call, 3, "bias").has_value();
     op_args::expect_tensor_inputs(call, 1 + (weight ? 1u : 0u) + (bias ? 1u : 0u));
     const TensorShape& input = call.tensors[op_args::tensor(call, 0, "input")].shape;
-    return OpRule{layer_norm_single_dim_strategy(input.rank, detail::normalized_ndim(call, 1, input), weight, bias), false};
+    return OpRule{layer_norm_single_dim_strategy(input.rank, detail::normalized_ndim(call, 1, input), weight, bias), UnevenInputs::reject};
   });
   r.add({"aten.native_layer_norm_backward.default"}, [](const OpCall& call) {
     const bool weight = op_args::optional_tensor(call, 5, "weight").has_value(), bias = op_args::optional_tensor(call, 6, "bias").has_value();
@@ -118,7 +131,7 @@ inline void register_math_ops(OpRegistry& r) {
     if (mask.size() != 3) op_args::bad_argument(call, "output_mask", "must hold 3 bools");
     return OpRule{layer_norm_backward_single_dim_strategy(input.rank, detail::normalized_ndim(call, 2, input), weight, bias,
                                                           {mask[0], mask[1], mask[2]}),
-                  false};
+                  UnevenInputs::reject};
   });
 }
 

@@ -66,7 +66,7 @@ inline AttentionOperand replicated_output() { return {}; }
 inline AttentionOperand follow_if(bool f) { return f ? follow_output() : replicated_output(); }
 
 inline OpRule attention_rule(const std::vector<AttentionOperand>& outputs, const AttentionOperands& in) {
-  return OpRule{attention_single_dim_strategy(outputs, in.inputs()), false};
+  return OpRule{attention_single_dim_strategy(outputs, in.inputs()), UnevenInputs::keep_existing_shards};
 }
 }  // namespace detail
 
@@ -78,21 +78,21 @@ inline void register_nn_ops(OpRegistry& r) {
     op_args::expect_tensor_inputs(call, 2);
     const std::size_t weight = op_args::tensor(call, 0, "weight"), indices = op_args::tensor(call, 1, "indices");
     if (call.tensors[weight].shape.rank != 2) op_args::bad_argument(call, "weight", "must be 2-D");
-    return OpRule{embedding_single_dim_strategy(call.tensors[indices].shape.rank), false};
+    return OpRule{embedding_single_dim_strategy(call.tensors[indices].shape.rank), UnevenInputs::reject};
   });
   r.add({"aten.embedding_dense_backward.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 2);
     const std::size_t indices = op_args::tensor(call, 1, "indices");
     return OpRule{embedding_dense_backward_single_dim_strategy(call.tensors[indices].shape.rank, op_args::bool_or(call, 4, "scale_grad_by_freq", false)),
-                  false};
+                  UnevenInputs::reject};
   });
   r.add({"aten.index.Tensor"}, [](const OpCall& call) {
     const std::size_t self = op_args::tensor(call, 0, "self");
-    return OpRule{index_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1)), false};
+    return OpRule{index_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1)), UnevenInputs::reject};
   });
   r.add({"aten.index_put.default"}, [](const OpCall& call) {
     const std::size_t self = op_args::tensor(call, 0, "self"), values = op_args::tensor(call, 2, "values");
-    return OpRule{index_put_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1), call.tensors[values].shape), false};
+    return OpRule{index_put_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1), call.tensors[values].shape), UnevenInputs::reject};
   });
   r.add({"aten.convolution.default"}, [](const OpCall& call) {
     ConvolutionParams c;
@@ -108,7 +108,7 @@ inline void register_nn_ops(OpRegistry& r) {
     if (stride.empty() || padding.empty() || dilation.empty()) op_args::bad_argument(call, "stride", "stride, padding and dilation must be non-empty");
     c.last_dim_windows_disjoint = input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 &&
                                   stride.back() == weight[weight.rank - 1];
-    OpRule rule{convolution_single_dim_strategy(c), false};
+    OpRule rule{convolution_single_dim_strategy(c), UnevenInputs::reject};
     if (c.last_dim_windows_disjoint) rule.filter = convolution_last_dim_filter(stride.back());
     return rule;
   });
@@ -161,15 +161,15 @@ inline void register_nn_ops(OpRegistry& r) {
   });
   r.add({"aten.native_dropout.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 1);
-    return OpRule{dropout_single_dim_strategy(call.tensors[0].shape.rank), true};
+    return OpRule{dropout_single_dim_strategy(call.tensors[0].shape.rank), UnevenInputs::keep_current};
   });
   r.add({"aten.native_dropout_backward.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 2);
-    return OpRule{dropout_backward_single_dim_strategy(call.tensors[0].shape, call.tensors[1].shape), true};
+    return OpRule{dropout_backward_single_dim_strategy(call.tensors[0].shape, call.tensors[1].shape), UnevenInputs::keep_current};
   });
   r.add({"aten.equal.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 2);
-    return OpRule{equal_single_dim_strategy(call.tensors[0].shape, call.tensors[1].shape), true};
+    return OpRule{equal_single_dim_strategy(call.tensors[0].shape, call.tensors[1].shape), UnevenInputs::keep_existing_shards};
   });
 }
 

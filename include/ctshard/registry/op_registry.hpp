@@ -18,11 +18,11 @@
 namespace ctshard {
 
 /// What a factory returns for one call: the single-dim rules over the call's tensor inputs
-/// (outputs first, no all-Replicate row) and whether an input already at a candidate placement is
-/// accepted even when unevenly shardable (DTensor `allow_uneven_sharding`).
+/// (outputs first, no all-Replicate row) and which unshardable input targets still pass the
+/// shardability filter (DTensor `allow_uneven_sharding`, see UnevenInputs).
 struct OpRule {
   RuleSet rules;
-  bool allow_uneven_sharding = false;
+  UnevenInputs uneven_inputs = UnevenInputs::reject;
   FullMeshFilter filter{};  ///< optional full-mesh check (DTensor `full_mesh_strategy_filter`)
 };
 

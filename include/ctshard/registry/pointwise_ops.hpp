@@ -1,6 +1,7 @@
 #pragma once
 /// \file registry/pointwise_ops.hpp
-/// Registers pointwise ops (DTensor `_pointwise_ops.py`: `allow_uneven_sharding=True`), each with
+/// Registers pointwise ops (DTensor `_pointwise_ops.py`: `allow_uneven_sharding=True`, i.e.
+/// UnevenInputs::keep_current), each with
 /// its Partial row set. Non-tensor operands (Python scalars) are not inputs of the rule, so e.g.
 /// `add.Tensor(x, 1.0)` keeps only the shard rows: adding a scalar to a P(sum) is not linear.
 
@@ -23,7 +24,7 @@ inline RuleFactory pointwise_factory(std::span<const PartialRow> partial_rows, s
                   std::to_string(call.tensors.size()));
     std::vector<TensorShape> shapes;
     for (const auto& t : call.tensors) shapes.push_back(t.shape);
-    return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), true};
+    return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), UnevenInputs::keep_current};
   };
 }
 }  // namespace detail
@@ -37,7 +38,7 @@ inline void register_pointwise_ops(OpRegistry& r) {
   r.add({"aten.abs.default", "aten.sin.default", "aten.cos.default", "aten.sqrt.default", "aten.rsqrt.default",
          "aten.reciprocal.default", "aten.gelu.default", "aten.silu.default", "aten.pow.Tensor_Scalar", "aten.eq.Scalar",
          "aten.ne.Scalar", "aten.lt.Scalar", "aten.le.Scalar", "aten.gt.Scalar", "aten.ge.Scalar", "aten.bitwise_not.default",
-         "aten.logical_not.default", "aten.isnan.default", "aten.sign.default", "aten.square.default", "aten.rsub.Scalar",
+         "aten.logical_not.default", "aten.isnan.default", "aten.log.default", "aten.log1p.default", "aten.square.default", "aten.rsub.Scalar",
          "aten.add.Scalar", "aten.sub.Scalar", "aten.fill.Scalar"},
         unary({}));
   r.add({"aten.atan2.default", "aten.pow.Tensor_Tensor", "aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor",
@@ -46,8 +47,10 @@ inline void register_pointwise_ops(OpRegistry& r) {
          "aten.gelu_backward.default", "aten.threshold_backward.default", "aten.rsub.Tensor", "aten.masked_fill.Scalar"},
         binary({}));
   r.add({"aten.addcmul.default", "aten.addcdiv.default", "aten.where.self", "aten.lerp.Tensor", "aten.masked_fill.Tensor"}, ternary({}));
+  // Non-decreasing on the whole real line only (DTensor `non_decreasing_unary_ops`): an op defined
+  // on part of it (log, log1p, sqrt) cannot keep P(max) / P(min), whose parts may lie outside.
   r.add({"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default",
-         "aten.floor.default", "aten.ceil.default", "aten.log.default", "aten.log1p.default", "aten.expm1.default"},
+         "aten.floor.default", "aten.ceil.default", "aten.expm1.default", "aten.sign.default"},
         unary(non_decreasing));
   r.add({"aten.erfc.default"}, unary(non_increasing));
   r.add({"aten.neg.default"}, unary(neg));

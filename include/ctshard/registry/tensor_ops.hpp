@@ -20,10 +20,10 @@ namespace detail {
 /// A rule factory over `n_tensors` tensor inputs; `build(call)` returns the RuleSet; errors are
 /// prefixed with the op name.
 template <class Build>
-RuleFactory tensor_op_factory(std::size_t n_tensors, bool allow_uneven, Build build) {
-  return [n_tensors, allow_uneven, build](const OpCall& call) {
+RuleFactory tensor_op_factory(std::size_t n_tensors, UnevenInputs uneven, Build build) {
+  return [n_tensors, uneven, build](const OpCall& call) {
     if (n_tensors != static_cast<std::size_t>(-1)) op_args::expect_tensor_inputs(call, n_tensors);
-    return OpRule{op_args::in_op_context(call, [&] { return build(call); }), allow_uneven};
+    return OpRule{op_args::in_op_context(call, [&] { return build(call); }), uneven};
   };
 }
 inline constexpr std::size_t any_tensor_count = static_cast<std::size_t>(-1);
@@ -38,10 +38,13 @@ inline TensorShape factory_size(const OpCall& call) {
 }
 }  // namespace detail
 
-/// Registers (arguments positional or by keyword, as aten names them; `allow_uneven_sharding` as
-/// DTensor registers each):
+/// Registers (arguments positional or by keyword, as aten names them; UnevenInputs as DTensor 2.13
+/// registers each: `keep_existing_shards` for its op-strategy functions — split, unbind, select,
+/// slice, slice_scatter, cat, stack, alias, detach, empty_like, `*_like`, `new_*` —,
+/// `keep_current` for its pointwise-style single-dim rules (clone, `_to_copy`,
+/// convert_element_type) and the ops it lacks):
 /// - `aten.split.Tensor` (self, split_size, dim=0), `aten.split_with_sizes.default` (self,
-///   split_sizes, dim=0): one output per piece, split_single_dim_strategy (uneven: false);
+///   split_sizes, dim=0): one output per piece, split_single_dim_strategy;
 /// - `aten.unbind.int` (self, dim=0): self.size(dim) outputs, unbind_single_dim_strategy;
 /// - `aten.select.int` (self, dim, index), `aten.slice.Tensor` (self, dim=0, start, end, step=1),
 ///   `aten.slice_scatter.default` (self, src, dim=0, start, end, step=1);
@@ -62,64 +65,66 @@ inline TensorShape factory_size(const OpCall& call) {
 inline void register_tensor_ops(OpRegistry& r) {
   using namespace op_args;
   using detail::tensor_op_factory;
-  r.add({"aten.split.Tensor"}, tensor_op_factory(1, false, [](const OpCall& c) {
+  constexpr UnevenInputs follows_input = UnevenInputs::keep_existing_shards;  // DTensor 2.13 op-strategy functions
+  r.add({"aten.split.Tensor"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
           const TensorShape& in = c.tensors[0].shape;
           const std::int64_t dim = int_or(c, 2, "dim", 0);
           const std::int64_t size = in.rank == 0 ? 0 : in[normalize_dim(dim, in.rank, "argument 'dim'")];
           return split_single_dim_strategy(in, split_piece_sizes(size, required_int(c, 1, "split_size")), dim);
         }));
-  r.add({"aten.split_with_sizes.default"}, tensor_op_factory(1, false, [](const OpCall& c) {
+  r.add({"aten.split_with_sizes.default"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
           return split_single_dim_strategy(c.tensors[0].shape, int_list(c, 1, "split_sizes"), int_or(c, 2, "dim", 0));
         }));
-  r.add({"aten.unbind.int"}, tensor_op_factory(1, true, [](const OpCall& c) { return unbind_single_dim_strategy(c.tensors[0].shape, int_or(c, 1, "dim", 0)); }));
-  r.add({"aten.select.int"}, tensor_op_factory(1, true, [](const OpCall& c) {
+  r.add({"aten.unbind.int"}, tensor_op_factory(1, follows_input, [](const OpCall& c) { return unbind_single_dim_strategy(c.tensors[0].shape, int_or(c, 1, "dim", 0)); }));
+  r.add({"aten.select.int"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
           (void)required_int(c, 2, "index");
           return select_single_dim_strategy(c.tensors[0].shape, required_int(c, 1, "dim"));
         }));
-  r.add({"aten.slice.Tensor"}, tensor_op_factory(1, true, [](const OpCall& c) {
+  r.add({"aten.slice.Tensor"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
           return slice_single_dim_strategy(c.tensors[0].shape, int_or(c, 1, "dim", 0), optional_int(c, 2, "start"), optional_int(c, 3, "end"),
                                            int_or(c, 4, "step", 1));
         }));
-  r.add({"aten.slice_scatter.default"}, tensor_op_factory(2, true, [](const OpCall& c) {
+  r.add({"aten.slice_scatter.default"}, tensor_op_factory(2, follows_input, [](const OpCall& c) {
           return slice_scatter_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape, int_or(c, 2, "dim", 0), optional_int(c, 3, "start"),
                                                    optional_int(c, 4, "end"), int_or(c, 5, "step", 1));
         }));
-  r.add({"aten.cat.default"}, tensor_op_factory(detail::any_tensor_count, true, [](const OpCall& c) {
+  r.add({"aten.cat.default"}, tensor_op_factory(detail::any_tensor_count, follows_input, [](const OpCall& c) {
           const auto shapes = tensor_list_shapes(c, 0, "tensors");
           expect_tensor_inputs(c, shapes.size());
           return cat_single_dim_strategy(shapes, int_or(c, 1, "dim", 0));
         }));
-  r.add({"aten.stack.default"}, tensor_op_factory(detail::any_tensor_count, true, [](const OpCall& c) {
+  r.add({"aten.stack.default"}, tensor_op_factory(detail::any_tensor_count, follows_input, [](const OpCall& c) {
           const auto shapes = tensor_list_shapes(c, 0, "tensors");
           expect_tensor_inputs(c, shapes.size());
           return stack_single_dim_strategy(shapes, int_or(c, 1, "dim", 0));
         }));
-  r.add({"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default", "aten.empty_like.default"},
-        tensor_op_factory(1, true, [](const OpCall& c) { return same_layout_single_dim_strategy(c.tensors[0].shape); }));
-  r.add({"aten._to_copy.default"}, tensor_op_factory(1, true, [](const OpCall& c) {
+  const auto same_layout = [](const OpCall& c) { return same_layout_single_dim_strategy(c.tensors[0].shape); };
+  r.add({"aten.clone.default", "aten.lift_fresh_copy.default"}, tensor_op_factory(1, UnevenInputs::keep_current, same_layout));
+  r.add({"aten.alias.default", "aten.detach.default", "aten.empty_like.default"}, tensor_op_factory(1, follows_input, same_layout));
+  r.add({"aten._to_copy.default"}, tensor_op_factory(1, UnevenInputs::keep_current, [](const OpCall& c) {
           const OpArg* dtype = c.kwarg("dtype");
           return cast_single_dim_strategy(c.tensors[0].shape, cast_partials_for(dtype == nullptr ? std::string() : dtype->text));
         }));
-  r.add({"prims.convert_element_type.default"}, tensor_op_factory(1, true, [](const OpCall& c) {
+  r.add({"prims.convert_element_type.default"}, tensor_op_factory(1, UnevenInputs::keep_current, [](const OpCall& c) {
           const std::string dtype = text(c, 1, "dtype");
           if (dtype.empty()) bad_argument(c, "dtype", "is missing");
           return cast_single_dim_strategy(c.tensors[0].shape, cast_partials_for(dtype));
         }));
-  r.add({"aten.copy.default"}, tensor_op_factory(2, true, [](const OpCall& c) { return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape); }));
+  r.add({"aten.copy.default"}, tensor_op_factory(2, UnevenInputs::keep_current, [](const OpCall& c) { return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape); }));
   r.add({"aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default"},
-        tensor_op_factory(1, true, [](const OpCall& c) { return like_single_dim_strategy(c.tensors[0].shape); }));
+        tensor_op_factory(1, follows_input, [](const OpCall& c) { return like_single_dim_strategy(c.tensors[0].shape); }));
   for (const bool empty : {true, false}) {
     auto build = [empty](const OpCall& c) {
       const auto sizes = int_list(c, 1, "size");
       if (sizes.size() > max_tensor_dims) bad_argument(c, "size", "has more than max_tensor_dims entries");
       return new_factory_single_dim_strategy(c.tensors[0].shape, TensorShape(std::span<const std::int64_t>(sizes)), empty);
     };
-    if (empty) r.add({"aten.new_empty.default"}, tensor_op_factory(1, true, build));
-    else r.add({"aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default"}, tensor_op_factory(1, true, build));
+    if (empty) r.add({"aten.new_empty.default"}, tensor_op_factory(1, follows_input, build));
+    else r.add({"aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default"}, tensor_op_factory(1, follows_input, build));
   }
   r.add({"aten.empty.memory_format", "aten.zeros.default", "aten.ones.default", "aten.full.default"},
-        tensor_op_factory(0, true, [](const OpCall& c) { return factory_single_dim_strategy(detail::factory_size(c), false); }));
-  r.add({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}, tensor_op_factory(0, true, [](const OpCall& c) {
+        tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) { return factory_single_dim_strategy(detail::factory_size(c), false); }));
+  r.add({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
           const bool known = !c.outputs.empty() && c.outputs[0].shape.rank == 1;
           return factory_single_dim_strategy(known ? c.outputs[0].shape : TensorShape{0}, false);
         }));

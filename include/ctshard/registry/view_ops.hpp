@@ -1,8 +1,8 @@
 #pragma once
 /// \file registry/view_ops.hpp
 /// Registers the view ops (view, _unsafe_view, reshape, t, transpose, permute, unsqueeze,
-/// squeeze, expand) with their dim-map rules (DTensor `_view_ops.py`; `allow_uneven_sharding`
-/// false).
+/// squeeze, expand) with their dim-map rules (DTensor `_view_ops.py`; DTensor 2.13 registers
+/// them as op-strategy functions that follow the input: UnevenInputs::keep_existing_shards).
 
 #include <array>
 #include <cstdint>
@@ -38,7 +38,7 @@ RuleFactory view_factory(MapOf map_of) {
     op_args::expect_tensor_inputs(call, 1);
     const std::string api = "ctshard: " + call.op;
     const ViewDimMap map = map_of(call, call.tensors[0].shape, std::string_view(api));
-    return OpRule{view_single_dim_strategy(map), false, view_full_mesh_filter(map)};
+    return OpRule{view_single_dim_strategy(map), UnevenInputs::keep_existing_shards, view_full_mesh_filter(map)};
   };
 }
 }  // namespace detail

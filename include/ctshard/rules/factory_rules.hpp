@@ -73,16 +73,19 @@ enum class CastPartials : std::uint8_t {
 }
 
 /// `new_empty` / `new_zeros` / `new_ones` / `new_full(input, size)` (DTensor
-/// `new_factory_single_dim_strategy`): for every input dim, `[S?(d), S?(d)]` when `size` equals the
-/// input's shape, else `[R, S?(d)]` (the input is never gathered); then per reduce op r
+/// `new_factory_strategy`): the input is only read for its dtype and device, so it is never moved:
+/// for every input dim `[R, S?(d)]`, then, when `size` equals the input's shape, `[S?(d), S?(d)]`
+/// (the output follows the input's shards; listed after the Replicate output so that DTensor's
+/// "last matching row" tie rule prefers it, as DTensor's −0.1 cost does); then per reduce op r
 /// `[P(r), P(r)]` for an uninitialised (`new_empty`) output of the input's shape, else `[R, P(r)]`.
 [[nodiscard]] constexpr RuleSet new_factory_single_dim_strategy(const TensorShape& input, const TensorShape& size, bool uninitialized) {
   const bool same = input == size;
   RuleSet rules(1, 1);
   rules.set_rank(0, size.rank);
   rules.set_rank(1, input.rank);
-  for (std::size_t d = 0; d < input.rank; ++d)
-    rules.add({same ? ShardingPlaceholder(static_cast<int>(d)) : Replicate(), ShardingPlaceholder(static_cast<int>(d))});
+  for (std::size_t d = 0; d < input.rank; ++d) rules.add({Replicate(), ShardingPlaceholder(static_cast<int>(d))});
+  for (std::size_t d = 0; same && d < input.rank; ++d)
+    rules.add({ShardingPlaceholder(static_cast<int>(d)), ShardingPlaceholder(static_cast<int>(d))});
   for (ReduceOp r : pass_through_reduce_ops) rules.add({uninitialized && same ? Partial(r) : Replicate(), Partial(r)});
   return rules;
 }

@@ -56,11 +56,11 @@ struct CandidateView {
 class StrategyEnumerator {
  public:
   /// `raw_rules`: the op's single-dim strategy (no all-Replicate row, placeholders allowed).
-  /// `allow_uneven_sharding`: an input already at a candidate's placement counts as shardable
-  /// (DTensor pointwise ops); einsum-family ops pass false.
+  /// `uneven`: which unshardable input targets still pass (UnevenInputs: `reject` for the einsum
+  /// family, `keep_current` for pointwise ops, as DTensor's `allow_uneven_sharding`).
   /// `filter` (optional): the op's full-mesh filter, applied after the two standard filters.
-  StrategyEnumerator(RuleSet raw_rules, const MeshTopology& mesh, bool allow_uneven_sharding, FullMeshFilter filter = {})
-      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), allow_uneven_(allow_uneven_sharding), filter_(std::move(filter)) {
+  StrategyEnumerator(RuleSet raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {})
+      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {
     if (raw_.num_inputs() > max_inputs) throw error("ctshard::StrategyEnumerator: more than 64 tensor inputs");
   }
 
@@ -70,8 +70,8 @@ class StrategyEnumerator {
   [[nodiscard]] std::size_t num_inputs() const noexcept { return raw_.num_inputs(); }
   /// Outputs of the op.
   [[nodiscard]] std::size_t num_outputs() const noexcept { return raw_.num_outputs(); }
-  /// Whether inputs already at a placement bypass the shardability filter.
-  [[nodiscard]] bool allow_uneven_sharding() const noexcept { return allow_uneven_; }
+  /// Which unshardable input targets pass the shardability filter.
+  [[nodiscard]] UnevenInputs uneven_inputs() const noexcept { return uneven_; }
 
   /// The rules after inserting the all-Replicate row and filling placeholders for these inputs.
   [[nodiscard]] const RuleSet& filled_rules(std::span<const Spec> input_specs) { return prepare(input_specs).rules; }
@@ -308,17 +308,23 @@ class StrategyEnumerator {
     Probe p;
     p.matches = memo.empty() ? spec_equals(f, i, digits, current) : key == f.current_key[i];
     Spec target;
-    const bool need_shard = e->shard_stamp != f.meta_stamp[i];
-    if (need_shard) {
-      for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
+    const auto build_target = [&] {
+      if (target.size() == 0)
+        for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
+    };
+    if (e->shard_stamp != f.meta_stamp[i]) {
+      build_target();
       e->shard_stamp = f.meta_stamp[i];
       e->shardable = is_tensor_shardable(meta.shape, target, mesh_);
     }
-    p.shardable = e->shardable || (allow_uneven_ && p.matches);
+    p.shardable = e->shardable || (uneven_ != UnevenInputs::reject && p.matches);
+    if (!p.shardable && uneven_ == UnevenInputs::keep_existing_shards) {
+      build_target();
+      p.shardable = keeps_existing_shards(meta.shape, target, current, mesh_);
+    }
     if (with_cost && p.shardable) {
       if (e->cost_stamp != f.input_stamp[i]) {
-        if (!need_shard)
-          for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
+        build_target();
         e->cost_stamp = f.input_stamp[i];
         e->cost = redistribute_cost(current, target, meta, mesh_);
       }
@@ -419,7 +425,7 @@ class StrategyEnumerator {
   /// `need_total`, else 0).
   std::pair<std::size_t, std::size_t> survivor_position(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs,
                                                         const std::uint8_t* digits, bool need_total) {
-    if (!allow_uneven_) {
+    if (uneven_ == UnevenInputs::reject) {
       const auto& prefix = survivor_prefix(f, inputs, input_specs);
       std::size_t row = 0;
       for (std::size_t d = 0; d < mesh_.size(); ++d) row = row * f.rules.size() + digits[d];
@@ -552,7 +558,7 @@ class StrategyEnumerator {
 
   RuleSet raw_;
   MeshTopology mesh_;
-  bool allow_uneven_;
+  UnevenInputs uneven_;
   FullMeshFilter filter_;
   std::vector<Spec> operand_specs_;
   std::vector<Filled> cache_;

@@ -32,6 +32,58 @@ namespace ctshard {
   return true;
 }
 
+/// Which candidate input placements pass the shardability filter although `is_tensor_shardable`
+/// rejects them (some tensor dim would have fewer elements than shards: empty shards).
+enum class UnevenInputs : unsigned char {
+  /// Never: every input target must be shardable (DTensor `allow_uneven_sharding=False`: the
+  /// einsum family, max.dim / min.dim, layer norm, embedding, index).
+  reject,
+  /// When the input already has exactly that spec (DTensor `allow_uneven_sharding=True`:
+  /// pointwise ops, dropout).
+  keep_current,
+  /// When the target makes no new empty shard: every tensor dim it splits into more shards than
+  /// elements is split by the same mesh dims with the same placements in the input's current
+  /// spec (the empty shards exist already). DTensor 2.13's op-strategy functions (views,
+  /// reductions, softmax, split / cat / stack / select / slice, factories `*_like` / `new_*`,
+  /// SDPA) follow the input without any shardability check; this keeps their rows that merely
+  /// keep an input's existing layout, without creating empty shards that were not there.
+  keep_existing_shards,
+};
+
+/// The name of an UnevenInputs value ("reject", "keep_current", "keep_existing_shards").
+[[nodiscard]] constexpr const char* to_string(UnevenInputs u) noexcept {
+  switch (u) {
+    case UnevenInputs::reject: return "reject";
+    case UnevenInputs::keep_current: return "keep_current";
+    case UnevenInputs::keep_existing_shards: return "keep_existing_shards";
+  }
+  return "?";
+}
+
+/// True when `target` (for a tensor of `shape` whose spec is `current`) creates no new empty
+/// shard: every tensor dim that `target` splits into more shards than it has elements (times the
+/// split factor for StridedShard) is split, mesh dim by mesh dim, exactly as in `current`. False
+/// when `target` shards a dim the tensor lacks. See UnevenInputs::keep_existing_shards.
+[[nodiscard]] constexpr bool keeps_existing_shards(const TensorShape& shape, const Spec& target, const Spec& current,
+                                                   const MeshTopology& mesh) noexcept {
+  std::array<std::int64_t, max_tensor_dims> shards{};
+  shards.fill(1);
+  std::uint32_t crowded = 0;  // tensor dims with fewer elements than shards under `target`
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    const Placement& p = target[i];
+    if (!p.is_any_shard()) continue;
+    if (p.dim < 0 || p.dim >= shape.rank) return false;
+    const auto d = static_cast<std::size_t>(p.dim);
+    shards[d] *= mesh.sizes[i];
+    if (shape[d] < (p.is_strided_shard() ? shards[d] * p.split_factor : shards[d])) crowded |= std::uint32_t{1} << d;
+  }
+  for (std::size_t i = 0; i < target.size() && crowded != 0; ++i) {
+    const auto splits = [&](const Placement& p) { return p.is_any_shard() && p.dim >= 0 && p.dim < 32 && (crowded >> p.dim & 1u) != 0; };
+    if ((splits(target[i]) || (i < current.size() && splits(current[i]))) && !(i < current.size() && target[i] == current[i])) return false;
+  }
+  return true;
+}
+
 /// DTensor's mixed-partial rule: within one spec, all Partial placements share one reduce op,
 /// except that `sum` and `avg` may mix. Returns true when the spec is acceptable.
 [[nodiscard]] constexpr bool has_compatible_partials(const Spec& spec) noexcept {
