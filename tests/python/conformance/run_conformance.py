@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""DTensor (PyTorch 2.13) vs ctshard conformance run.
+
+    python3 tests/python/conformance/run_conformance.py --report /tmp/conformance.json
+    python3 tests/python/conformance/run_conformance.py --family einsum,view --cases-per-op 10
+    python3 tests/python/conformance/run_conformance.py --op 'aten.mm.default,aten.add.Tensor'
+
+For every op overload that both ctshard (`ctshard ops`) and DTensor (single-dim strategy,
+op strategy or rule registries) have, it generates cases (cases.py), asks DTensor
+(dtensor_oracle.py) and ctshard (ctshard_side.py), compares (compare.py), prints a per-family
+table and writes every difference to the JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import multiprocessing as mp
+import os
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import cases as cases_mod  # noqa: E402
+import ctshard_side  # noqa: E402
+from compare import compare_case, summary_text  # noqa: E402
+
+# ---------------------------------------------------------------------------------------
+# worker side
+
+_oracle = None
+
+
+_simulate_rows = 0
+
+
+def _worker_init(env: dict, simulate_rows: int = 0) -> None:
+    global _simulate_rows
+    _simulate_rows = simulate_rows
+    os.environ.update(env)
+    # one thread per worker: the machine has 2 cores and we run 2 workers
+    import torch
+
+    torch.set_num_threads(1)
+    global _oracle
+    from dtensor_oracle import DTensorOracle
+
+    _oracle = DTensorOracle()
+
+
+def run_one(case: dict) -> dict:
+    global _oracle
+    if _oracle is None:
+        _worker_init({})
+    t0 = time.perf_counter()
+    dt = _oracle.run(case)
+    t1 = time.perf_counter()
+    ct, ct_err = None, None
+    try:
+        ct = ctshard_side.ctshard_table(case)
+    except ctshard_side.CtshardError as e:
+        ct_err = str(e)
+    t2 = time.perf_counter()
+    rec = compare_case(case, dt, ct, ct_err)
+    rec["time_dtensor_s"] = t1 - t0
+    rec["time_ctshard_s"] = t2 - t1
+    rec["dtensor_choice"] = dt.get("choice")
+    if ct is not None:
+        rec["ctshard_choice"] = ctshard_side.chosen(ct)
+    if _simulate_rows and rec["differences"]:
+        import simulate
+
+        t3 = time.perf_counter()
+        simulate.annotate(rec, case, _simulate_rows)
+        rec["time_simulate_s"] = time.perf_counter() - t3
+    return rec
+
+
+def run_chunk(chunk: list[dict]) -> list[dict]:
+    return [run_one(c) for c in chunk]
+
+
+# ---------------------------------------------------------------------------------------
+# op selection
+
+def dtensor_registered_ops() -> dict[str, str]:
+    from dtensor_oracle import registered_ops
+
+    return registered_ops()
+
+
+def select_ops(ct_ops: list[str], dt_ops: dict[str, str], op_filter: str | None,
+               family_filter: str | None) -> tuple[list[str], dict]:
+    both = [o for o in ct_ops if o in dt_ops]
+    info = {"ctshard_only": sorted(o for o in ct_ops if o not in dt_ops),
+            "no_generator": sorted(o for o in both if o not in cases_mod.FAMILIES)}
+    ops = [o for o in both if o in cases_mod.FAMILIES]
+    if op_filter:
+        pats = [p.strip() for p in op_filter.split(",") if p.strip()]
+        ops = [o for o in ops if any(fnmatch.fnmatch(o, p) or p == o for p in pats)]
+    if family_filter:
+        fams = {f.strip() for f in family_filter.split(",")}
+        ops = [o for o in ops if cases_mod.family_of(o) in fams]
+    return ops, info
+
+
+# ---------------------------------------------------------------------------------------
+# main run
+
+def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool = True,
+        simulate_rows: int = 0) -> dict:
+    t_start = time.perf_counter()
+    feats = ctshard_side.features()
+    all_cases, skipped = [], []
+    need_counts: dict[str, int] = defaultdict(int)
+    for op in ops:
+        for c in cases_mod.generate(op, cases_per_op, seed):
+            for n in ctshard_side.needs(c):
+                need_counts[n] += 1
+            miss = ctshard_side.missing_features(c)
+            if miss:
+                skipped.append({"id": c["id"], "op": op, "family": c["family"], "needs": miss, "case": c})
+            else:
+                all_cases.append(c)
+    # group by world size so each worker re-initialises its process group rarely
+    all_cases.sort(key=lambda c: (len(c["mesh"]) > 1 and c["mesh"] != [2, 2], c["op"]))
+    world = lambda c: 1 if c["mesh"] in ([4], [2, 2]) else 2  # noqa: E731
+    chunks: list[list[dict]] = []
+    cur: list[dict] = []
+    for c in sorted(all_cases, key=lambda c: (world(c), c["id"])):
+        if cur and (len(cur) >= 16 or world(cur[0]) != world(c)):
+            chunks.append(cur)
+            cur = []
+        cur.append(c)
+    if cur:
+        chunks.append(cur)
+    records: list[dict] = []
+    env = {k: v for k, v in os.environ.items() if k.startswith("CTSHARD_")}
+    # all workers use the same copy of the ctshard binary
+    if ctshard_side.backend_name() == "cli":
+        env["CTSHARD_BIN"] = ctshard_side.binary()
+    done = 0
+    if jobs <= 1:
+        _worker_init(env, simulate_rows)
+        for ch in chunks:
+            records.extend(run_chunk(ch))
+            done += len(ch)
+            if progress:
+                print(f"\r{done}/{len(all_cases)}", end="", file=sys.stderr, flush=True)
+    else:
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(jobs, initializer=_worker_init, initargs=(env, simulate_rows)) as pool:
+            for res in pool.imap_unordered(run_chunk, chunks):
+                records.extend(res)
+                done += len(res)
+                if progress:
+                    print(f"\r{done}/{len(all_cases)}", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    case_by_id = {c["id"]: c for c in all_cases}
+    records.sort(key=lambda r: (r["family"] or "", r["op"], int(r["id"].rsplit("#", 1)[1])))
+    for r in records:
+        r["case"] = case_by_id[r["id"]]
+    return {"records": records, "skipped": skipped, "features": feats, "need_counts": dict(need_counts),
+            "elapsed_s": time.perf_counter() - t_start}
+
+
+def family_table(records: list[dict], skipped: list[dict]) -> list[dict]:
+    fam: dict[str, dict] = defaultdict(lambda: {"ops": set(), "cases": 0, "skipped": 0,
+                                                "strat_cmp": 0, "strat_same": 0, "strat_subset": 0,
+                                                "choice_cmp": 0, "choice_same": 0,
+                                                "dtensor_error": 0, "ctshard_error": 0,
+                                                "time_dtensor_s": 0.0, "time_ctshard_s": 0.0,
+                                                "time_simulate_s": 0.0})
+    for r in records:
+        f = fam[r["family"]]
+        f["ops"].add(r["op"])
+        f["cases"] += 1
+        if r["strategies_identical"] is not None:
+            f["strat_cmp"] += 1
+            f["strat_same"] += bool(r["strategies_identical"])
+            f["strat_subset"] += bool(r.get("strategies_subset"))
+        if r["choice_identical"] is not None:
+            f["choice_cmp"] += 1
+            f["choice_same"] += bool(r["choice_identical"])
+        kinds = {d["kind"] for d in r["differences"]}
+        f["dtensor_error"] += "dtensor_error" in kinds
+        f["ctshard_error"] += "ctshard_error" in kinds
+        f["time_dtensor_s"] += r.get("time_dtensor_s", 0.0)
+        f["time_ctshard_s"] += r.get("time_ctshard_s", 0.0)
+        f["time_simulate_s"] += r.get("time_simulate_s", 0.0)
+    for s in skipped:
+        f = fam[s["family"]]
+        f["ops"].add(s["op"])
+        f["skipped"] += 1
+    rows = []
+    for name in sorted(fam):
+        f = fam[name]
+        rows.append({"family": name, "ops": len(f["ops"]), "cases": f["cases"], "skipped": f["skipped"],
+                     "strategies_compared": f["strat_cmp"], "strategies_identical": f["strat_same"],
+                     "strategies_subset": f["strat_subset"],
+                     "choices_compared": f["choice_cmp"], "choices_identical": f["choice_same"],
+                     "dtensor_errors": f["dtensor_error"], "ctshard_errors": f["ctshard_error"],
+                     "time_dtensor_s": round(f["time_dtensor_s"], 2),
+                     "time_ctshard_s": round(f["time_ctshard_s"], 2),
+                     "time_simulate_s": round(f["time_simulate_s"], 2)})
+    return rows
+
+
+def print_table(rows: list[dict], out=sys.stdout) -> None:
+    hdr = (f"{'family':<18} {'ops':>4} {'cases':>6} {'skip':>5} {'strat same':>12} {'dt<=ct':>6} "
+           f"{'choice same':>12} {'dt err':>6} {'ct err':>6} {'t_dt s':>7} {'t_ct s':>7} {'t_sim s':>7}")
+    print(hdr, file=out)
+    print("-" * len(hdr), file=out)
+    tot = defaultdict(float)
+    for r in rows:
+        print(f"{r['family']:<18} {r['ops']:>4} {r['cases']:>6} {r['skipped']:>5} "
+              f"{r['strategies_identical']:>5}/{r['strategies_compared']:<6} {r['strategies_subset']:>6} "
+              f"{r['choices_identical']:>5}/{r['choices_compared']:<6} "
+              f"{r['dtensor_errors']:>6} {r['ctshard_errors']:>6} "
+              f"{r['time_dtensor_s']:>7.1f} {r['time_ctshard_s']:>7.1f} {r['time_simulate_s']:>7.1f}", file=out)
+        for k in ("ops", "cases", "skipped", "strategies_identical", "strategies_compared", "strategies_subset",
+                  "choices_identical", "choices_compared", "dtensor_errors", "ctshard_errors",
+                  "time_dtensor_s", "time_ctshard_s", "time_simulate_s"):
+            tot[k] += r[k]
+    print("-" * len(hdr), file=out)
+    print(f"{'total':<18} {int(tot['ops']):>4} {int(tot['cases']):>6} {int(tot['skipped']):>5} "
+          f"{int(tot['strategies_identical']):>5}/{int(tot['strategies_compared']):<6} {int(tot['strategies_subset']):>6} "
+          f"{int(tot['choices_identical']):>5}/{int(tot['choices_compared']):<6} "
+          f"{int(tot['dtensor_errors']):>6} {int(tot['ctshard_errors']):>6} "
+          f"{tot['time_dtensor_s']:>7.1f} {tot['time_ctshard_s']:>7.1f} {tot['time_simulate_s']:>7.1f}", file=out)
+
+
+def difference_items(records: list[dict]) -> list[dict]:
+    """One item per (case, difference), with the summary text used for known-difference matching."""
+    items = []
+    for r in records:
+        for d in r["differences"]:
+            it = {"id": r["id"], "op": r["op"], "family": r["family"], "kind": d["kind"],
+                  "summary": summary_text(d)}
+            sim = d.get("sim")
+            if isinstance(sim, list):
+                it["sim_rows"] = sorted({x["verdict"] for x in sim})
+            elif isinstance(sim, dict):
+                if "dtensor" in sim:
+                    it["sim_dtensor"] = sim["dtensor"]
+                it["sim_ctshard"] = sim.get("ctshard")
+            items.append(it)
+    return items
+
+
+# ---------------------------------------------------------------------------------------
+# known differences
+
+CLASSIFICATIONS = {"ctshard_bug", "dtensor_unsound", "dtensor_search", "dtensor_version",
+                   "dtensor_refuses"}
+
+
+def load_known(path: Path | None = None) -> list[dict]:
+    path = path or HERE / "known_differences.json"
+    entries = json.loads(Path(path).read_text())["entries"]
+    for e in entries:
+        if e.get("classification") not in CLASSIFICATIONS:
+            raise ValueError(f"known difference {e} has no valid classification")
+        for k in ("op", "kind", "pattern", "why"):
+            if k not in e:
+                raise ValueError(f"known difference {e} lacks '{k}'")
+    return entries
+
+
+def _sim_ok(want: str | None, got) -> bool:
+    """`want`: a verdict ("sound", "unsound", "local_error") or "not_sound" (unsound or
+    local_error); `got`: one verdict or a list of them (all must satisfy)."""
+    if want is None:
+        return True
+    if got is None:
+        return False
+    gots = got if isinstance(got, list) else [got]
+    if not gots:
+        return False
+    if want == "not_sound":
+        return all(g in ("unsound", "local_error") for g in gots)
+    return all(g == want for g in gots)
+
+
+def entry_matches(e: dict, item: dict) -> bool:
+    if item["kind"] != e["kind"]:
+        return False
+    if not fnmatch.fnmatch(item["op"], e["op"]):
+        return False
+    if not re.search(e["pattern"], item["summary"]):
+        return False
+    return (_sim_ok(e.get("sim_rows"), item.get("sim_rows"))
+            and _sim_ok(e.get("sim_dtensor"), item.get("sim_dtensor"))
+            and _sim_ok(e.get("sim_ctshard"), item.get("sim_ctshard")))
+
+
+def explain(items: list[dict], known: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(explained items, each with its entry's classification, unexplained items)."""
+    done, left = [], []
+    for it in items:
+        e = next((e for e in known if entry_matches(e, it)), None)
+        if e is None:
+            left.append(it)
+        else:
+            done.append({**it, "classification": e["classification"], "why": e["why"]})
+    return done, left
+
+
+def build_report(result: dict, ops: list[str], info: dict, args_ns) -> dict:
+    import torch
+
+    rows = family_table(result["records"], result["skipped"])
+    per_op = defaultdict(lambda: defaultdict(int))
+    for r in result["records"]:
+        p = per_op[r["op"]]
+        p["cases"] += 1
+        p["strategies_identical"] += bool(r["strategies_identical"])
+        p["choices_identical"] += bool(r["choice_identical"])
+        p["strategies_subset"] += bool(r.get("strategies_subset"))
+        for d in r["differences"]:
+            p[d["kind"]] += 1
+    for s in result["skipped"]:
+        per_op[s["op"]]["skipped"] += 1
+    recs_with_diffs = [r for r in result["records"] if r["differences"]]
+    diffs = difference_items(result["records"])
+    explained, unexplained = explain(diffs, load_known())
+    cls = {it["id"] + "|" + it["kind"] + "|" + it["summary"]: it for it in explained}
+    for it in diffs:
+        hit = cls.get(it["id"] + "|" + it["kind"] + "|" + it["summary"])
+        if hit:
+            it["classification"] = hit["classification"]
+    by_class = defaultdict(int)
+    for it in explained:
+        by_class[it["classification"]] += 1
+    return {
+        "meta": {"torch": torch.__version__, "ctshard_backend": ctshard_side.backend_name(),
+                 "ctshard_features": result["features"],
+                 "cases_needing_feature": result.get("need_counts", {}),
+                 "cases_per_op": args_ns.cases_per_op,
+                 "seed": args_ns.seed, "meshes": cases_mod.MESHES,
+                 "devices_per_host": ctshard_side.DEVICES_PER_HOST,
+                 "elapsed_s": round(result["elapsed_s"], 1)},
+        "ops_compared": ops,
+        "ops_ctshard_only": info["ctshard_only"],
+        "ops_without_generator": info["no_generator"],
+        "families": rows,
+        "per_op": {k: dict(v) for k, v in sorted(per_op.items())},
+        "skipped_needs_feature": [{"id": s["id"], "needs": s["needs"], "case": s["case"]} for s in result["skipped"]],
+        "differences": diffs,
+        "unexplained": len(unexplained),
+        "explained_by_classification": dict(sorted(by_class.items())),
+        "records": recs_with_diffs,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--op", help="comma-separated op names or globs (aten.mm.default, 'aten.add.*')")
+    ap.add_argument("--family", help="comma-separated families (einsum, pointwise_binary, view, ...)")
+    ap.add_argument("--cases-per-op", type=int, default=25)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--report", help="write the JSON report here")
+    ap.add_argument("--list-ops", action="store_true", help="print the compared ops and exit")
+    ap.add_argument("--simulate", type=int, default=4, metavar="N",
+                    help="run the simulated mesh (simulate.py) on up to N differing rows per "
+                         "difference and on both choices of a choice difference (default 4; 0: "
+                         "off, and then the sim-gated entries of known_differences.json explain "
+                         "nothing)")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+
+    ct_ops = ctshard_side.ops()
+    dt_ops = dtensor_registered_ops()
+    ops, info = select_ops(ct_ops, dt_ops, a.op, a.family)
+    if a.list_ops:
+        for o in ops:
+            print(f"{cases_mod.family_of(o):<18} {dt_ops[o]:<12} {o}")
+        print(f"# ctshard-only (no DTensor registration): {', '.join(info['ctshard_only'])}")
+        return 0
+    result = run(ops, a.cases_per_op, a.seed, a.jobs, progress=not a.quiet, simulate_rows=a.simulate)
+    report = build_report(result, ops, info, a)
+    print_table(report["families"])
+    n_skip = len(result["skipped"])
+    print(f"\n{len(ops)} ops, {len(result['records'])} cases compared, {n_skip} skipped until ctshard "
+          f"accepts them (features {result['features']}; cases needing them: {result['need_counts']}), "
+          f"{result['elapsed_s']:.1f} s (backend {ctshard_side.backend_name()})")
+    kinds = defaultdict(int)
+    for d in report["differences"]:
+        kinds[d["kind"]] += 1
+    print("differences by kind: " + ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())))
+    print(f"explained by known_differences.json: {sum(report['explained_by_classification'].values())} "
+          f"{report['explained_by_classification']}; unexplained: {report['unexplained']}")
+    if a.report:
+        Path(a.report).write_text(json.dumps(report, indent=1, default=str))
+        print(f"report: {a.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
