@@ -60,9 +60,7 @@ class StrategyEnumerator {
   /// family, `keep_current` for pointwise ops, as DTensor's `allow_uneven_sharding`).
   /// `filter` (optional): the op's full-mesh filter, applied after the two standard filters.
   StrategyEnumerator(RuleSet raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {})
-      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {
-    if (raw_.num_inputs() > max_inputs) throw error("ctshard::StrategyEnumerator: more than 64 tensor inputs");
-  }
+      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)), costs_(raw_.num_inputs()) {}
 
   /// The mesh this enumerator prices on.
   [[nodiscard]] const MeshTopology& mesh() const noexcept { return mesh_; }
@@ -176,7 +174,6 @@ class StrategyEnumerator {
   }
 
 
-  static constexpr std::size_t max_inputs = 64;
   /// Largest table (rows) a call enumerates; bigger ones raise ctshard::error up front.
   static constexpr std::size_t max_enumerated_rows = std::size_t{1} << 20;
   static constexpr std::size_t max_memo_entries = std::size_t{1} << 16;
@@ -345,7 +342,6 @@ class StrategyEnumerator {
                     const std::uint8_t* stop, Visitor&& visit) {
     const std::size_t n = mesh_.size(), width = f.rules.width(), nin = f.rules.num_inputs();
     std::array<std::uint8_t, max_mesh_dims> digits{};
-    std::array<double, max_inputs> costs{};
     for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
     FilterCounts counts;
     std::size_t index = 0;
@@ -362,7 +358,7 @@ class StrategyEnumerator {
         for (std::size_t i = 0; i < nin && ok; ++i) {
           const Probe p = probe(f, i, digits.data(), inputs[i], input_specs[i], with_costs);
           ok = p.shardable;
-          costs[i] = p.cost;
+          costs_[i] = p.cost;
           total += p.cost;
           match = match && p.matches;
         }
@@ -371,7 +367,7 @@ class StrategyEnumerator {
         } else if (filter_ && !passes_filter(digits.data(), inputs)) {
           ++counts.op_filter;
         } else {
-          visit(CandidateView{index++, std::span<const std::uint8_t>(digits.data(), n), std::span<const double>(costs.data(), nin), total, match});
+          visit(CandidateView{index++, std::span<const std::uint8_t>(digits.data(), n), std::span<const double>(costs_.data(), nin), total, match});
         }
       }
       if (!advance(f, digits)) break;
@@ -561,6 +557,7 @@ class StrategyEnumerator {
   UnevenInputs uneven_;
   FullMeshFilter filter_;
   std::vector<Spec> operand_specs_;
+  std::vector<double> costs_;  // per input, the row being visited (any number of inputs)
   std::vector<Filled> cache_;
   Filled* last_ = nullptr;
   Entry scratch_{};
