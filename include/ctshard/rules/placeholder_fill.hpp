@@ -59,6 +59,7 @@ inline constexpr ShardKinds plain_shard_kinds{true, {}, 0};
 /// kinds, placeholder rows vanish (DTensor: no sharded input, no sharding rule).
 [[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds) {
   RuleSet out(rules.num_outputs(), rules.num_inputs());
+  out.reserve(rules.size() * (kinds.size() > 1 ? kinds.size() : 1));
   for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
   std::vector<Placement> row(rules.width());
   for (std::size_t r = 0; r < rules.size(); ++r) {

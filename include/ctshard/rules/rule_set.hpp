@@ -56,6 +56,19 @@ class RuleSet {
     return cells_[r * width() + operand];
   }
 
+  /// Placement of `operand` in row `r`, unchecked (r < size(), operand < width()): the hot loops'
+  /// accessor once the indices are known to be in range.
+  [[nodiscard]] constexpr const Placement& cell(std::size_t r, std::size_t operand) const noexcept { return cells_[r * width() + operand]; }
+
+  /// Reserves space for `rows` rows (no effect on the contents).
+  constexpr void reserve(std::size_t rows) { cells_.reserve(rows * width()); }
+
+  /// Appends the all-Replicate row (the framework's row; rules themselves never list it).
+  constexpr RuleSet& add_replicate_row() {
+    cells_.insert(cells_.end(), width(), Replicate());
+    return *this;
+  }
+
   /// Appends a row. Throws ctshard::error ("strategy length N != expected M") on a wrong width.
   constexpr RuleSet& add(std::span<const Placement> row) {
     if (row.size() != width()) detail::rule_row_width_mismatch(row.size(), width());
@@ -103,9 +116,9 @@ namespace detail {
 /// expression) when a rule already lists an all-Replicate row.
 [[nodiscard]] constexpr RuleSet with_replicate_row(const RuleSet& rules) {
   RuleSet out(rules.num_outputs(), rules.num_inputs());
+  out.reserve(rules.size() + 1);
   for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
-  std::vector<Placement> all_r(rules.width(), Replicate());
-  out.add(all_r);
+  out.add_replicate_row();
   for (std::size_t r = 0; r < rules.size(); ++r) {
     if (is_replicate_row(rules.row(r))) detail::rule_lists_replicate_row(r);
     out.add(rules.row(r));

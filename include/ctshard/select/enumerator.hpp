@@ -168,7 +168,7 @@ class StrategyEnumerator {
     Spec spec;
     for (std::uint8_t r : digits) {
       if (r >= f.rules.size()) throw error("ctshard::StrategyEnumerator::spec_of: rule index " + std::to_string(r) + " out of range");
-      spec.push_back(f.rules.at(r, operand));
+      spec.push_back(f.rules.cell(r, operand));
     }
     return spec;
   }
@@ -187,7 +187,9 @@ class StrategyEnumerator {
       if (spec.size() != mesh_.size())
         throw error("ctshard::StrategyEnumerator: input spec '" + to_string(spec) + "' has " + std::to_string(spec.size()) +
                     " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
-      check_shard_dims(spec, inputs[i].shape, "ctshard::StrategyEnumerator: input " + std::to_string(i));
+      for (const Placement& pl : spec)
+        if (pl.is_any_shard() && pl.dim >= inputs[i].shape.rank)  // the message is built only on failure
+          check_shard_dims(spec, inputs[i].shape, "ctshard::StrategyEnumerator: input " + std::to_string(i));
     }
   }
 
@@ -209,7 +211,7 @@ class StrategyEnumerator {
         for (std::size_t d = 0; d < n && key != ~std::uint64_t{0}; ++d) {
           std::uint64_t id = ~std::uint64_t{0};
           for (std::size_t r = 0; r < f.rules.size() && id == ~std::uint64_t{0}; ++r)
-            if (f.rules.at(r, nout + i) == input_specs[i][d]) id = f.column_id[r * width + nout + i];
+            if (f.rules.cell(r, nout + i) == input_specs[i][d]) id = f.column_id[r * width + nout + i];
           key = id == ~std::uint64_t{0} ? id : key * f.distinct[nout + i] + id;
         }
         f.current_key[i] = key;
@@ -240,11 +242,11 @@ class StrategyEnumerator {
     for (std::size_t k = 0; k < width; ++k) {
       std::uint32_t distinct = 0;
       for (std::size_t r = 0; r < s; ++r) {
-        const Placement& p = f.rules.at(r, k);
+        const Placement& p = f.rules.cell(r, k);
         f.partial_mask[r * width + k] = p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u;
         std::uint32_t id = distinct;
         for (std::size_t q = 0; q < r; ++q)
-          if (f.rules.at(q, k) == p) {
+          if (f.rules.cell(q, k) == p) {
             id = f.column_id[q * width + k];
             break;
           }
@@ -307,7 +309,7 @@ class StrategyEnumerator {
     Spec target;
     const auto build_target = [&] {
       if (target.size() == 0)
-        for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.at(digits[d], nout + i));
+        for (std::size_t d = 0; d < n; ++d) target.push_back(f.rules.cell(digits[d], nout + i));
     };
     if (e->shard_stamp != f.meta_stamp[i]) {
       build_target();
@@ -332,7 +334,7 @@ class StrategyEnumerator {
 
   bool spec_equals(const Filled& f, std::size_t i, const std::uint8_t* digits, const Spec& current) const noexcept {
     for (std::size_t d = 0; d < mesh_.size(); ++d)
-      if (!(f.rules.at(digits[d], f.rules.num_outputs() + i) == current[d])) return false;
+      if (!(f.rules.cell(digits[d], f.rules.num_outputs() + i) == current[d])) return false;
     return true;
   }
 
@@ -383,7 +385,7 @@ class StrategyEnumerator {
     for (std::size_t d = 0; d < n; ++d) {
       for (std::size_t r = 0; r < s; ++r) {
         bool all = true;
-        for (std::size_t i = 0; i < nin && all; ++i) all = f.rules.at(r, nout + i) == input_specs[i][d];
+        for (std::size_t i = 0; i < nin && all; ++i) all = f.rules.cell(r, nout + i) == input_specs[i][d];
         if (all) f.matching[d * s + count[d]++] = static_cast<std::uint8_t>(r);
       }
       if (count[d] == 0) return std::nullopt;
@@ -415,10 +417,11 @@ class StrategyEnumerator {
     return c;
   }
 
-  /// (surviving rows before `digits`, all surviving rows). Without the uneven bypass, which rows
-  /// survive depends only on the input metas and the mesh, not on the current specs, so a prefix
-  /// count cached per metas answers both; otherwise rows are walked (the total only when
-  /// `need_total`, else 0).
+  /// (surviving rows before `digits`, surviving rows in all — counted up to 2 only, since callers
+  /// only ask whether a single row survives). Without the uneven bypass, which rows survive
+  /// depends only on the input metas and the mesh, not on the current specs, so a prefix count
+  /// cached per metas answers both; otherwise rows are walked (the total only when `need_total`,
+  /// else 0).
   std::pair<std::size_t, std::size_t> survivor_position(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs,
                                                         const std::uint8_t* digits, bool need_total) {
     if (uneven_ == UnevenInputs::reject) {
@@ -428,8 +431,7 @@ class StrategyEnumerator {
       return {prefix[row], prefix.back()};
     }
     const std::size_t index = count_survivors(f, inputs, input_specs, digits);
-    std::size_t total = 0;
-    if (need_total) (void)walk(f, inputs, input_specs, false, nullptr, [&](const CandidateView&) { ++total; });
+    const std::size_t total = need_total ? count_survivors(f, inputs, input_specs, nullptr, 2) : 0;
     return {index, total};
   }
 
@@ -473,7 +475,7 @@ class StrategyEnumerator {
     for (std::size_t d = 0; d < n; ++d)
       for (std::size_t r = 0; r < s; ++r)
         for (std::size_t i = 0; i < nin; ++i)
-          f.lower_bound[d * s + r] += current_is_replicated(input_specs[i]) ? 0.0 : dim_lower_bound(d, input_specs[i][d], f.rules.at(r, nout + i));
+          f.lower_bound[d * s + r] += current_is_replicated(input_specs[i]) ? 0.0 : dim_lower_bound(d, input_specs[i][d], f.rules.cell(r, nout + i));
     // suffix minima let a prefix bound include the cheapest completion
     std::array<double, max_mesh_dims + 1> rest{};
     for (std::size_t d = n; d-- > 0;) {
@@ -523,15 +525,17 @@ class StrategyEnumerator {
 
   static bool current_is_replicated(const Spec& s) noexcept { return s.is_replicated(); }
 
-  /// Surviving rows strictly before `stop` in enumeration order (filters only, no pricing).
-  std::size_t count_survivors(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const std::uint8_t* stop) {
+  /// Surviving rows strictly before `stop` in enumeration order (filters only, no pricing); with no
+  /// `stop`, all surviving rows. Counting ends early once `limit` survivors are seen.
+  std::size_t count_survivors(Filled& f, std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const std::uint8_t* stop,
+                              std::size_t limit = static_cast<std::size_t>(-1)) {
     const std::size_t n = mesh_.size();
     std::array<std::uint8_t, max_mesh_dims> digits{};
     for (std::size_t d = 0; d < n; ++d) extend(f, digits.data(), d);
     std::size_t survivors = 0;
-    while (!std::equal(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), stop)) {
+    while (survivors < limit && (stop == nullptr || !std::equal(digits.begin(), digits.begin() + static_cast<std::ptrdiff_t>(n), stop))) {
       survivors += row_survives(f, digits.data(), inputs, input_specs) ? 1 : 0;
-      (void)advance(f, digits);
+      if (!advance(f, digits)) break;
     }
     return survivors;
   }
