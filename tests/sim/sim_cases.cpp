@@ -212,7 +212,12 @@ void add_einsum(std::vector<SampleCall>& v) {
 
 void add_collectives(std::vector<SampleCall>& v) {
   v.push_back(make_call("collective", "_c10d_functional.all_reduce.default", {R({4, 5})}, {sarg("sum"), sarg("0")}));
+  v.push_back(make_call("collective", "_c10d_functional.all_reduce.default", {R({4, 5})}, {sarg("max"), sarg("0")}));
   v.push_back(make_call("collective", "_c10d_functional.wait_tensor.default", {R({5, 3})}));
+  v.push_back(make_call("collective", "c10d_functional.all_reduce.default", {R({4, 5})}, {sarg("avg"), sarg("0")}));
+  v.push_back(make_call("collective", "c10d_functional.wait_tensor.default", {R({5, 3})}));
+  v.push_back(make_call("collective", "_c10d_functional_autograd.all_reduce.default", {R({4, 5})}, {sarg("min"), sarg("0")}));
+  v.push_back(make_call("collective", "_c10d_functional_autograd.wait_tensor.default", {R({5, 3})}));
   v.push_back(make_call("collective", "vllm.all_reduce.default", {R({4, 6})}, {sarg("tp")}));
 }
 

@@ -320,7 +320,9 @@ void add_einsum(Table& t) {
 
 /// Collectives written into a graph act on ctshard's logical tensors as the identity.
 void add_collectives(Table& t) {
-  for (const char* name : {"_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default", "vllm.all_reduce.default"})
+  for (const char* name : {"_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default", "c10d_functional.all_reduce.default",
+                           "c10d_functional.wait_tensor.default", "_c10d_functional_autograd.all_reduce.default",
+                           "_c10d_functional_autograd.wait_tensor.default", "vllm.all_reduce.default"})
     t[name] = unary([](const Tensor& x) { return x; });
 }
 

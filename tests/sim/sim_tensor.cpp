@@ -118,7 +118,9 @@ std::vector<Tensor> split_one(const Tensor& piece, const Placement& p, std::size
   if (!p.is_partial()) throw error("sim::cut: placement " + to_string(p) + " is not simulated");
   for (std::size_t i = 0; i < n; ++i) parts.push_back(Tensor::from_shape(piece.shape()));
   // Integer-valued inputs get integer parts (bool max/min parts stay in {0, 1}); real max/min parts
-  // spread from just below the value to well past zero.
+  // spread from just past the value to well past zero, on either side: a P(max) of a positive value
+  // may hold negative parts on the ranks that do not hold the maximum (an op defined only for
+  // positive values, like log, must not keep P(max)).
   const bool integral = domain == Domain::boolean || domain == Domain::small_int || domain == Domain::index;
   std::uniform_real_distribution<double> u(-2.0, 2.0), spread(0.02, 1.0);
   std::uniform_int_distribution<int> iu(-3, 3), istep(0, domain == Domain::boolean ? 1 : 3);
@@ -144,7 +146,6 @@ std::vector<Tensor> split_one(const Tensor& piece, const Placement& p, std::size
         for (std::size_t i = 0; i < n; ++i) {
           const double s = spread(rng) * spread(rng);
           double part = is_max ? v - s * 3.0 * (std::abs(v) + 1.0) : v + s * 3.0 * (std::abs(v) + 1.0);
-          if (domain == Domain::positive) part = is_max ? v * (1.0 - 0.9 * s) : v * (1.0 + 2.0 * s);
           if (integral) part = is_max ? v - istep(rng) : v + istep(rng);
           if (domain == Domain::boolean) part = std::clamp(part, 0.0, 1.0);
           parts[i].data()[e] = i == holder ? v : part;

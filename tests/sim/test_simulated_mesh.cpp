@@ -131,6 +131,10 @@ const std::vector<std::pair<std::string, std::string>>& not_simulated() {
   static const std::vector<std::pair<std::string, std::string>> ops{
       {"_c10d_functional.all_gather_into_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
       {"_c10d_functional.reduce_scatter_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
+      {"c10d_functional.all_gather_into_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
+      {"c10d_functional.reduce_scatter_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
+      {"_c10d_functional_autograd.all_gather_into_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
+      {"_c10d_functional_autograd.reduce_scatter_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
       {"apex.fused_layer_norm_affine_fwd.default", "fused kernel, not simulated yet"},
       {"higher_order.auto_functionalized", "wraps vLLM kernels, not simulated yet"},
       {"aten.arange.default", "factory whose size comes from the output annotation (Replicate only)"},

@@ -49,10 +49,13 @@ TEST_CASE("norm rules: layer norm backward gives Partial(sum) weight and bias gr
                                 bools_arg({true, true, true})};
   const OpRule r = rule_for(make_call("aten.native_layer_norm_backward.default", ts, args));
   CHECK(r.rules.num_outputs() == 3);
-  CHECK(rows_text(r.rules) == Rows{"S?(0),P(sum),P(sum),S?(0),S?(0),S?(0),S?(0),R,R", "S?(1),P(sum),P(sum),S?(1),S?(1),S?(1),S?(1),R,R"});
+  CHECK(rows_text(r.rules) == Rows{"S?(0),P(sum),P(sum),S?(0),S?(0),S?(0),S?(0),R,R", "S?(1),P(sum),P(sum),S?(1),S?(1),S?(1),S?(1),R,R",
+                                   // linear in grad_out: a partial gradient flows through unreduced
+                                   "P(sum),P(sum),P(sum),P(sum),R,R,R,R,R", "P(avg),P(avg),P(avg),P(avg),R,R,R,R,R"});
   auto masked = args;
   masked[7] = bools_arg({true, false, false});
   CHECK(rows_text(rule_for(make_call("aten.native_layer_norm_backward.default", ts, masked)).rules)[0] == "S?(0),R,R,S?(0),S?(0),S?(0),S?(0),R,R");
+  CHECK(rows_text(rule_for(make_call("aten.native_layer_norm_backward.default", ts, masked)).rules)[2] == "P(sum),R,R,P(sum),R,R,R,R,R");
   // no weight / bias: those grads are None (Replicate) whatever the mask says
   const OpRule nb = rule_for(make_call("aten.native_layer_norm_backward.default", {x, x, stat, stat},
                                        {tensor_arg(0), tensor_arg(1), ints_arg({768}), tensor_arg(2), tensor_arg(3), none_arg(), none_arg(),
@@ -74,5 +77,5 @@ TEST_CASE("norm rules: bad arguments name the op and the argument", "[norm]") {
                                      list_arg({bool_arg(true), int_arg(2)})}));
         }) == "ctshard: aten.native_layer_norm_backward.default: argument 'output_mask' must be a list of bools (item 1 is not)");
   STATIC_REQUIRE(layer_norm_single_dim_strategy(3, 1, true, true).size() == 2);
-  STATIC_REQUIRE(layer_norm_backward_single_dim_strategy(3, 2, false, false, {true, true, true}).size() == 1);
+  STATIC_REQUIRE(layer_norm_backward_single_dim_strategy(3, 2, false, false, {true, true, true}).size() == 3);  // one leading dim + P(sum), P(avg)
 }

@@ -9,9 +9,12 @@
 /// the op's own result is `None` for these kernels (output 0: Replicate) and the mutated arguments
 /// follow in the kernel's schema order.
 
+#include <array>
+#include <span>
 #include <string>
 
 #include "ctshard/registry/op_registry.hpp"
+#include "ctshard/rules/view_rules.hpp"
 
 namespace ctshard {
 
@@ -52,10 +55,22 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
     detail::expect_tensor_count(call, 3, "apex.fused_layer_norm_affine_fwd");
     const OpArg* normalized = call.arg(3);
     const std::size_t norm_dims = normalized != nullptr && normalized->kind == OpArg::Kind::int_list ? normalized->ints.size() : 1;
+    const TensorShape& x = call.tensors[0].shape;
     RuleSet rules(3, 3);
-    if (call.tensors[0].shape.rank > norm_dims)
-      rules = detail::token_parallel_rule(3, 3, {true, true, true, true, false, false}, 0);
-    return OpRule{rules, UnevenInputs::reject};
+    if (x.rank > norm_dims) rules = detail::token_parallel_rule(3, 3, {true, true, true, true, false, false}, 0);
+    OpRule rule{rules, UnevenInputs::reject};
+    // mean / invvar flatten x's leading dims: a shard of dim 0 labels them S(0) exactly when the
+    // shard count divides x's dim 0 (the evenness of that flatten, as for a view).
+    TensorShape leading;
+    for (std::size_t d = 0; d + norm_dims < x.rank; ++d) leading.push_back(x[d]);
+    if (leading.rank > 1) {
+      const std::array<std::int64_t, 1> flat{leading.numel()};
+      const ViewDimMap map = view_dim_map(leading, flat, "ctshard: apex.fused_layer_norm_affine_fwd");
+      rule.filter = [map](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
+        return view_shard_is_even(map, operands[3], mesh.sizes);
+      };
+    }
+    return rule;
   });
   registry.add({"higher_order.auto_functionalized"}, [](const OpCall& call) {
     const std::string op = detail::wrapped_op(call);

@@ -67,7 +67,12 @@ inline RuleFactory softmax_factory(std::size_t dim_pos, std::size_t num_inputs) 
     for (const auto& t : call.tensors)
       if (!(t.shape == shape)) throw error("ctshard: " + call.op + ": tensor inputs must have one shape");
     const int dim = op_args::wrap_dim(call, "dim", op_args::required_int(call, dim_pos, "dim"), shape.rank);
-    return OpRule{shard_except_dim_strategy(shape.rank, static_cast<std::size_t>(dim), 1, num_inputs), UnevenInputs::keep_existing_shards};
+    RuleSet rules = shard_except_dim_strategy(shape.rank, static_cast<std::size_t>(dim), 1, num_inputs);
+    // The backward ops (grad_output, output) are linear in grad_output: softmax's
+    // output * (grad - sum(grad * output)), log-softmax's grad - exp(output) * sum(grad).
+    if (num_inputs == 2)
+      for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) rules.add({Partial(r), Partial(r), Replicate()});
+    return OpRule{std::move(rules), UnevenInputs::keep_existing_shards};
   };
 }
 

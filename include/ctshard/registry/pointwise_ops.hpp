@@ -43,9 +43,12 @@ inline void register_pointwise_ops(OpRegistry& r) {
         unary({}));
   r.add({"aten.atan2.default", "aten.pow.Tensor_Tensor", "aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor",
          "aten.gt.Tensor", "aten.ge.Tensor", "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor",
-         "aten.logical_and.default", "aten.logical_or.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
-         "aten.gelu_backward.default", "aten.threshold_backward.default", "aten.rsub.Tensor", "aten.masked_fill.Scalar"},
+         "aten.logical_and.default", "aten.logical_or.default", "aten.rsub.Tensor", "aten.masked_fill.Scalar"},
         binary({}));
+  // grad_input = grad_output * f(activation): linear in the gradient (a P(sum) gradient needs no
+  // all-reduce when the activation is replicated).
+  r.add({"aten.sigmoid_backward.default", "aten.tanh_backward.default", "aten.gelu_backward.default", "aten.threshold_backward.default"},
+        binary(linear_in_first));
   r.add({"aten.addcmul.default", "aten.addcdiv.default", "aten.where.self", "aten.lerp.Tensor", "aten.masked_fill.Tensor"}, ternary({}));
   // Non-decreasing on the whole real line only (DTensor `non_decreasing_unary_ops`): an op defined
   // on part of it (log, log1p, sqrt) cannot keep P(max) / P(min), whose parts may lie outside.

@@ -4,6 +4,7 @@
 /// `layer_norm_single_dim_strategy`, `layer_norm_bwd_single_dim_strategy`). The normalized
 /// (trailing) dims are reduced by the op and stay whole; every leading (batch) dim can be sharded.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
@@ -44,8 +45,10 @@ namespace detail {
 /// output_mask) -> (grad_input, grad_weight, grad_bias)`. Operands `[grad_input, grad_weight,
 /// grad_bias, grad_out, input, mean, rstd, weight?, bias?]`; one row per leading dim d:
 /// grad_input `S?(d)`, grad_weight / grad_bias `P(sum)` (each rank sums its own rows of the batch),
-/// the four activations `S?(d)`, weight / bias `R`. An output that is not computed
-/// (`output_mask[i]` false, or no weight / bias) is `None` in DTensor and Replicate here.
+/// the four activations `S?(d)`, weight / bias `R`; then, since all three gradients are linear in
+/// grad_out, `[P(r), P(r), P(r), P(r), R...]` for r = sum, avg (a Partial grad_out needs no
+/// reduction before the backward). An output that is not computed (`output_mask[i]` false, or no
+/// weight / bias) is `None` in DTensor and Replicate here.
 /// Throws ctshard::error when normalized_ndim > rank.
 [[nodiscard]] constexpr RuleSet layer_norm_backward_single_dim_strategy(std::size_t rank, std::size_t normalized_ndim, bool has_weight,
                                                                         bool has_bias, std::array<bool, 3> output_mask) {
@@ -66,6 +69,14 @@ namespace detail {
     row[1] = grad_weight ? Partial(ReduceOp::sum) : Replicate();
     row[2] = grad_bias ? Partial(ReduceOp::sum) : Replicate();
     for (std::size_t k = 3; k < 7; ++k) row[k] = s;
+    rules.add(row);
+  }
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
+    std::fill(row.begin(), row.end(), Replicate());
+    row[0] = output_mask[0] ? Partial(r) : Replicate();
+    row[1] = grad_weight ? Partial(r) : Replicate();
+    row[2] = grad_bias ? Partial(r) : Replicate();
+    row[3] = Partial(r);
     rules.add(row);
   }
   return rules;

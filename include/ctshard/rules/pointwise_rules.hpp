@@ -55,6 +55,10 @@ inline constexpr std::array maximum{row3(Pmax, Pmax, Rep), row3(Pmax, Rep, Pmax)
 /// minimum / fmin / clamp_max.Tensor.
 inline constexpr std::array minimum{row3(Pmax, Pmax, Rep), row3(Pmax, Rep, Pmax), row3(Pmin, Pmin, Rep), row3(Pmin, Rep, Pmin),
                                     row3(Pmin, Pmin, Pmin)};
+/// Backward ops linear in their first operand, the incoming gradient, when the other operand is
+/// replicated (gelu / sigmoid / tanh / threshold backward: grad times a function of the
+/// activation): `[P(sum), P(sum), R]`, `[P(avg), P(avg), R]` (DTensor's `_XLOG1PY_RULES` shape).
+inline constexpr std::array linear_in_first{row3(Psum, Psum, Rep), row3(Pavg, Pavg, Rep)};
 /// logaddexp: monotone in each operand.
 inline constexpr std::array logaddexp{row3(Pmax, Pmax, Rep), row3(Pmax, Rep, Pmax), row3(Pmin, Pmin, Rep), row3(Pmin, Rep, Pmin)};
 }  // namespace pointwise_partial
