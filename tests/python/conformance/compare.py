@@ -123,9 +123,31 @@ def mixed_partial(spec: str) -> bool:
     return len(ops) > 1 and ops != {"sum", "avg"}
 
 
+def _shard_layout(spec: str, d: int) -> list[tuple]:
+    """The (mesh dim, split factor) pairs that shard tensor dim d, in mesh-dim order."""
+    return [(i, p[2]) for i, p in enumerate(_placements(spec)) if p[0] == "S" and p[1] == d]
+
+
+def new_empty_shards(shape: list[int], current: str, target: str, mesh: list[int]) -> bool:
+    """Moving an input from `current` to `target` creates empty shards it does not have yet: some
+    tensor dim has fewer elements than target shards (DTensor's is_tensor_shardable fails on it)
+    and is not split by the same mesh dims as in the current spec (ctshard's
+    UnevenInputs::keep_existing_shards refuses exactly these targets)."""
+    for d in range(len(shape)):
+        lay = _shard_layout(target, d)
+        n = 1
+        for i, sf in lay:
+            n *= mesh[i]
+        n *= max([sf for _, sf in lay], default=1)
+        if shape[d] < n and lay != _shard_layout(current, d):
+            return True
+    return False
+
+
 def row_tags(row: dict, case: dict) -> set[str]:
     """Why a row might be in one table only: `current_inputs` (the row keeps every input where it
     is), `unshardable_input` (an input spec would leave a device an empty shard),
+    `new_empty_shards` (an input is moved into a layout with empty shards it does not have now),
     `mixed_partial` (a spec mixes Partial kinds other than sum+avg)."""
     tags = set()
     ins = [normalize_spec(i, True) if i else i for i in row["in"]]
@@ -135,6 +157,8 @@ def row_tags(row: dict, case: dict) -> set[str]:
     for t, sp in zip(case["tensors"], ins):
         if sp and not shardable(t["shape"], sp, case["mesh"]):
             tags.add("unshardable_input")
+        if sp and new_empty_shards(t["shape"], t["spec"], sp, case["mesh"]):
+            tags.add("new_empty_shards")
     specs = [x for x in ins if x] + [o for o in (row["out"] if isinstance(row["out"], list) else [row["out"]]) if o]
     if any(mixed_partial(x) for x in specs):
         tags.add("mixed_partial")
@@ -167,7 +191,9 @@ def compare_strategies(dt_rows: list[dict], ct_rows: list[dict], ndim: int, subs
         diffs.append({"kind": "rows_missing_in_ctshard", "count": len(missing),
                       "rows": [row_text(r) for r in missing[:MAX_ROWS_IN_RECORD]]})
         if case is not None:
-            diffs[-1]["row_tags"] = sorted(set().union(*[row_tags(r, case) for r in missing]))
+            tags = [row_tags(r, case) for r in missing]
+            diffs[-1]["row_tags"] = sorted(set().union(*tags))
+            diffs[-1]["row_tags_all"] = sorted(set.intersection(*tags))
         if not inputs_sharded:
             # no input has a plain Shard: rows written with a sharding placeholder vanish
             diffs[-1]["no_sharded_input"] = True
@@ -175,7 +201,9 @@ def compare_strategies(dt_rows: list[dict], ct_rows: list[dict], ndim: int, subs
         d = {"kind": "rows_extra_in_ctshard", "count": len(extra),
              "rows": [row_text(r) for r in extra[:MAX_ROWS_IN_RECORD]]}
         if case is not None:
-            d["row_tags"] = sorted(set().union(*[row_tags(r, case) for r in extra]))
+            tags = [row_tags(r, case) for r in extra]
+            d["row_tags"] = sorted(set().union(*tags))
+            d["row_tags_all"] = sorted(set.intersection(*tags))
         if subset_mode:
             d["dtensor_kind"] = "op_strategy"
         diffs.append(d)
@@ -197,7 +225,7 @@ def _find_total(rows: list[dict], out, ins, ndim) -> float | None:
 
 
 def compare_choice(dt_choice: dict, ct_choice: dict, dt_rows: list[dict] | None,
-                   ct_rows: list[dict], ndim: int) -> list[dict]:
+                   ct_rows: list[dict], ndim: int, case: dict | None = None) -> list[dict]:
     diffs = []
     dt_out = _key_part(dt_choice["out"], ndim)
     ct_out = _key_part(ct_choice["out"], ndim)
@@ -210,6 +238,12 @@ def compare_choice(dt_choice: dict, ct_choice: dict, dt_rows: list[dict] | None,
            "dtensor": row_text({"out": dt_choice["out"], "in": dt_choice["in"]}),
            "ctshard": row_text({"out": ct_choice["out"], "in": ct_choice["in"]}),
            "ctshard_rule": ct_choice.get("rule")}
+    if case is not None:
+        # why DTensor's choice may be missing from ctshard's table (row_tags of that row)
+        rec["dtensor_choice_tags"] = sorted(row_tags({"out": dt_choice["out"], "in": dt_choice["in"]}, case)
+                                            - {"current_inputs"})
+        rec["ctshard_choice_tags"] = sorted(row_tags({"out": ct_choice["out"], "in": ct_choice["in"]}, case)
+                                            - {"current_inputs"})
     # price both choices in both tables: tells a tie / tie-rule difference from a cost difference
     dt_tot_dt = _find_total(dt_rows or [], dt_choice["out"], dt_choice["in"], ndim)
     ct_tot_dt = _find_total(dt_rows or [], ct_choice["out"], ct_choice["in"], ndim)
@@ -280,10 +314,13 @@ def compare_case(case: dict, dt: dict, ct: dict | None, ct_error: str | None) ->
         rec["dtensor_rows"] = len(dt_rows)
         rec["ctshard_rows"] = len(ct_rows)
     if dt.get("choice") is not None and ct_choice is not None:
-        cd = compare_choice(dt["choice"], ct_choice, dt_rows, ct_rows, ndim)
+        cd = compare_choice(dt["choice"], ct_choice, dt_rows, ct_rows, ndim, case)
+        sharded_in = any(re.search(r"(?<!_)S\(", t["spec"]) for t in case["tensors"])
         for d in cd:
             if dt.get("kind") == "op_strategy":
                 d["dtensor_kind"] = "op_strategy"
+            if not sharded_in:
+                d["no_sharded_input"] = True
             t = d["totals"]
             a, b = t["dtensor_choice_in_ctshard"], t["ctshard_choice_in_ctshard"]
             if a is not None and b is not None:
@@ -291,6 +328,8 @@ def compare_case(case: dict, dt: dict, ct: dict | None, ct_error: str | None) ->
                 b = math.inf if b == "inf" else b
                 if b < a - 1e-9 * max(1.0, abs(a) if a != math.inf else 1.0):
                     d["ctshard_cheaper"] = True
+                elif (b == a) or (a != math.inf and abs(a - b) <= 1e-9 * max(1.0, abs(a))):
+                    d["ctshard_same_cost"] = True
         diffs.extend(cd)
         rec["choice_identical"] = not cd
     elif dt.get("choice") is not None and ct_choice is None:
@@ -305,13 +344,23 @@ def summary_text(d: dict) -> str:
     if k in ("rows_missing_in_ctshard", "rows_extra_in_ctshard"):
         tag = " [no sharded input]" if d.get("no_sharded_input") else ""
         tag += "".join(f" [{t}]" for t in d.get("row_tags", []))
+        if d.get("row_tags_all"):
+            tag += f" [all rows: {','.join(d['row_tags_all'])}]"
         tag += " [dtensor op_strategy]" if d.get("dtensor_kind") == "op_strategy" else ""
         return f"{k}{tag}: " + " | ".join(d["rows"])
     if k == "cost_mismatch":
         tag = " [dtensor row without costs]" if d.get("dtensor_no_cost") else ""
         return f"{k}{tag}: " + " | ".join(f"{r['row']} dtensor={r['dtensor']} ctshard={r['ctshard']}" for r in d["rows"])
     if k in ("choice_out", "choice_in"):
-        tag = " [dtensor op_strategy]" if d.get("dtensor_kind") == "op_strategy" else ""
+        tag = " [no sharded input]" if d.get("no_sharded_input") else ""
+        tag += " [dtensor op_strategy]" if d.get("dtensor_kind") == "op_strategy" else ""
         tag += " [ctshard cheaper by its costs]" if d.get("ctshard_cheaper") else ""
+        tag += " [ctshard same cost]" if d.get("ctshard_same_cost") else ""
+        if d.get("dtensor_choice_tags"):
+            tag += f" [dtensor choice: {','.join(d['dtensor_choice_tags'])}]"
+        if d.get("ctshard_choice_tags"):
+            tag += f" [ctshard choice: {','.join(d['ctshard_choice_tags'])}]"
+        if (d.get("totals") or {}).get("ctshard_choice_in_dtensor") == "inf":
+            tag += " [dtensor prices ctshard's choice inf]"
         return f"{k}{tag}: dtensor {d['dtensor']} ctshard {d['ctshard']} {d.get('note', '')}"
     return f"{k}: {d.get('error')}"

@@ -66,13 +66,10 @@ def legacy_split(case: dict) -> list | None:
     return list(rest)
 
 
-# torch dtype names ctshard's table does not take (it knows the FX short form)
-CTSHARD_DTYPE_ALIASES = {"uint64": "u64", "uint32": "u32", "uint16": "u16"}
-
-
 def dtypes_of(case: dict) -> list[str]:
-    return [CTSHARD_DTYPE_ALIASES.get(t.get("dtype", "float32"), t.get("dtype", "float32"))
-            for t in case["tensors"]]
+    """The tensors' dtypes under their torch names (ctshard takes uint16/uint32/uint64 as well as
+    the FX short forms u16/u32/u64)."""
+    return [t.get("dtype", "float32") for t in case["tensors"]]
 
 
 def needs(case: dict) -> list[str]:

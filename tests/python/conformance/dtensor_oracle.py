@@ -56,6 +56,7 @@ from torch.testing._internal.distributed.fake_pg import FakeStore
 # importing _ops registers every strategy
 import torch.distributed.tensor._ops  # noqa: F401
 from torch.distributed.tensor._ops.single_dim_strategy import (
+    _dijkstra_expand_single_dim_strategy_to_mesh,
     _expand_single_dim_strategy_to_mesh,
 )
 
@@ -338,6 +339,84 @@ class DTensorOracle:
         ins += [spec_str(s) for s in kw_specs]
         return {"out": out, "in": ins, "redistribute": ins[: len(current)] != current}
 
+    # -- DTensor 2.13's unused priority-queue search
+    def dijkstra(self, case: dict, timeout_s: float = 10.0) -> dict:
+        """Runs `_dijkstra_expand_single_dim_strategy_to_mesh` (defined in 2.13's
+        single_dim_strategy.py, called by nothing in 2.13) on a single-dim-rule case, next to the
+        full expansion + `_select_min_cost_strategy` that `propagate_op_sharding_non_cached`
+        uses.  Returns {"status": "ok" | "none" | "error" | "timeout" | "not_single_dim", "reason",
+        "choice": {"out", "in", "cost" (its own per-input costs)}, "full": {"out", "in", "cost"},
+        "time_dijkstra_s", "time_full_s"}.  "none": the function declined (it returns None for
+        TupleStrategy args, tensor kwargs, _StridedShard or symbolic inputs, or an exhausted
+        search) and propagation would fall back to full expansion; "timeout": no answer within
+        timeout_s (the search is stopped at its next popped state)."""
+        import time
+
+        res: dict[str, Any] = {"status": None}
+        try:
+            schema = self.build_schema(case)
+        except Exception as e:  # noqa: BLE001
+            return {"status": "error", "reason": "schema: " + _err(e)}
+        p = propagator()
+        op = schema.op
+        info = p.op_single_dim_strategy_funcs.get(op)
+        if info is None:
+            return {"status": "not_single_dim"}
+        mesh = self.mesh(case["mesh"])
+        n_in = len(case["tensors"])
+        n_out = _num_tensor_returns(op)
+        try:
+            out_meta = p._propagate_tensor_meta_non_cached(schema)
+            strategy_schema = p._wrap_with_op_strategy(schema)
+            t0 = time.perf_counter()
+            fn = _expand_single_dim_strategy_to_mesh(mesh, strategy_schema, info, out_meta)
+            full = fn(op, strategy_schema.args_meta, strategy_schema.kwargs_meta)
+            best = _orig_select(full, schema)
+            res["time_full_s"] = time.perf_counter() - t0
+            res["full"] = self._row(best, n_in, n_out)
+            res["full_rows"] = [self._row(s, n_in, n_out) for s in full.strategies]
+        except Exception as e:  # noqa: BLE001
+            return {"status": "error", "reason": "full expansion: " + _err(e)}
+        reason = None
+        if any(isinstance(a, TupleStrategy) for a in strategy_schema.args_schema):
+            reason = "tensor list argument (TupleStrategy)"
+        elif any(isinstance(v, (OpStrategy, TupleStrategy)) for v in strategy_schema.kwargs_schema.values()):
+            reason = "tensor keyword argument"
+        elif any(isinstance(pl, _StridedShard) for a in schema.args_spec for pl in a.placements):
+            reason = "_StridedShard input"
+        from torch.distributed.tensor._ops import single_dim_strategy as _sds
+
+        cls = _sds._PreparedSingleDimStrategy
+        orig_try = cls.try_propagate
+        t0 = time.perf_counter()
+        deadline = t0 + timeout_s
+
+        def _try_with_deadline(self_, *a, **k):
+            # every state the search pops goes through try_propagate: a cheap place for a budget
+            if time.perf_counter() > deadline:
+                raise _DijkstraTimeout()
+            return orig_try(self_, *a, **k)
+
+        cls.try_propagate = _try_with_deadline
+        try:
+            st = _dijkstra_expand_single_dim_strategy_to_mesh(mesh, strategy_schema, info, out_meta)
+            res["time_dijkstra_s"] = time.perf_counter() - t0
+        except _DijkstraTimeout:
+            res.update(status="timeout", reason=f"no result within {timeout_s:g} s",
+                       time_dijkstra_s=time.perf_counter() - t0)
+            return res
+        except Exception as e:  # noqa: BLE001
+            res.update(status="error", reason=_err(e), time_dijkstra_s=time.perf_counter() - t0)
+            return res
+        finally:
+            cls.try_propagate = orig_try
+        if st is None:
+            res.update(status="none", reason=reason or "search exhausted")
+            return res
+        res["status"] = "ok"
+        res["choice"] = self._row(st.strategies[0], n_in, n_out)
+        return res
+
     def run(self, case: dict) -> dict:
         """Strategies and choice from one propagation: the OpStrategy that
         propagate_op_sharding_non_cached hands to _select_min_cost_strategy is captured, so the
@@ -395,6 +474,10 @@ class DTensorOracle:
         if result["choice"] is not None and result["strategies"]:
             result["choice"]["index"] = _match_index(result["strategies"], result["choice"])
         return result
+
+
+class _DijkstraTimeout(Exception):
+    pass
 
 
 # capture of the strategy propagation selects from

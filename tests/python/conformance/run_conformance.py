@@ -4,11 +4,14 @@
     python3 tests/python/conformance/run_conformance.py --report /tmp/conformance.json
     python3 tests/python/conformance/run_conformance.py --family einsum,view --cases-per-op 10
     python3 tests/python/conformance/run_conformance.py --op 'aten.mm.default,aten.add.Tensor'
+    python3 tests/python/conformance/run_conformance.py --dijkstra --simulate 0
 
 For every op overload that both ctshard (`ctshard ops`) and DTensor (single-dim strategy,
 op strategy or rule registries) have, it generates cases (cases.py), asks DTensor
 (dtensor_oracle.py) and ctshard (ctshard_side.py), compares (compare.py), prints a per-family
-table and writes every difference to the JSON report.
+table and writes every difference to the JSON report.  `--dijkstra` also runs DTensor 2.13's
+`_dijkstra_expand_single_dim_strategy_to_mesh` (defined but never called by 2.13's propagation)
+on every single-dim-rule case and counts how its choice and cost compare with the full expansion.
 """
 
 from __future__ import annotations
@@ -39,11 +42,14 @@ _oracle = None
 
 
 _simulate_rows = 0
+_dijkstra = False
+DIJKSTRA_TIMEOUT_S = 10.0  # per case; the search is stopped at its next popped state
 
 
-def _worker_init(env: dict, simulate_rows: int = 0) -> None:
-    global _simulate_rows
+def _worker_init(env: dict, simulate_rows: int = 0, dijkstra: bool = False) -> None:
+    global _simulate_rows, _dijkstra
     _simulate_rows = simulate_rows
+    _dijkstra = dijkstra
     os.environ.update(env)
     # one thread per worker: the machine has 2 cores and we run 2 workers
     import torch
@@ -74,6 +80,8 @@ def run_one(case: dict) -> dict:
     rec["dtensor_choice"] = dt.get("choice")
     if ct is not None:
         rec["ctshard_choice"] = ctshard_side.chosen(ct)
+    if _dijkstra and dt.get("kind") == "single_dim":
+        rec["dijkstra"] = dijkstra_probe(case)
     if _simulate_rows and rec["differences"]:
         import simulate
 
@@ -81,6 +89,109 @@ def run_one(case: dict) -> dict:
         simulate.annotate(rec, case, _simulate_rows)
         rec["time_simulate_s"] = time.perf_counter() - t3
     return rec
+
+
+def _rel_cmp(a: float, b: float) -> str:
+    """'lower' / 'equal' / 'higher': a against b, 1e-9 relative."""
+    if a == b or abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)):
+        return "equal"
+    return "lower" if a < b else "higher"
+
+
+def dijkstra_probe(case: dict) -> dict:
+    """DTensor 2.13's `_dijkstra_expand_single_dim_strategy_to_mesh` against the full expansion
+    propagation uses (dtensor_oracle.DTensorOracle.dijkstra), reduced to what the summary needs:
+    status, reason, same_choice, and the costs of both picks under the full expansion's
+    costs (`full_price`) and Dijkstra's own incremental cost (`own_cost`)."""
+    from compare import row_key
+
+    r = _oracle.dijkstra(case, DIJKSTRA_TIMEOUT_S)
+    out = {"status": r["status"], "reason": r.get("reason"),
+           "time_full_s": r.get("time_full_s"), "time_dijkstra_s": r.get("time_dijkstra_s")}
+    if r["status"] != "ok":
+        return out
+    ndim = len(case["mesh"])
+    full, dj = r["full"], r["choice"]
+    out["full"] = {"out": full["out"], "in": full["in"], "cost": sum(full["cost"])}
+    out["choice"] = {"out": dj["out"], "in": dj["in"], "own_cost": sum(dj["cost"])}
+    out["same_choice"] = row_key(full, ndim) == row_key(dj, ndim)
+    price = [sum(x["cost"]) for x in r["full_rows"] if row_key(x, ndim) == row_key(dj, ndim)]
+    out["choice"]["full_price"] = min(price) if price else None
+    out["full_price_vs_full_choice"] = (_rel_cmp(min(price), sum(full["cost"])) if price
+                                        else "not_a_row")
+    out["own_cost_vs_full_choice"] = _rel_cmp(sum(dj["cost"]), sum(full["cost"]))
+    return out
+
+
+def dijkstra_summary(records: list[dict]) -> dict:
+    """Counts over the records that carry a `dijkstra` probe."""
+    probes = [(r, r["dijkstra"]) for r in records if r.get("dijkstra")]
+    s: dict = {"cases": len(probes), "status": defaultdict(int), "none_reasons": defaultdict(int),
+               "error_reasons": defaultdict(int), "timeout_ops": defaultdict(int), "same_choice": 0, "different_choice": 0,
+               "different_choice_full_price": defaultdict(int),
+               "own_cost_vs_full_choice": defaultdict(int),
+               "different_by_op": defaultdict(int), "different": [], "excess_us": [],
+               "time_full_s": 0.0, "time_dijkstra_s": 0.0, "max_time_dijkstra_s": 0.0}
+    t_full = sorted(d["time_full_s"] for _, d in probes if d.get("time_full_s") is not None)
+    t_dj = sorted(d["time_dijkstra_s"] for _, d in probes if d.get("time_dijkstra_s") is not None)
+    s["median_time_full_ms"] = round(1000 * t_full[len(t_full) // 2], 2) if t_full else None
+    s["median_time_dijkstra_ms"] = round(1000 * t_dj[len(t_dj) // 2], 2) if t_dj else None
+    for rec, d in probes:
+        s["status"][d["status"]] += 1
+        s["time_full_s"] += d.get("time_full_s") or 0.0
+        s["time_dijkstra_s"] += d.get("time_dijkstra_s") or 0.0
+        s["max_time_dijkstra_s"] = max(s["max_time_dijkstra_s"], d.get("time_dijkstra_s") or 0.0)
+        if d["status"] == "none":
+            s["none_reasons"][d["reason"]] += 1
+        elif d["status"] == "error":
+            s["error_reasons"][(d.get("reason") or "")[:90]] += 1
+        elif d["status"] == "timeout":
+            s["timeout_ops"][rec["op"]] += 1
+        if d["status"] != "ok":
+            continue
+        s["own_cost_vs_full_choice"][d["own_cost_vs_full_choice"]] += 1
+        if d["same_choice"]:
+            s["same_choice"] += 1
+            continue
+        s["different_choice"] += 1
+        s["different_choice_full_price"][d["full_price_vs_full_choice"]] += 1
+        s["different_by_op"][rec["op"]] += 1
+        fp = d["choice"].get("full_price")
+        if d["full_price_vs_full_choice"] == "higher" and fp is not None:
+            s["excess_us"].append(fp - d["full"]["cost"])
+        s["different"].append({"id": rec["id"], "mesh": rec["case"]["mesh"] if rec.get("case") else None,
+                               "inputs": [t["spec"] for t in rec["case"]["tensors"]] if rec.get("case") else None,
+                               "full_price_vs_full_choice": d["full_price_vs_full_choice"],
+                               "full": d["full"], "dijkstra": d["choice"]})
+    ex = sorted(s.pop("excess_us"))
+    s["excess_us"] = ({"n": len(ex), "sum": round(sum(ex), 3), "median": round(ex[len(ex) // 2], 3),
+                       "max": round(ex[-1], 3)} if ex else {"n": 0})
+    for k in ("status", "none_reasons", "error_reasons", "timeout_ops", "different_choice_full_price",
+              "own_cost_vs_full_choice", "different_by_op"):
+        s[k] = dict(sorted(s[k].items()))
+    return s
+
+
+def print_dijkstra(s: dict, out=sys.stdout) -> None:
+    ok = s["status"].get("ok", 0)
+    print(f"\nDTensor 2.13 _dijkstra_expand_single_dim_strategy_to_mesh on {s['cases']} single-dim-rule "
+          f"cases (not on 2.13's propagation path; compared with its full expansion):", file=out)
+    print(f"  returned a strategy: {ok}; None (caller would fall back to full expansion): "
+          f"{s['status'].get('none', 0)} {s['none_reasons']}; raised: {s['status'].get('error', 0)} "
+          f"{s['error_reasons']}; stopped after {DIJKSTRA_TIMEOUT_S:g} s: {s['status'].get('timeout', 0)} "
+          f"{s['timeout_ops']}", file=out)
+    print(f"  same choice (output + input placements) as full expansion: {s['same_choice']}/{ok}; "
+          f"different: {s['different_choice']}/{ok}", file=out)
+    print(f"  different choices priced by full expansion's costs, against full expansion's choice: "
+          f"{s['different_choice_full_price']} (equal = a tie the two break differently; "
+          f"higher: Dijkstra pays more by {s['excess_us']} us)", file=out)
+    print(f"  Dijkstra's own (incremental) cost against full expansion's choice cost: "
+          f"{s['own_cost_vs_full_choice']}", file=out)
+    print(f"  time: full expansion + selection {s['time_full_s']:.1f} s, Dijkstra {s['time_dijkstra_s']:.1f} s "
+          f"(slowest case {s['max_time_dijkstra_s']:.2f} s); median per case {s['median_time_full_ms']} ms vs "
+          f"{s['median_time_dijkstra_ms']} ms", file=out)
+    if s["different_by_op"]:
+        print(f"  different choices by op: {s['different_by_op']}", file=out)
 
 
 def run_chunk(chunk: list[dict]) -> list[dict]:
@@ -115,7 +226,7 @@ def select_ops(ct_ops: list[str], dt_ops: dict[str, str], op_filter: str | None,
 # main run
 
 def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool = True,
-        simulate_rows: int = 0) -> dict:
+        simulate_rows: int = 0, dijkstra: bool = False) -> dict:
     t_start = time.perf_counter()
     feats = ctshard_side.features()
     all_cases, skipped = [], []
@@ -134,7 +245,9 @@ def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool 
     world = lambda c: 1 if c["mesh"] in ([4], [2, 2]) else 2  # noqa: E731
     chunks: list[list[dict]] = []
     cur: list[dict] = []
-    for c in sorted(all_cases, key=lambda c: (world(c), c["id"])):
+    # the 8-device meshes first: their cases cost the most (S^3 expansions), so the pool's tail
+    # is made of cheap chunks
+    for c in sorted(all_cases, key=lambda c: (-world(c), c["id"])):
         if cur and (len(cur) >= 16 or world(cur[0]) != world(c)):
             chunks.append(cur)
             cur = []
@@ -148,7 +261,7 @@ def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool 
         env["CTSHARD_BIN"] = ctshard_side.binary()
     done = 0
     if jobs <= 1:
-        _worker_init(env, simulate_rows)
+        _worker_init(env, simulate_rows, dijkstra)
         for ch in chunks:
             records.extend(run_chunk(ch))
             done += len(ch)
@@ -156,7 +269,7 @@ def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool 
                 print(f"\r{done}/{len(all_cases)}", end="", file=sys.stderr, flush=True)
     else:
         ctx = mp.get_context("spawn")
-        with ctx.Pool(jobs, initializer=_worker_init, initargs=(env, simulate_rows)) as pool:
+        with ctx.Pool(jobs, initializer=_worker_init, initargs=(env, simulate_rows, dijkstra)) as pool:
             for res in pool.imap_unordered(run_chunk, chunks):
                 records.extend(res)
                 done += len(res)
@@ -259,8 +372,11 @@ def difference_items(records: list[dict]) -> list[dict]:
 # ---------------------------------------------------------------------------------------
 # known differences
 
+# ctshard_bug must not remain in known_differences.json (test_conformance checks it): such a
+# difference is reported and fixed, not explained
 CLASSIFICATIONS = {"ctshard_bug", "dtensor_unsound", "dtensor_search", "dtensor_version",
-                   "dtensor_refuses"}
+                   "dtensor_cost", "dtensor_refuses", "ctshard_extension", "empty_shards_policy",
+                   "ctshard_limitation"}
 
 
 def load_known(path: Path | None = None) -> list[dict]:
@@ -272,7 +388,13 @@ def load_known(path: Path | None = None) -> list[dict]:
         for k in ("op", "kind", "pattern", "why"):
             if k not in e:
                 raise ValueError(f"known difference {e} lacks '{k}'")
+        re.compile(e["pattern"])
     return entries
+
+
+def _op_globs(e: dict) -> list[str]:
+    """An entry's `op`: one glob or a list of globs."""
+    return [e["op"]] if isinstance(e["op"], str) else list(e["op"])
 
 
 def _sim_ok(want: str | None, got) -> bool:
@@ -293,7 +415,7 @@ def _sim_ok(want: str | None, got) -> bool:
 def entry_matches(e: dict, item: dict) -> bool:
     if item["kind"] != e["kind"]:
         return False
-    if not fnmatch.fnmatch(item["op"], e["op"]):
+    if not any(fnmatch.fnmatchcase(item["op"], g) for g in _op_globs(e)):
         return False
     if not re.search(e["pattern"], item["summary"]):
         return False
@@ -375,6 +497,10 @@ def main(argv=None) -> int:
                          "difference and on both choices of a choice difference (default 4; 0: "
                          "off, and then the sim-gated entries of known_differences.json explain "
                          "nothing)")
+    ap.add_argument("--dijkstra", action="store_true",
+                    help="also run DTensor 2.13's _dijkstra_expand_single_dim_strategy_to_mesh (defined, "
+                         "never called by 2.13's propagation) on every single-dim-rule case and count "
+                         "how its choice and cost compare with the full expansion's")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
 
@@ -386,9 +512,13 @@ def main(argv=None) -> int:
             print(f"{cases_mod.family_of(o):<18} {dt_ops[o]:<12} {o}")
         print(f"# ctshard-only (no DTensor registration): {', '.join(info['ctshard_only'])}")
         return 0
-    result = run(ops, a.cases_per_op, a.seed, a.jobs, progress=not a.quiet, simulate_rows=a.simulate)
+    result = run(ops, a.cases_per_op, a.seed, a.jobs, progress=not a.quiet, simulate_rows=a.simulate,
+                 dijkstra=a.dijkstra)
     report = build_report(result, ops, info, a)
     print_table(report["families"])
+    if a.dijkstra:
+        report["dijkstra"] = dijkstra_summary(result["records"])
+        print_dijkstra(report["dijkstra"])
     n_skip = len(result["skipped"])
     print(f"\n{len(ops)} ops, {len(result['records'])} cases compared, {n_skip} skipped until ctshard "
           f"accepts them (features {result['features']}; cases needing them: {result['need_counts']}), "

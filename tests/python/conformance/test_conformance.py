@@ -5,7 +5,10 @@
 
 `test_all_differences_are_explained` runs the whole suite (every op both sides have, 25 cases
 each, with the simulated mesh on differing rows) and fails on any difference that no entry of
-known_differences.json explains.  The other tests check the machinery itself and are quick.
+known_differences.json explains, and adds `conformance ...` lines (totals, one per family, counts per
+classification) to the end-of-run summary.  The other tests are quick: the machinery itself, the mm
+family identical, ctshard's per-op uneven-input mode against DTensor 2.13's registry, and the
+known differences well formed (no ctshard_bug, an example case in every `why`).
 Environment: CONFORMANCE_CASES_PER_OP (default 25), CONFORMANCE_REPORT (write the JSON report),
 CONFORMANCE_JOBS (default 2), CTSHARD_BIN / CTSHARD_BACKEND=cli (see ctshard_side.py).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -82,11 +86,78 @@ def test_mm_family_is_identical():
     assert not bad, json.dumps(bad, indent=1)[:4000]
 
 
+@needs_ctshard
+def test_uneven_input_modes_follow_dtensor_registration():
+    """ctshard's per-op UnevenInputs (`uneven_inputs` in the table JSON) is read off DTensor 2.13's
+    registry: a single-dim rule's `allow_uneven_sharding` True -> keep_current, False -> reject;
+    an op DTensor 2.13 has only as an op_strategy function -> keep_existing_shards (it follows the
+    input without a shardability check), except aten.dot.default, which the reference cases pin
+    to reject (ctshard follows the single-dim einsum rule there)."""
+    import cases
+    import run_conformance
+    from dtensor_oracle import propagator, resolve_op
+
+    p = propagator()
+    ops, _ = run_conformance.select_ops(ctshard_side.ops(), run_conformance.dtensor_registered_ops(), None, None)
+    bad, seen = [], {}
+    for op in ops:
+        o = resolve_op(op)
+        info = p.op_single_dim_strategy_funcs.get(o)
+        if info is not None:
+            want = "keep_current" if info.allow_uneven_sharding else "reject"
+            reg = f"single-dim rule, allow_uneven_sharding={info.allow_uneven_sharding}"
+        else:
+            assert o in p.op_strategy_funcs, f"{op}: neither a single-dim rule nor an op_strategy in DTensor"
+            want = "reject" if op == "aten.dot.default" else "keep_existing_shards"
+            reg = "op_strategy function"
+        for c in cases.generate(op, 2, 0):  # two calls: the mode must not depend on the case
+            got = ctshard_side.ctshard_table(c).get("uneven_inputs")
+            seen[got] = seen.get(got, 0) + 1
+            if got != want:
+                bad.append(f"{c['id']}: DTensor 2.13 {reg} -> expected {want}, ctshard says {got}")
+    assert not bad, "\n".join(bad)
+    assert set(seen) == {"reject", "keep_current", "keep_existing_shards"}, seen
+
+
+def test_known_differences_are_well_formed():
+    """Every entry has a valid classification and a compilable pattern, none is a ctshard_bug
+    (ctshard bugs are fixed, not explained), and every `why` names an example case."""
+    import run_conformance
+
+    known = run_conformance.load_known()
+    assert known
+    for e in known:
+        assert e["classification"] != "ctshard_bug", e
+        assert re.search(r"#\d+", e["why"]), f"entry without an example case id: {e['op']} {e['kind']}"
+
+
 # ---------------------------------------------------------------------------------------
 # the suite
 
+def summary_lines(res: dict, n_ops: int, explained: list[dict], unexplained: list[dict]) -> list[str]:
+    """The lines the test command repeats at the end of the run (they start with 'conformance')."""
+    import run_conformance
+
+    rows = run_conformance.family_table(res["records"], res["skipped"])
+    tot = {k: sum(r[k] for r in rows) for k in ("cases", "strategies_identical", "strategies_compared",
+                                                  "strategies_subset", "choices_identical", "choices_compared")}
+    lines = [f"conformance: {n_ops} ops, {tot['cases']} cases, strategy sets identical "
+             f"{tot['strategies_identical']}/{tot['strategies_compared']} (DTensor rows within ctshard's "
+             f"{tot['strategies_subset']}), choices identical {tot['choices_identical']}/{tot['choices_compared']}, "
+             f"differences {len(explained) + len(unexplained)}, unexplained {len(unexplained)}"]
+    for r in rows:
+        lines.append(f"conformance   {r['family']:<18} {r['ops']:>3} ops {r['cases']:>4} cases  strategies "
+                     f"identical {r['strategies_identical']:>4}/{r['strategies_compared']:<4} dt<=ct "
+                     f"{r['strategies_subset']:>4}  choices identical {r['choices_identical']:>4}/{r['choices_compared']}")
+    by = {}
+    for it in explained:
+        by[it["classification"]] = by.get(it["classification"], 0) + 1
+    lines.append("conformance: explained " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    return lines
+
+
 @needs_ctshard
-def test_all_differences_are_explained():
+def test_all_differences_are_explained(summary):
     import run_conformance
 
     n = int(os.environ.get("CONFORMANCE_CASES_PER_OP", "25"))
@@ -104,7 +175,9 @@ def test_all_differences_are_explained():
         per_op[s["op"]] = per_op.get(s["op"], 0) + 1
     assert all(v >= n for v in per_op.values())
     items = run_conformance.difference_items(res["records"])
-    _, unexplained = run_conformance.explain(items, run_conformance.load_known())
+    explained, unexplained = run_conformance.explain(items, run_conformance.load_known())
+    for line in summary_lines(res, len(ops), explained, unexplained):
+        summary(line)
     if report_path:
         class _A:  # the fields build_report reads from argparse
             cases_per_op = n
