@@ -6,6 +6,7 @@
 
 #include "fx_graph.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -108,25 +109,55 @@ std::string format_error(const std::string& source, std::size_t line, const std:
 
 // ---- tensor types ----------------------------------------------------------------------------
 
-/// Parses `[n, n, ...]` at `s[i]` (non-negative integers); advances `i`.
-bool parse_int_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* out) {
-  if (i >= s.size() || s[i] != '[') return false;
+/// Parses a size list `[d, d, ...]` at `s[i]` (each size a non-negative integer or a SizeExpr
+/// of symbols); advances `i` past the `]`. Fills `shape` (-1 for a symbolic dim) and `exprs`
+/// (one entry per dim, "" for a static one) when given. Returns "" or the problem.
+std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* shape,
+                            std::vector<std::string>* exprs) {
+  if (i >= s.size() || s[i] != '[') return "expected '['";
   ++i;
-  auto skip = [&] { while (i < s.size() && s[i] == ' ') ++i; };
-  skip();
-  if (i < s.size() && s[i] == ']') return ++i, true;
-  while (true) {
-    std::int64_t value = 0;
-    const auto result = std::from_chars(s.data() + i, s.data() + s.size(), value);
-    if (result.ec != std::errc{} || value < 0 || !is_digit(s[i])) return false;
-    i = static_cast<std::size_t>(result.ptr - s.data());
-    if (out != nullptr) out->push_back(value);
-    skip();
-    if (i < s.size() && s[i] == ']') return ++i, true;
-    if (i >= s.size() || s[i] != ',') return false;
-    ++i;
-    skip();
+  std::size_t depth = 0;
+  std::size_t begin = i;
+  bool first = true;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '(') {
+      ++depth;
+      continue;
+    }
+    if (c == ')') {
+      if (depth == 0) return "unbalanced ')' in a size";
+      --depth;
+      continue;
+    }
+    if (depth != 0 || (c != ',' && c != ']')) continue;
+    const std::string_view item = trim(s.substr(begin, i - begin));
+    if (item.empty()) {
+      if (c == ']' && first) return ++i, std::string();  // `[]`: a 0-d tensor
+      return "empty size";
+    }
+    std::int64_t value = -1;
+    std::string expr;
+    if (std::all_of(item.begin(), item.end(), is_digit)) {
+      const auto result = std::from_chars(item.data(), item.data() + item.size(), value);
+      if (result.ec != std::errc{}) return "size '" + std::string(item) + "' out of range";
+    } else {
+      try {
+        const SizeExpr e = SizeExpr::parse(item);
+        if (e.symbols().empty())
+          return "size '" + std::string(item) + "' is neither a non-negative integer nor an expression of symbols";
+      } catch (const std::invalid_argument& e) {
+        return e.what();
+      }
+      expr = std::string(item);
+    }
+    if (shape != nullptr) shape->push_back(value);
+    if (exprs != nullptr) exprs->push_back(std::move(expr));
+    first = false;
+    begin = i + 1;
+    if (c == ']') return ++i, std::string();
   }
+  return "'[' is never closed";
 }
 
 // ---- line scanning: bracket/quote balance, `;` statements, `#` comments -------------------
@@ -324,6 +355,9 @@ class Cursor {
     if (depth != 0) fail("unbalanced brackets");
   }
 
+  /// Fails with `problem` alone (no position: it already says where).
+  [[noreturn]] void fail_plain(const std::string& problem) const { ::ctshard::fx::fail(where_, problem); }
+
   [[noreturn]] void fail(const std::string& problem) const {
     if (pos_ >= s_.size()) ::ctshard::fx::fail(where_, problem + " at end of statement");
     ::ctshard::fx::fail(where_, problem + " near '" + std::string(s_.substr(pos_, 24)) + "'");
@@ -421,6 +455,40 @@ bool is_def_forward(std::string_view line) {
   return line.starts_with("(");
 }
 
+/// A string annotation: a tensor type, or a symbolic integer `Sym(expr)`.
+struct Annotation {
+  std::optional<TensorType> type;
+  std::string sym_expr;  // non-empty for `Sym(expr)`
+};
+
+/// Parses an annotation; nullopt with `*problem` set when it is neither form.
+std::optional<Annotation> parse_annotation(std::string_view text, std::string* problem) {
+  const std::string_view t = trim(text);
+  if (t.starts_with("Sym(") && t.ends_with(")")) {
+    const std::string_view inner = trim(t.substr(4, t.size() - 5));
+    try {
+      SizeExpr::parse(inner);
+    } catch (const std::invalid_argument& e) {
+      *problem = e.what();
+      return std::nullopt;
+    }
+    return Annotation{std::nullopt, std::string(inner)};
+  }
+  std::optional<TensorType> type = parse_tensor_type(t, problem);
+  if (!type) return std::nullopt;
+  return Annotation{std::move(type), ""};
+}
+
+/// `name: "annotation"` alone (a declaration of the pytree format), or nullopt.
+std::optional<std::pair<std::string_view, std::string>> declaration_of(std::string_view statement, const Where& at) {
+  Cursor c(statement, at);
+  const std::string_view name = c.ident();
+  if (name.empty() || !c.eat(':') || !is_quote(c.peek())) return std::nullopt;
+  std::string annotation = c.string_literal();
+  if (!c.done()) return std::nullopt;
+  return std::make_pair(name, std::move(annotation));
+}
+
 class GraphBuilder {
  public:
   GraphBuilder(std::string_view text, std::string_view source)
@@ -478,10 +546,13 @@ class GraphBuilder {
     while (!c.eat(')')) {
       const std::string_view name = c.ident();
       if (name.empty()) c.fail("expected a parameter name");
-      std::optional<TensorType> type;
+      Annotation type;
       if (c.eat(':')) type = parse_parameter_type(c, name);
       if (c.eat_assign()) c.skip_until(",)");  // default value
-      if (!(first && name == "self")) add_placeholder(name, std::move(type), line, c);
+      if (!(first && name == "self")) {
+        add_placeholder(name, std::move(type), line, c);
+        ++signature_placeholders_;
+      }
       first = false;
       if (!c.eat(',')) {
         c.expect(')');
@@ -490,29 +561,30 @@ class GraphBuilder {
     }
   }
 
-  /// A string annotation must be a static tensor type; any other annotation means untyped.
-  std::optional<TensorType> parse_parameter_type(Cursor& c, std::string_view name) {
+  /// A string annotation must be a tensor type or `Sym(expr)`; any other annotation means
+  /// untyped.
+  Annotation parse_parameter_type(Cursor& c, std::string_view name) {
     if (!is_quote(c.peek())) {
       c.skip_until(",)=");
-      return std::nullopt;
+      return {};
     }
     const std::string annotation = c.string_literal();
-    std::optional<TensorType> type = parse_tensor_type(annotation);
-    if (!type)
-      c.fail("unsupported type annotation \"" + annotation + "\" of parameter '" +
-             std::string(name) + "'");
-    return type;
+    std::string problem;
+    std::optional<Annotation> parsed = parse_annotation(annotation, &problem);
+    if (!parsed)
+      c.fail_plain("unsupported type annotation \"" + annotation + "\" of parameter '" + std::string(name) + "': " + problem);
+    return std::move(*parsed);
   }
 
-  void add_placeholder(std::string_view name, std::optional<TensorType> type, std::size_t line,
-                       const Cursor& c) {
+  void add_placeholder(std::string_view name, Annotation annotation, std::size_t line, const Cursor& c) {
     Node node;
     node.name = std::string(name);
     node.kind = "placeholder";
     node.target = node.name;
     node.line = line;
-    const bool typed = type.has_value();
-    if (typed) node.outputs.push_back(std::move(*type));
+    node.sym_expr = std::move(annotation.sym_expr);
+    const bool typed = annotation.type.has_value() || !node.sym_expr.empty();
+    if (annotation.type) node.outputs.push_back(std::move(*annotation.type));
     add_node(std::move(node), typed, c);
   }
 
@@ -529,6 +601,10 @@ class GraphBuilder {
         fail(at, "expected an indented body line of forward (an assignment or 'return')");
       const std::vector<std::string_view> statements = scan_line(text, at);
       if (statements.front().empty()) fail(at, "expected an assignment or 'return'");
+      if (declaration_of(statements.front(), at)) {
+        parse_declarations(statements, at);
+        continue;
+      }
       returned = parse_statement(statements.front(), at);
       for (std::size_t k = 1; k < statements.size(); ++k)
         check_trailer(statements[k], k + 1 == statements.size(), at);
@@ -550,10 +626,69 @@ class GraphBuilder {
         fail(at, "unknown node '" + std::string(name) + "' in '" + std::string(statement) + "'");
   }
 
+  /// A line of pytree-format declarations `a: "T"; b: "U"; ` (before the unpacking line).
+  void parse_declarations(const std::vector<std::string_view>& statements, const Where& at) {
+    for (std::size_t k = 0; k < statements.size(); ++k) {
+      if (k + 1 == statements.size() && statements[k].empty()) break;
+      auto declaration = declaration_of(statements[k], at);
+      if (!declaration)
+        fail(at, "unexpected statement '" + std::string(statements[k]) + "' (a declaration line holds only 'name: \"type\"' items)");
+      const std::string name(declaration->first);
+      if (unpacked_) fail(at, "declaration of '" + name + "' after the fx_pytree.tree_flatten_spec line");
+      if (graph_.nodes.size() != signature_placeholders_) fail(at, "declaration of '" + name + "' after the first node");
+      std::string problem;
+      std::optional<Annotation> annotation = parse_annotation(declaration->second, &problem);
+      if (!annotation) fail(at, "unsupported type annotation \"" + declaration->second + "\" of '" + name + "': " + problem);
+      for (const Declaration& d : declarations_)
+        if (d.name == name) fail(at, "duplicate declaration of '" + name + "'");
+      declarations_.push_back({name, std::move(*annotation), at.line});
+    }
+  }
+
+  /// `a, b, = fx_pytree.tree_flatten_spec(...)` (after `first` and its comma): the unpacked
+  /// names replace the signature's parameters as the graph's placeholders.
+  void parse_unpacking(Cursor& c, std::string_view first, const Where& at) {
+    std::vector<std::string> names{std::string(first)};
+    while (c.eat(',')) {
+      const std::string_view name = c.ident();
+      if (name.empty()) break;
+      names.emplace_back(name);
+    }
+    if (!c.eat_assign()) c.fail("expected '='");
+    const std::string_view callee = c.dotted();
+    if (callee != "fx_pytree.tree_flatten_spec" || c.peek() != '(')
+      c.fail("expected 'fx_pytree.tree_flatten_spec(...)' (the only tuple assignment of a graph)");
+    c.skip_group();
+    c.expect_end();
+    if (unpacked_) fail(at, "a second fx_pytree.tree_flatten_spec line");
+    if (graph_.nodes.size() != signature_placeholders_)
+      fail(at, "the fx_pytree.tree_flatten_spec line must come before the first node");
+    // The signature's parameters are the pytree containers, not nodes.
+    for (const Node& n : graph_.nodes) index_.erase(n.name);
+    graph_.nodes.clear();
+    annotated_.clear();
+    for (const Declaration& d : declarations_)
+      if (std::find(names.begin(), names.end(), d.name) == names.end())
+        fail(at, "'" + d.name + "' is declared but not unpacked by fx_pytree.tree_flatten_spec");
+    for (const std::string& name : names) {
+      const auto d = std::find_if(declarations_.begin(), declarations_.end(), [&](const Declaration& x) { return x.name == name; });
+      if (d == declarations_.end()) add_placeholder(name, Annotation{}, at.line, c);
+      else add_placeholder(name, d->annotation, d->line, c);
+    }
+    signature_placeholders_ = graph_.nodes.size();
+    unpacked_ = true;
+  }
+
   /// Parses one body statement; returns true for `return`.
   bool parse_statement(std::string_view statement, const Where& at) {
     Cursor c(statement, at);
+    const auto check_unpacked = [&] {
+      if (!declarations_.empty() && !unpacked_)
+        fail(at, "'" + declarations_.front().name +
+                     "' is declared, but no 'a, b, = fx_pytree.tree_flatten_spec(...)' line unpacks the inputs");
+    };
     if (c.eat_word("return")) {
+      check_unpacked();
       parse_return(c, at.line);
       return true;
     }
@@ -561,18 +696,43 @@ class GraphBuilder {
     node.name = std::string(c.ident());
     node.line = at.line;
     if (node.name.empty()) c.fail("expected an assignment 'name = ...' or 'return'");
+    if (c.peek() == ',') {
+      parse_unpacking(c, node.name, at);
+      return false;
+    }
+    check_unpacked();
     const bool annotated = c.eat(':');
     if (annotated) {
       const std::string annotation = c.string_literal();
-      std::optional<TensorType> type = parse_tensor_type(annotation);
-      if (!type) c.fail("unsupported type annotation \"" + annotation + "\"");
-      node.outputs.push_back(std::move(*type));
+      std::string problem;
+      std::optional<Annotation> parsed = parse_annotation(annotation, &problem);
+      if (!parsed) c.fail_plain("unsupported type annotation \"" + annotation + "\": " + problem);
+      node.sym_expr = std::move(parsed->sym_expr);
+      if (parsed->type) node.outputs.push_back(std::move(*parsed->type));
     }
     if (!c.eat_assign()) c.fail("expected '='");
-    parse_rhs(c, node);
+    if (!node.sym_expr.empty()) parse_sym_rhs(c, node);
+    else parse_rhs(c, node);
     c.expect_end();
     add_node(std::move(node), annotated, c);
     return false;
+  }
+
+  /// The right-hand side of a symbolic integer: a torch.ops call as usual, anything else kept
+  /// verbatim as the target.
+  void parse_sym_rhs(Cursor& c, Node& node) {
+    const std::size_t start = c.pos();
+    const std::string_view callee = c.dotted();
+    if (callee.starts_with(kOpsPrefix) && c.peek() == '(') {
+      c.reset(start);
+      parse_rhs(c, node);
+      return;
+    }
+    c.reset(start);
+    node.kind = "call_function";
+    node.target = std::string(trim(c.full().substr(start)));
+    if (node.target.empty()) c.fail("expected a value");
+    c.reset(c.full().size());
   }
 
   /// `torch.ops.ns.op.overload(args)`, `y[i]` or `self.attr`.
@@ -629,7 +789,17 @@ class GraphBuilder {
     node.target = "output";
     node.line = line;
     Arg value = Arg::make_none();
-    if (!c.done()) {
+    const std::size_t start = c.pos();
+    const bool unflatten = c.dotted() == "pytree.tree_unflatten" && c.peek() == '(';
+    if (!unflatten) c.reset(start);
+    if (unflatten) {  // pytree format: `return pytree.tree_unflatten([a, b], self._out_spec)`
+      c.expect('(');
+      value = parse_value(c);
+      c.expect(',');
+      if (!c.dotted().starts_with("self.")) c.fail("expected 'self._out_spec'");
+      c.expect(')');
+      c.expect_end();
+    } else if (!c.done()) {
       value = parse_value(c);
       if (c.eat(',')) {  // bare tuple `return a, b`
         std::vector<Arg> items{std::move(value)};
@@ -730,7 +900,7 @@ class GraphBuilder {
   void fill_multi_outputs() {
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
       const Node& item = graph_.nodes[i];
-      if (item.kind != "call_function" || item.target != "getitem" || !annotated_[i]) continue;
+      if (item.kind != "call_function" || item.target != "getitem" || !annotated_[i] || item.outputs.empty()) continue;
       const std::size_t parent = index_.at(item.args[0].text);
       const std::int64_t k = item.args[1].int_value;
       if (annotated_[parent] || k < 0 || k >= kMaxGetitemIndex) continue;
@@ -747,6 +917,14 @@ class GraphBuilder {
   std::unordered_map<std::string, std::size_t> index_;  // node name -> position in graph_.nodes
   std::vector<bool> annotated_;                         // per node: had a type annotation
   std::size_t nesting_ = 0;                             // open lists in parse_sequence
+  std::size_t signature_placeholders_ = 0;              // placeholders (first nodes of graph_)
+  struct Declaration {
+    std::string name;
+    Annotation annotation;
+    std::size_t line;
+  };
+  std::vector<Declaration> declarations_;  // pytree format: `name: "T"` before the unpacking
+  bool unpacked_ = false;                  // the fx_pytree.tree_flatten_spec line was read
 };
 
 void append_float(std::string& out, double value) {
@@ -766,6 +944,232 @@ void append_float(std::string& out, double value) {
 }
 
 }  // namespace
+
+// ---- size expressions -------------------------------------------------------------------
+
+/// Recursive-descent parser of SizeExpr (grammar in fx_graph.hpp).
+class SizeExprParser {
+ public:
+  explicit SizeExprParser(std::string_view text) : s_(trim(text)) { e_.text_ = std::string(s_); }
+
+  SizeExpr run() {
+    if (s_.empty()) fail("empty expression");
+    e_.root_ = logical();
+    skip();
+    if (pos_ < s_.size()) fail(std::string("unexpected '") + s_[pos_] + "'");
+    e_.monomial_ = monomial(e_.root_);
+    return std::move(e_);
+  }
+
+ private:
+  using Op = SizeExpr::Op;
+  static constexpr std::size_t kMaxDepth = 32;
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw std::invalid_argument("bad size expression '" + std::string(s_) + "': " + problem +
+                                (pos_ >= s_.size() ? std::string(" at the end") : " at column " + std::to_string(pos_ + 1)));
+  }
+  void skip() {
+    while (pos_ < s_.size() && is_space(s_[pos_])) ++pos_;
+  }
+  /// Consumes `token` if it comes next and is not the start of a longer operator.
+  bool eat(std::string_view token) {
+    skip();
+    if (s_.substr(pos_, token.size()) != token) return false;
+    const std::size_t after = pos_ + token.size();
+    if ((token == "*" || token == "/") && after < s_.size() && s_[after] == token[0]) return false;
+    pos_ = after;
+    return true;
+  }
+  std::uint32_t add(Op op, std::vector<std::uint32_t> args = {}, std::int64_t value = 0) {
+    if (op == Op::opaque) e_.integer_ = false;
+    e_.terms_.push_back(SizeExpr::Term{op, value, std::move(args)});
+    return static_cast<std::uint32_t>(e_.terms_.size() - 1);
+  }
+
+  /// Comparisons and `&` / `|` (SymBool printouts such as `s0 >= 2`): parsed, never integer.
+  std::uint32_t logical() {
+    std::uint32_t lhs = comparison();
+    while (eat("&") || eat("|")) lhs = add(Op::opaque, {lhs, comparison()});
+    return lhs;
+  }
+  std::uint32_t comparison() {
+    std::uint32_t lhs = expr();
+    while (eat("==") || eat("!=") || eat("<=") || eat(">=") || eat("<") || eat(">")) lhs = add(Op::opaque, {lhs, expr()});
+    return lhs;
+  }
+  std::uint32_t expr() {
+    std::uint32_t lhs = term();
+    while (true) {
+      const Op op = eat("+") ? Op::add : eat("-") ? Op::sub : Op::literal;
+      if (op == Op::literal) return lhs;
+      lhs = add(op, {lhs, term()});
+    }
+  }
+  std::uint32_t term() {
+    std::uint32_t lhs = unary();
+    while (true) {
+      const Op op = eat("*") ? Op::mul : eat("//") ? Op::floordiv : eat("%") ? Op::mod : eat("/") ? Op::opaque : Op::literal;
+      if (op == Op::literal) return lhs;
+      lhs = add(op, {lhs, unary()});
+    }
+  }
+  std::uint32_t unary() {
+    if (++depth_ > kMaxDepth) fail("nested too deeply");
+    std::uint32_t result = 0;
+    if (eat("-")) {
+      result = add(Op::neg, {unary()});
+    } else if (eat("~")) {
+      result = add(Op::opaque, {unary()});
+    } else {
+      result = primary();
+      if (eat("**")) result = add(Op::pow, {result, unary()});
+    }
+    --depth_;
+    return result;
+  }
+  std::uint32_t primary() {
+    skip();
+    if (pos_ >= s_.size()) fail("expected a number, a symbol or '('");
+    const char c = s_[pos_];
+    if (is_digit(c)) return number();
+    if (c == '(') {
+      ++pos_;
+      const std::uint32_t inner = logical();
+      if (!eat(")")) fail("expected ')'");
+      return inner;
+    }
+    if (!is_ident_start(c)) fail("expected a number, a symbol or '('");
+    const std::size_t start = pos_;
+    while (pos_ < s_.size() && is_ident_char(s_[pos_])) ++pos_;
+    const std::string name(s_.substr(start, pos_ - start));
+    if (eat("(")) return call(name);
+    if (name == "True" || name == "False") return add(Op::opaque);
+    const auto index = std::find(e_.symbols_.begin(), e_.symbols_.end(), name) - e_.symbols_.begin();
+    if (static_cast<std::size_t>(index) == e_.symbols_.size()) e_.symbols_.push_back(name);
+    return add(Op::symbol, {}, static_cast<std::int64_t>(index));
+  }
+  std::uint32_t number() {
+    const std::size_t start = pos_;
+    while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
+    bool is_float = false;
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      is_float = true;
+      ++pos_;
+      while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
+    }
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      std::size_t j = pos_ + 1;
+      if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
+      if (j < s_.size() && is_digit(s_[j])) {
+        is_float = true;
+        pos_ = j;
+        while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
+      }
+    }
+    if (pos_ < s_.size() && is_ident_char(s_[pos_])) fail("malformed number");
+    if (is_float) return add(Op::opaque);
+    std::int64_t value = 0;
+    if (std::from_chars(s_.data() + start, s_.data() + pos_, value).ec != std::errc{}) {
+      pos_ = start;
+      fail("number out of range");
+    }
+    return add(Op::literal, {}, value);
+  }
+  std::uint32_t call(const std::string& name) {
+    const std::size_t start = pos_;
+    std::vector<std::uint32_t> args;
+    if (++depth_ > kMaxDepth) fail("nested too deeply");
+    do {
+      args.push_back(logical());
+    } while (eat(","));
+    if (!eat(")")) fail("expected ',' or ')'");
+    --depth_;
+    if (name == "Max" || name == "Min") return add(name == "Max" ? Op::max : Op::min, std::move(args));
+    if (name == "Mod") {
+      if (args.size() != 2) {
+        pos_ = start;
+        fail("Mod takes 2 arguments, got " + std::to_string(args.size()));
+      }
+      return add(Op::mod, std::move(args));
+    }
+    return add(Op::opaque, std::move(args));
+  }
+  bool monomial(std::uint32_t t) const {
+    const SizeExpr::Term& term = e_.terms_[t];
+    switch (term.op) {
+      case Op::literal: case Op::symbol: return true;
+      case Op::mul: return monomial(term.args[0]) && monomial(term.args[1]);
+      case Op::pow: return monomial(term.args[0]) && e_.terms_[term.args[1]].op == Op::literal;
+      default: return false;
+    }
+  }
+
+  std::string_view s_;
+  std::size_t pos_ = 0;
+  std::size_t depth_ = 0;
+  SizeExpr e_;
+};
+
+SizeExpr SizeExpr::parse(std::string_view text) { return SizeExprParser(text).run(); }
+
+std::int64_t SizeExpr::evaluate(const std::function<std::int64_t(const std::string&)>& value_of) const {
+  if (!integer_) throw std::domain_error("size expression '" + text_ + "' is not an integer expression");
+  std::vector<std::int64_t> values;
+  values.reserve(symbols_.size());
+  for (const std::string& name : symbols_) values.push_back(value_of(name));
+  return eval(root_, values);
+}
+
+std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& symbol_values) const {
+  const Term& term = terms_[t];
+  const auto fail = [&](const char* problem) -> std::int64_t {
+    throw std::domain_error("size expression '" + text_ + "' " + problem);
+  };
+  const auto arg = [&](std::size_t k) { return eval(term.args[k], symbol_values); };
+  std::int64_t r = 0;
+  switch (term.op) {
+    case Op::literal: return term.value;
+    case Op::symbol: return symbol_values[static_cast<std::size_t>(term.value)];
+    case Op::add: return __builtin_add_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
+    case Op::sub: return __builtin_sub_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
+    case Op::mul: return __builtin_mul_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
+    case Op::neg: return __builtin_sub_overflow(std::int64_t{0}, arg(0), &r) ? fail("overflows 64 bits") : r;
+    case Op::floordiv: case Op::mod: {
+      const std::int64_t a = arg(0), b = arg(1);
+      if (b == 0) return fail("divides by zero");
+      if (b == -1) {  // a / -1 overflows for the smallest value; a % -1 is 0
+        if (term.op == Op::mod) return 0;
+        return __builtin_sub_overflow(std::int64_t{0}, a, &r) ? fail("overflows 64 bits") : r;
+      }
+      std::int64_t q = a / b, m = a % b;
+      if (m != 0 && ((m < 0) != (b < 0))) {  // Python rounds toward negative infinity
+        --q;
+        m += b;
+      }
+      return term.op == Op::floordiv ? q : m;
+    }
+    case Op::pow: {
+      std::int64_t base = arg(0), exponent = arg(1);
+      if (exponent < 0) return fail("raises to a negative power");
+      std::int64_t result = 1;
+      while (exponent > 0) {
+        if ((exponent & 1) != 0 && __builtin_mul_overflow(result, base, &result)) return fail("overflows 64 bits");
+        exponent >>= 1;
+        if (exponent > 0 && __builtin_mul_overflow(base, base, &base)) return fail("overflows 64 bits");
+      }
+      return result;
+    }
+    case Op::max: case Op::min: {
+      std::int64_t best = arg(0);
+      for (std::size_t k = 1; k < term.args.size(); ++k)
+        best = term.op == Op::max ? std::max(best, arg(k)) : std::min(best, arg(k));
+      return best;
+    }
+    case Op::opaque: break;
+  }
+  return fail("is not an integer expression");
+}
 
 // ---- parse_error ------------------------------------------------------------------------
 
@@ -805,29 +1209,39 @@ std::string TensorType::to_string() const {
   std::string out = dtype + "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i != 0) out += ", ";
-    out += std::to_string(shape[i]);
+    out += i < dim_exprs.size() && !dim_exprs[i].empty() ? dim_exprs[i] : std::to_string(shape[i]);
   }
   return out + "]";
 }
 
-std::optional<TensorType> parse_tensor_type(std::string_view text) {
+std::optional<TensorType> parse_tensor_type(std::string_view text, std::string* problem) {
+  const auto fail = [&](std::string why) -> std::optional<TensorType> {
+    if (problem != nullptr) *problem = std::move(why);
+    return std::nullopt;
+  };
   text = trim(text);
   std::size_t i = 0;
   while (i < text.size() && (is_ident_char(text[i]))) ++i;
   TensorType type;
   type.dtype = std::string(text.substr(0, i));
-  if (!is_known_dtype(type.dtype) || !parse_int_list(text, i, &type.shape)) return std::nullopt;
-  if (i < text.size() && text[i] == '[' && !parse_int_list(text, i, nullptr))  // strides
-    return std::nullopt;
+  if (type.dtype.empty()) return fail("expected a dtype such as f32");
+  if (!is_known_dtype(type.dtype)) return fail("unknown dtype '" + type.dtype + "'");
+  std::vector<std::string> exprs;
+  if (std::string why = parse_size_list(text, i, &type.shape, &exprs); !why.empty()) return fail(why);
+  if (std::any_of(exprs.begin(), exprs.end(), [](const std::string& e) { return !e.empty(); }))
+    type.dim_exprs = std::move(exprs);
+  if (i < text.size() && text[i] == '[') {  // strides
+    if (std::string why = parse_size_list(text, i, nullptr, nullptr); !why.empty()) return fail("strides: " + why);
+  }
   // Optional device suffix: `cpu`, `cuda:0`, `meta`, ...
   const std::size_t device = i;
   while (i < text.size() && is_lower(text[i])) ++i;
   if (i > device && i < text.size() && text[i] == ':') {
     const std::size_t digits = ++i;
     while (i < text.size() && is_digit(text[i])) ++i;
-    if (i == digits) return std::nullopt;
+    if (i == digits) return fail("expected a device index after ':'");
   }
-  if (i != text.size()) return std::nullopt;
+  if (i != text.size()) return fail("unexpected text after the sizes");
   return type;
 }
 
@@ -926,6 +1340,22 @@ const Node* Graph::find(std::string_view name) const noexcept {
   for (const Node& node : nodes)
     if (node.name == name) return &node;
   return nullptr;
+}
+
+std::vector<std::string> Graph::symbols() const {
+  std::vector<std::string> out;
+  const auto add = [&](const std::string& text) {
+    const SizeExpr expr = SizeExpr::parse(text);
+    for (const std::string& name : expr.symbols())
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  for (const Node& node : nodes) {
+    if (!node.sym_expr.empty()) add(node.sym_expr);
+    for (const TensorType& t : node.outputs)
+      for (const std::string& e : t.dim_exprs)
+        if (!e.empty()) add(e);
+  }
+  return out;
 }
 
 Graph parse_fx_graph(std::string_view text, std::string_view source_name) {

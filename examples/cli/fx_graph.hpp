@@ -8,14 +8,32 @@
 ///   `class GraphModule(torch.nn.Module):` or `class <lambda>(...)` line); `def forward` may sit
 ///   at any indentation, its signature may span several lines;
 /// - signature parameters after `self` become placeholders, typed by a string annotation such
-///   as `primals_1: "f32[2304, 768]"` or untyped (`x`, `x: torch.Tensor`: empty outputs);
+///   as `primals_1: "f32[2304, 768]"`, a symbolic integer `primals_1: "Sym(s77)"`, or untyped
+///   (`x`, `x: torch.Tensor`: empty outputs);
+/// - AOT autograd's pytree (joint-graph) format: `def forward(self, primals, tangents):`, then
+///   declarations `primals_1: "f32[8, 4]"; tangents_1: "f32[8, 4]"; ` (several per line separated
+///   by `;`, or one per line), then the unpacking line
+///   `primals_1, tangents_1, = fx_pytree.tree_flatten_spec([primals, tangents], self._in_spec)`.
+///   The unpacked names (typed by their declarations, untyped when undeclared) are then the
+///   graph's placeholders, in unpacking order, and the signature's parameters are not nodes; a
+///   declaration of a name the unpacking line does not list, a declaration after it, or
+///   declarations without one are errors. `return pytree.tree_unflatten([a, b], self._out_spec)`
+///   returns `[a, b]`;
 /// - body lines (indented deeper than `def`) are `name[: "type"] = rhs` assignments, where rhs is
 ///   a call `torch.ops.ns.op.overload(args)`, a getitem `y[i]` or an attribute `self.path`,
 ///   followed until the end by one `return value` line (`[a, b]`, `(a, b)`, `(a,)`, `a, b`, `a`).
 ///   A `;  a = b = None` trailer (whose names must be known nodes) and `# ...` comments are
 ///   dropped; blank lines and comment lines are skipped; text after the return is an error;
-/// - only static shapes: a string annotation must read `dtype[d0, d1, ...]` (an optional
-///   `[strides]` and device suffix, as in `"f32[4, 8][8, 1]cuda:0"`, is accepted and ignored).
+/// - a body line annotated `"Sym(expr)"` is a symbolic integer (Node::sym_expr = expr): its
+///   right-hand side may be any balanced Python-like expression (`primals_1 * 16`,
+///   `torch.sym_float(x)`, `torch.ops.aten.sym_size.int(x, 0)`); a `torch.ops.*` call is read as
+///   usual (target and arguments), anything else is kept verbatim in Node::target with no
+///   arguments and is not checked further. Such nodes may be used as arguments anywhere a node
+///   may (`view(mul, [primals_1, 16, 48])`);
+/// - a tensor annotation reads `dtype[d0, d1, ...]` (an optional `[strides]` and device suffix,
+///   as in `"f32[4, 8][8, 1]cuda:0"`, is accepted and ignored), each size a non-negative integer
+///   or a size expression of symbols (`f32[s77, 768]`, `f16[1024*s77, 768]`,
+///   `f32[s0 + 1, (s1//2)]`; grammar at SizeExpr), kept as text in TensorType::dim_exprs.
 /// Anything else raises parse_error; a malformed body line is never skipped.
 ///
 /// Example:
@@ -27,6 +45,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -64,33 +83,98 @@ std::size_t dtype_itemsize(std::string_view dtype);
 /// Whether dtype_itemsize() knows `dtype`.
 bool is_known_dtype(std::string_view dtype) noexcept;
 
-/// A tensor type as printed in an annotation, e.g. `"f32[8, 197, 768]"`; `"i32[]"` is 0-d.
+/// A size expression of a symbolic shape as PyTorch prints it (sympy's `str`): `s77`,
+/// `1024*s77`, `s0 + 1`, `(s1//2)`, `s75**2`, `-(((-s75)//4))`, `Mod(s75, 3)`, `Max(1, s0)`.
+///
+/// Grammar (a small recursive-descent parser; at most 32 levels of nesting, each parenthesis,
+/// call, unary operator and `**` counting one):
+/// \code
+///   logical    := comparison (('&' | '|') comparison)*
+///   comparison := expr (('==' | '!=' | '<=' | '>=' | '<' | '>') expr)*
+///   expr       := term (('+' | '-') term)*
+///   term       := unary (('*' | '//' | '%' | '/') unary)*
+///   unary      := '-' unary | '~' unary | primary ['**' unary]
+///   primary    := INTEGER | FLOAT | NAME | NAME '(' logical (',' logical)* ')' | '(' logical ')'
+/// \endcode
+/// NAME is `[A-Za-z_][A-Za-z0-9_]*`; a NAME not followed by `(` is a symbol, except `True` and
+/// `False`. `//` and `%` are Python's floor division and modulo; `Mod(a, b)`, `Max(...)` and
+/// `Min(...)` are integer functions. Float literals, `True` / `False`, true division `/`,
+/// comparisons, `&`, `|`, `~` and any other function (`ToFloat(s0)`, `Eq(s0, 2)`, ...) parse
+/// (SymFloat / SymBool printouts) but make the expression non-integer (is_integer() false: it
+/// has no integer value). Malformed text throws std::invalid_argument reading
+/// `bad size expression '<text>': <problem> at column <n>` (1-based) or `... at the end`.
+class SizeExpr {
+ public:
+  /// Parses `text` (surrounding blanks ignored). Throws std::invalid_argument as above.
+  static SizeExpr parse(std::string_view text);
+
+  /// The expression text as given, trimmed.
+  const std::string& text() const noexcept { return text_; }
+  /// The distinct symbols, in order of first appearance (function names are not symbols).
+  const std::vector<std::string>& symbols() const noexcept { return symbols_; }
+  /// Whether the value is an integer expression (no float literal, `/` or unknown function).
+  bool is_integer() const noexcept { return integer_; }
+  /// Whether the expression is a monomial: integer literals and symbols combined only by `*`
+  /// and `**` with a literal exponent (`s77`, `1024*s77`, `2*s0*s1`, `s0**2`). Such a value
+  /// k*s1*...*sn is divisible by exactly what divides k for arbitrary symbol values.
+  bool is_monomial() const noexcept { return monomial_; }
+  /// The integer value with every symbol given by `value_of`. Throws std::domain_error naming
+  /// the expression when it is not an integer expression, divides by zero, raises to a negative
+  /// power, or overflows 64 bits.
+  std::int64_t evaluate(const std::function<std::int64_t(const std::string&)>& value_of) const;
+
+ private:
+  friend class SizeExprParser;
+  enum class Op : std::uint8_t { literal, symbol, add, sub, mul, floordiv, mod, pow, neg, max, min, opaque };
+  struct Term {
+    Op op = Op::literal;
+    std::int64_t value = 0;           // literal: the value; symbol: index into symbols_
+    std::vector<std::uint32_t> args;  // operands (indices into terms_)
+  };
+  std::int64_t eval(std::uint32_t term, const std::vector<std::int64_t>& symbol_values) const;
+
+  std::string text_;
+  std::vector<std::string> symbols_;
+  std::vector<Term> terms_;
+  std::uint32_t root_ = 0;
+  bool integer_ = true;
+  bool monomial_ = true;
+};
+
+/// A tensor type as printed in an annotation, e.g. `"f32[8, 197, 768]"`; `"i32[]"` is 0-d;
+/// `"f32[s77, 768]"` has a symbolic first dim.
 /// A default-constructed TensorType (dtype "") stands for "unknown".
 struct TensorType {
   /// dtype as printed ("f32", "bf16", "f16", "f64", "i64", "i32", "i16", "i8", "u8", "b8", ...);
   /// empty when unknown.
   std::string dtype;
-  /// Static extent of each dimension; empty for a 0-d tensor.
+  /// Extent of each dimension (-1 for a symbolic dim); empty for a 0-d tensor.
   std::vector<std::int64_t> shape;
+  /// Empty when every dim is static; otherwise one entry per dim: the size expression text of a
+  /// symbolic dim (as printed, e.g. "1024*s77", "(s1//2)"), "" for a static one.
+  std::vector<std::string> dim_exprs = {};
 
   /// Size in bytes of one element; throws std::invalid_argument on an unknown or empty dtype.
   std::size_t itemsize() const;
   /// Whether the type is known (dtype not empty).
   bool known() const noexcept { return !dtype.empty(); }
-  /// Number of elements (1 for a 0-d tensor).
+  /// Whether some dim is symbolic (dim_exprs not empty).
+  bool symbolic() const noexcept { return !dim_exprs.empty(); }
+  /// Number of elements (1 for a 0-d tensor); meaningful only when !symbolic().
   std::int64_t numel() const noexcept;
   /// numel() * itemsize(); throws like itemsize().
   std::size_t nbytes() const;
-  /// The annotation text, e.g. "f32[8, 197, 768]"; "?" when unknown.
+  /// The annotation text, e.g. "f32[8, 197, 768]", "f32[s77, 768]"; "?" when unknown.
   std::string to_string() const;
 
   /// Memberwise equality.
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 
-/// Parses annotation text such as `f32[8, 197, 768]` (without the quotes); nullopt when the text
-/// is not a static tensor type with a known dtype.
-std::optional<TensorType> parse_tensor_type(std::string_view text);
+/// Parses annotation text such as `f32[8, 197, 768]` or `f32[s0 + 1, 768]` (without the
+/// quotes); nullopt when the text is not a tensor type with a known dtype, and then `*problem`
+/// (when given) says why, e.g. "unknown dtype 'xx'" or the SizeExpr message of a bad size.
+std::optional<TensorType> parse_tensor_type(std::string_view text, std::string* problem = nullptr);
 
 /// What an Arg holds.
 enum class ArgKind {
@@ -163,7 +247,9 @@ struct Node {
   std::string kind;
   /// call_function: the callee without the "torch.ops." prefix ("aten.mm.default",
   /// "_c10d_functional.all_reduce.default", "higher_order.auto_functionalized"), or "getitem"
-  /// for `x = y[i]` lines; get_attr: the attribute path after `self.` ("_tensor_constant0");
+  /// for `x = y[i]` lines, or, for a symbolic-integer line whose right-hand side is not a
+  /// `torch.ops.*` call, that right-hand side verbatim ("sym_size_int * 2");
+  /// get_attr: the attribute path after `self.` ("_tensor_constant0");
   /// placeholder: the parameter name; output: "output".
   std::string target;
   /// Positional arguments. getitem `y[i]` has {node y, integer i} (as FX's operator.getitem);
@@ -179,8 +265,12 @@ struct Node {
   /// dtype ""; it stays empty when it has no getitem children (as do untyped placeholders,
   /// un-annotated get_attr nodes and the output node).
   std::vector<TensorType> outputs;
-  /// 1-based line of the node in the source text (for a multi-line signature, its first line).
+  /// 1-based line of the node in the source text (for a multi-line signature, its first line;
+  /// for a placeholder of the pytree format, its declaration, else the unpacking line).
   std::size_t line = 0;
+  /// A symbolic integer (annotation `"Sym(expr)"`, placeholder or body line): the expression
+  /// text, e.g. "s77", "2*s75 + 1"; empty for any other node. Such a node has no outputs.
+  std::string sym_expr;
 
   /// The keyword argument `key`, or nullptr.
   const Arg* kwarg(std::string_view key) const noexcept;
@@ -198,6 +288,10 @@ struct Graph {
 
   /// The node called `name`, or nullptr (linear search).
   const Node* find(std::string_view name) const noexcept;
+  /// The distinct symbols of the graph's size expressions in order of first appearance (nodes in
+  /// order; per node its sym_expr, then its output types' dims). Throws std::invalid_argument
+  /// for an expression that does not parse (the reader never produces one).
+  std::vector<std::string> symbols() const;
 };
 
 /// Parses the text of an FX graph printout. `source_name` only appears in error messages and in

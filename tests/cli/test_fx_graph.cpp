@@ -417,8 +417,8 @@ TEST_CASE("fx_graph: parse_tensor_type", "[fx]") {
   CHECK(parse_tensor_type("i32[]") == tt("i32", {}));
   CHECK(parse_tensor_type("f32[4, 8][8, 1]cuda:0") == tt("f32", {4, 8}));
   CHECK(parse_tensor_type("f32[4][1]cpu") == tt("f32", {4}));
-  CHECK_FALSE(parse_tensor_type("Sym(s0)"));
-  CHECK_FALSE(parse_tensor_type("f32[s0, 4]"));
+  CHECK_FALSE(parse_tensor_type("Sym(s0)"));  // a symbolic integer, not a tensor type
+  CHECK(parse_tensor_type("f32[s0, 4]") == TensorType{"f32", {-1, 4}, {"s0", ""}});  // more in test_symbolic.cpp
   CHECK_FALSE(parse_tensor_type("f32[4"));
   CHECK_FALSE(parse_tensor_type("f32[-1]"));
   CHECK_FALSE(parse_tensor_type("xx[4]"));
@@ -464,8 +464,12 @@ TEST_CASE("fx_graph: malformed body lines raise parse_error with line and text",
        "t.fx:6: "},
       {"    y = w[0]\n", "unknown node reference 'w'", "t.fx:6: "},
       {"    x = torch.ops.aten.relu.default(x)\n", "duplicate node name 'x'", "t.fx:6: "},
-      {"    y: \"Sym(s0)\" = torch.ops.aten.sym_size.int(x, 0)\n", "unsupported type annotation",
+      {"    y: \"Sym(s0 +)\" = torch.ops.aten.sym_size.int(x, 0)\n",
+       "unsupported type annotation \"Sym(s0 +)\": bad size expression 's0 +': expected a number, "
+       "a symbol or '(' at the end",
        "t.fx:6: "},
+      {"    y: \"f32[s0 +]\" = torch.ops.aten.relu.default(x)\n",
+       "unsupported type annotation \"f32[s0 +]\": bad size expression 's0 +'", "t.fx:6: "},
       {"    y: f32[2] = torch.ops.aten.relu.default(x)\n", "expected a string literal", "t.fx:6: "},
       {"    y = torch.ops.aten.relu.default('x)\n", "unterminated string", "t.fx:6: "},
       {"    y = torch.ops.aten.relu.default(x);  z = torch.ops.aten.neg.default(x)\n",
@@ -516,8 +520,9 @@ TEST_CASE("fx_graph: malformed signatures and wrappers", "[fx]") {
              Contains("t.fx:0: no 'def forward"));
   CHECK_THAT(error_of("def forward(self, x: \"f32[2]\"\n    return [x]\n"),
              Contains("t.fx:1: unterminated 'def forward(' signature"));
-  CHECK_THAT(error_of("def forward(self, s0: \"Sym(s0)\"):\n    return [s0]\n"),
-             Contains("t.fx:1: unsupported type annotation \"Sym(s0)\" of parameter 's0'"));
+  CHECK_THAT(error_of("def forward(self, s0: \"Sym(s0 s1)\"):\n    return [s0]\n"),
+             Contains("t.fx:1: unsupported type annotation \"Sym(s0 s1)\" of parameter 's0': bad size "
+                      "expression 's0 s1': unexpected 's' at column 4"));
   CHECK_THAT(error_of("def forward(self, x: \"f32[2]\", x: \"f32[2]\"):\n    return [x]\n"),
              Contains("t.fx:1: duplicate node name 'x'"));
   CHECK_THAT(error_of("def forward(self, x):\n    return [x]\n    \n    def g(self):\n"),
