@@ -2,6 +2,7 @@
 // `table` (one op's strategy table), `cost` (price one redistribution).
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -25,17 +26,17 @@ bool print_coverage(const std::string& dir, const PlanOptions& options, const Op
   if (files.empty()) throw error("ctshard plan --coverage: no *.fx.txt files in '" + dir + "'");
   std::sort(files.begin(), files.end());
   nlohmann::json report = nlohmann::json::array();
-  bool all_read = true;
+  bool any_read = false;
   for (const auto& f : files) {
     Plan plan;
     try {
       plan = plan_graph(fx::read_fx_graph_file(f.string()), options, registry);
     } catch (const std::exception& e) {  // one unreadable graph does not hide the others
-      all_read = false;
       report.push_back({{"file", f.filename().string()}, {"error", e.what()}});
       if (!json) std::cout << f.filename().string() << ": error: " << e.what() << '\n';
       continue;
     }
+    any_read = true;
     const double share = plan.nodes.empty() ? 1.0 : static_cast<double>(plan.nodes_with_rule) / static_cast<double>(plan.nodes.size());
     report.push_back({{"file", f.filename().string()}, {"nodes_with_rule", plan.nodes_with_rule}, {"nodes_fallback", plan.nodes_fallback},
                       {"rule_share", share}, {"fallback_ops", plan.fallback_ops}});
@@ -45,8 +46,33 @@ bool print_coverage(const std::string& dir, const PlanOptions& options, const Op
     for (const auto& [op, count] : plan.fallback_ops) std::cout << "  " << op << " x" << count << '\n';
   }
   if (json) std::cout << nlohmann::json{{"files", report}}.dump(2) << '\n';
-  return all_read;
+  return any_read;
 }
+
+/// `--sym NAME=VALUE` items as symbol values. Throws ctshard::error naming a malformed item.
+std::map<std::string, std::int64_t> parse_symbols(const std::vector<std::string>& items) {
+  std::map<std::string, std::int64_t> out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw error("ctshard plan: --sym expects NAME=VALUE, got '" + item + "'");
+    const std::string name = item.substr(0, eq), text = item.substr(eq + 1);
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value < 1)
+      throw error("ctshard plan: --sym " + item + ": the value of '" + name + "' must be a positive integer");
+    if (!out.emplace(name, value).second) throw error("ctshard plan: --sym names '" + name + "' twice");
+  }
+  return out;
+}
+
+constexpr const char* kSymFooter =
+    "Symbolic shapes (graphs traced with dynamic shapes: \"Sym(s77)\" inputs, sizes such as f32[1024*s77, 768]):\n"
+    "  --sym NAME=VALUE binds a symbol; every size expression is evaluated with the bound values.\n"
+    "  An unbound symbol is never assumed divisible by a mesh dim: each distinct unbound symbol gets its own\n"
+    "  prime hint (8191, 8209, 8219, ... in order of first appearance), so a size k*s divides exactly by what\n"
+    "  divides k; a non-monomial size with an unbound symbol (s0 + 1, (s0//2)) takes the smallest prime above\n"
+    "  its hinted value that is no symbol's hint. Shapes and costs use these values (DTensor itself prices\n"
+    "  unbacked sizes as 8192). The plan lists every symbol's value.";
 
 nlohmann::json parse_json_option(const char* option, const std::string& text) {
   try {
@@ -64,14 +90,18 @@ int main(int argc, char** argv) {
 
   std::string graph_path, mesh = "2x4", coverage_dir;
   std::int64_t dph = 8;
-  std::vector<std::string> places;
+  std::vector<std::string> places, syms;
   bool json = false;
   auto* plan_cmd = app.add_subcommand("plan", "propagate placements through an aten FX graph (default: the embedded example block)");
   plan_cmd->add_option("graph", graph_path, "FX graph printout (print_readable / AOT dump); omit for the embedded default");
   plan_cmd->add_option("--mesh", mesh, "mesh sizes, mesh dim 0 first: 8, 2x4, 2x2x2")->capture_default_str();
   plan_cmd->add_option("--devices-per-host", dph, "devices per host for the cost model")->capture_default_str();
   plan_cmd->add_option("--place", places, "input placement NAME=SPEC, e.g. primals_1=S(0)R (repeatable)");
-  plan_cmd->add_option("--coverage", coverage_dir, "report rule coverage for every *.fx.txt in DIR");
+  plan_cmd->add_option("--sym", syms, "bind a symbolic size NAME=VALUE, e.g. s77=1024 (repeatable; unbound symbols: see below)");
+  plan_cmd->footer(kSymFooter);
+  plan_cmd->add_option("--coverage", coverage_dir,
+                       "report rule coverage for every *.fx.txt in DIR (an unreadable file is an error line; exit 1 only when no file "
+                       "could be read)");
   plan_cmd->add_flag("--json", json, "machine-readable output");
   std::string plan_linearity = "sound";
   plan_cmd->add_option("--einsum-linearity", plan_linearity,
@@ -172,6 +202,7 @@ int main(int argc, char** argv) {
       if (!options.placements.emplace(p.substr(0, eq), parse_spec(p.substr(eq + 1))).second)
         throw error("ctshard plan: --place names '" + p.substr(0, eq) + "' twice");
     }
+    options.symbols = parse_symbols(syms);
     if (!coverage_dir.empty()) {
       return print_coverage(coverage_dir, options, registry_for(plan_linearity), json) ? 0 : 1;
     }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <ostream>
 #include <memory>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
 
 #include "ctshard/ctshard.hpp"
 #include "commands.hpp"
@@ -17,21 +19,37 @@ namespace {
 struct Value {
   std::vector<Spec> specs;
   std::vector<TensorMeta> metas;
-  std::vector<bool> known;  ///< meta known (annotated)
+  std::vector<bool> known;           ///< meta known (annotated, sizes evaluated)
+  std::vector<std::string> unknown;  ///< why a meta is unknown when it is not just unannotated
 };
-
-TensorMeta meta_of(const fx::TensorType& t) {
-  TensorMeta m;
-  m.shape = TensorShape(std::span<const std::int64_t>(t.shape));
-  m.itemsize = t.known() ? t.itemsize() : 4;
-  return m;
-}
 
 struct Resolved {
   Spec spec;
   TensorMeta meta;
   bool known = false;
+  std::string unknown;
 };
+
+/// A size expression's value, or why it has none.
+struct Evaluated {
+  bool ok = false;
+  std::int64_t value = 0;
+  std::string problem;
+};
+
+bool is_prime(std::int64_t n) {
+  if (n < 2) return false;
+  for (std::int64_t d = 2; d <= n / d; ++d)
+    if (n % d == 0) return false;
+  return true;
+}
+
+/// The smallest prime above `n` not in `taken`.
+std::int64_t next_prime(std::int64_t n, const std::vector<std::int64_t>& taken) {
+  if (n > (std::int64_t{1} << 62)) throw std::domain_error("is too large to take a prime hint");
+  for (std::int64_t p = std::max<std::int64_t>(n + 1, 2);; ++p)
+    if (is_prime(p) && std::find(taken.begin(), taken.end(), p) == taken.end()) return p;
+}
 
 class Planner {
  public:
@@ -41,11 +59,15 @@ class Planner {
   }
 
   Plan run() {
+    bind_symbols();
     check_placements();
     Plan plan;
     plan.source = graph_.source_name;
+    for (const auto& name : symbol_order_) plan.symbols.push_back({name, symbol_values_.at(name), options_.symbols.count(name) != 0});
     for (const auto& node : graph_.nodes) {
-      if (node.kind == "placeholder" || node.kind == "get_attr") {
+      if (!node.sym_expr.empty()) {
+        sym_values_[node.name] = size_of(node.sym_expr);
+      } else if (node.kind == "placeholder" || node.kind == "get_attr") {
         define_source(node);
       } else if (node.kind == "call_function" && node.target == "getitem") {
         define_getitem(node);
@@ -65,26 +87,103 @@ class Planner {
   }
 
  private:
-  void check_placements() const {
+  /// Checks PlanOptions::symbols against the graph and gives every unbound symbol its hint.
+  void bind_symbols() {
+    try {
+      symbol_order_ = graph_.symbols();
+    } catch (const std::invalid_argument& e) {
+      throw error("ctshard plan: " + graph_.source_name + ": " + e.what());
+    }
+    for (const auto& [name, value] : options_.symbols) {
+      if (std::find(symbol_order_.begin(), symbol_order_.end(), name) == symbol_order_.end()) {
+        std::string known;
+        for (const auto& s : symbol_order_) known += (known.empty() ? "" : ", ") + s;
+        throw error("ctshard plan: --sym names '" + name + "', which is not a symbol of " + graph_.source_name +
+                    (known.empty() ? " (it has no symbolic sizes)" : " (its symbols: " + known + ")"));
+      }
+      if (value < 1)
+        throw error("ctshard plan: --sym " + name + "=" + std::to_string(value) + ": a symbol's value must be a positive integer");
+    }
+    std::int64_t hint = first_symbol_hint - 1;
+    for (const auto& name : symbol_order_) {
+      if (const auto it = options_.symbols.find(name); it != options_.symbols.end()) {
+        symbol_values_[name] = it->second;
+      } else {
+        hint = next_prime(hint, {});
+        symbol_values_[name] = hint;
+        hints_.push_back(hint);
+      }
+    }
+  }
+
+  /// The value of a size expression under the symbol values (cached per text).
+  const Evaluated& size_of(const std::string& text) {
+    if (const auto it = sizes_.find(text); it != sizes_.end()) return it->second;
+    Evaluated r;
+    try {
+      const fx::SizeExpr e = fx::SizeExpr::parse(text);
+      r.value = e.evaluate([&](const std::string& name) { return symbol_values_.at(name); });
+      const bool unbound = std::any_of(e.symbols().begin(), e.symbols().end(), [&](const std::string& n) { return options_.symbols.count(n) == 0; });
+      if (unbound && !e.is_monomial()) {
+        try {
+          r.value = next_prime(r.value, hints_);
+        } catch (const std::domain_error& ex) {
+          throw std::domain_error("size expression '" + text + "' " + ex.what());
+        }
+      }
+      r.ok = true;
+    } catch (const std::exception& ex) {
+      r.problem = ex.what();
+    }
+    return sizes_.emplace(text, std::move(r)).first->second;
+  }
+
+  /// The meta of a tensor type with its sizes evaluated; nullopt with `*problem` set when a size
+  /// has no (non-negative integer) value.
+  std::optional<TensorMeta> meta_of(const fx::TensorType& t, std::string* problem = nullptr) {
+    TensorMeta m;
+    std::vector<std::int64_t> shape = t.shape;
+    for (std::size_t i = 0; i < t.dim_exprs.size() && i < shape.size(); ++i) {
+      if (t.dim_exprs[i].empty()) continue;
+      const Evaluated& e = size_of(t.dim_exprs[i]);
+      std::string why = e.ok ? "size '" + t.dim_exprs[i] + "' evaluates to " + std::to_string(e.value) : e.problem;
+      if (!e.ok || e.value < 0) {
+        if (problem != nullptr) *problem = std::move(why);
+        return std::nullopt;
+      }
+      shape[i] = e.value;
+    }
+    m.shape = TensorShape(std::span<const std::int64_t>(shape));
+    m.itemsize = t.known() ? t.itemsize() : 4;
+    return m;
+  }
+
+  void check_placements() {
     for (const auto& [name, spec] : options_.placements) {
       const fx::Node* n = graph_.find(name);
       if (n == nullptr || n->kind != "placeholder")
         throw error("ctshard plan: --place names '" + name + "', which is not an input (placeholder) of " + graph_.source_name);
+      if (!n->sym_expr.empty())
+        throw error("ctshard plan: --place names '" + name + "', a symbolic integer input (Sym(" + n->sym_expr + ")), not a tensor");
       if (spec.size() != mesh_.size())
         throw error("ctshard plan: --place " + name + "=" + to_string(spec) + " has " + std::to_string(spec.size()) +
                     " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
-      if (!n->outputs.empty() && n->outputs[0].known()) check_shard_dims(spec, meta_of(n->outputs[0]).shape, "ctshard plan: --place " + name);
+      if (!n->outputs.empty() && n->outputs[0].known())
+        if (const auto meta = meta_of(n->outputs[0])) check_shard_dims(spec, meta->shape, "ctshard plan: --place " + name);
     }
   }
 
-  Value replicated(const fx::Node& node) const {
+  Value replicated(const fx::Node& node) {
     Value v;
     const std::size_t n = node.outputs.empty() ? 1 : node.outputs.size();
     for (std::size_t i = 0; i < n; ++i) {
       v.specs.emplace_back(mesh_.size());
-      const bool known = i < node.outputs.size() && node.outputs[i].known();
-      v.metas.push_back(known ? meta_of(node.outputs[i]) : TensorMeta{});
-      v.known.push_back(known);
+      std::string problem;
+      std::optional<TensorMeta> meta;
+      if (i < node.outputs.size() && node.outputs[i].known()) meta = meta_of(node.outputs[i], &problem);
+      v.metas.push_back(meta ? *meta : TensorMeta{});
+      v.known.push_back(meta.has_value());
+      v.unknown.push_back(std::move(problem));
     }
     return v;
   }
@@ -106,12 +205,26 @@ class Planner {
   }
 
   Resolved resolve(const fx::Arg& a) const {
-    Resolved r{Spec(mesh_.size()), TensorMeta{}, false};
+    Resolved r{Spec(mesh_.size()), TensorMeta{}, false, ""};
     const auto it = values_.find(a.text);
     if (it == values_.end()) return r;
     const std::size_t k = a.index ? static_cast<std::size_t>(*a.index) : 0;
     if (k >= it->second.specs.size()) return r;
-    return {it->second.specs[k], it->second.metas[k], it->second.known[k]};
+    return {it->second.specs[k], it->second.metas[k], it->second.known[k], it->second.unknown[k]};
+  }
+
+  /// `a` with every reference to a symbolic-integer node replaced by its value (an integer), or
+  /// by its expression text (opaque) when it has no integer value.
+  fx::Arg substitute(const fx::Arg& a) const {
+    if (a.kind == fx::ArgKind::list) {
+      fx::Arg out = a;
+      for (auto& item : out.items) item = substitute(item);
+      return out;
+    }
+    if (!a.is_node() || a.index) return a;
+    const auto it = sym_values_.find(a.text);
+    if (it == sym_values_.end()) return a;
+    return it->second.ok ? fx::Arg::make_int(it->second.value) : fx::Arg::make_opaque(graph_.find(a.text)->sym_expr);
   }
 
   OpArg convert(const fx::Arg& a, OpCall& call, std::vector<Resolved>& inputs) const {
@@ -156,9 +269,13 @@ class Planner {
     OpCall call;
     call.op = node.target;
     std::vector<Resolved> inputs;
-    for (const auto& a : node.args) call.args.push_back(convert(a, call, inputs));
-    for (const auto& [k, a] : node.kwargs) call.kwargs.emplace_back(k, convert(a, call, inputs));
-    for (const auto& t : node.outputs) call.outputs.push_back(t.known() ? meta_of(t) : TensorMeta{});
+    for (const auto& a : node.args) call.args.push_back(convert(substitute(a), call, inputs));
+    for (const auto& [k, a] : node.kwargs) call.kwargs.emplace_back(k, convert(substitute(a), call, inputs));
+    for (const auto& t : node.outputs) {
+      std::optional<TensorMeta> meta;
+      if (t.known()) meta = meta_of(t);
+      call.outputs.push_back(meta ? *meta : TensorMeta{});
+    }
 
     std::vector<Spec> current;
     for (const auto& in : inputs) current.push_back(in.spec);
@@ -170,7 +287,7 @@ class Planner {
       try {
         infer_unknown_input(node, inputs, call);
         for (const auto& in : inputs)
-          if (!in.known) throw error("an input's shape is unknown");
+          if (!in.known) throw error(in.unknown.empty() ? "an input's shape is unknown" : in.unknown);
         const OpRule rule = (*factory)(call);
         // A graph may use fewer outputs than an op returns (getitems of unused outputs are absent).
         if (rule.rules.num_outputs() < out.specs.size())
@@ -208,12 +325,14 @@ class Planner {
   /// Graph constants (`self._tensor_constant0`) carry no type; the copy that lifts them
   /// (`lift_fresh_copy`, also `clone` / `detach` / `alias`) has the same shape and dtype, so its
   /// output annotation stands in for the input's.
-  static void infer_unknown_input(const fx::Node& node, std::vector<Resolved>& inputs, OpCall& call) {
+  void infer_unknown_input(const fx::Node& node, std::vector<Resolved>& inputs, OpCall& call) {
     static constexpr std::string_view same_layout[] = {"aten.lift_fresh_copy.default", "aten.clone.default", "aten.detach.default",
                                                        "aten.alias.default"};
     if (inputs.size() != 1 || inputs[0].known || node.outputs.size() != 1 || !node.outputs[0].known()) return;
     if (std::find(std::begin(same_layout), std::end(same_layout), node.target) == std::end(same_layout)) return;
-    inputs[0].meta = meta_of(node.outputs[0]);
+    const std::optional<TensorMeta> meta = meta_of(node.outputs[0]);
+    if (!meta) return;
+    inputs[0].meta = *meta;
     inputs[0].known = true;
     call.tensors[0] = inputs[0].meta;
   }
@@ -236,6 +355,11 @@ class Planner {
   const OpRegistry& registry_;
   MeshTopology mesh_;
   std::map<std::string, Value> values_;
+  std::vector<std::string> symbol_order_;              // the graph's symbols, first appearance first
+  std::map<std::string, std::int64_t> symbol_values_;  // bound value or hint per symbol
+  std::vector<std::int64_t> hints_;                    // the hint primes of unbound symbols
+  std::map<std::string, Evaluated> sizes_;             // size expression text -> value
+  std::map<std::string, Evaluated> sym_values_;        // symbolic-integer node -> value
   std::vector<std::pair<std::pair<std::string, RuleSet>, StrategyEnumerator>> enumerators_;
   std::unique_ptr<StrategyEnumerator> uncached_;
 };
@@ -252,6 +376,8 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   j["mesh"] = options.mesh;
   j["placements"] = nlohmann::json::object();
   for (const auto& [name, spec] : options.placements) j["placements"][name] = to_string(spec);
+  j["symbols"] = nlohmann::json::array();
+  for (const auto& s : plan.symbols) j["symbols"].push_back({{"name", s.name}, {"value", s.value}, {"bound", s.bound}});
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : plan.nodes) {
     nlohmann::json node = {{"name", n.name}, {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs},
@@ -275,6 +401,11 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
   out << "\ninput placements:";
   for (const auto& [name, spec] : options.placements) out << ' ' << name << '=' << to_string(spec);
   out << (options.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
+  if (!plan.symbols.empty()) {
+    out << "symbols:";
+    for (const auto& s : plan.symbols) out << ' ' << s.name << '=' << s.value << (s.bound ? "" : " (unbound: prime hint)");
+    out << '\n';
+  }
   for (const auto& n : plan.nodes) {
     std::string ins;
     for (std::size_t i = 0; i < n.inputs.size(); ++i) { ins += (i ? ", " : ""); ins += n.inputs[i]; }

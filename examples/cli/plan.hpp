@@ -3,6 +3,15 @@
 /// Sharding propagation through an aten FX graph: every op node, in graph order, takes the
 /// strategy DTensor's selection would take given its inputs' current specs; ops without a rule
 /// fall back visibly (all inputs replicated, outputs Replicate).
+///
+/// Symbolic shapes: every size expression (fx::SizeExpr) is evaluated with the symbol values of
+/// PlanOptions::symbols. An unbound symbol is never assumed divisible by anything: the distinct
+/// unbound symbols get the primes 8191, 8209, 8219, ... as hints in order of first appearance
+/// (fx::Graph::symbols), so a monomial size k*s is divisible by exactly what divides k; a
+/// non-monomial expression with an unbound symbol (`s0 + 1`, `(s0//2)`) takes the smallest prime
+/// above its hinted value that is not a symbol's hint. Shapes and costs use these values. A
+/// symbolic-integer node (fx::Node::sym_expr) is not planned; used as an argument it is the
+/// integer value of its expression.
 
 #include <cstdint>
 #include <iosfwd>
@@ -30,9 +39,17 @@ struct PlannedNode {
   std::string reason;                ///< why it fell back ("no rule", or the rule's error)
 };
 
+/// The value a symbol took in a plan.
+struct SymbolValue {
+  std::string name;
+  std::int64_t value = 0;  ///< the bound value, or the prime hint of an unbound symbol
+  bool bound = false;      ///< given in PlanOptions::symbols
+};
+
 /// The plan of a whole graph.
 struct Plan {
   std::string source;
+  std::vector<SymbolValue> symbols;  ///< the graph's symbols in order of first appearance
   std::vector<PlannedNode> nodes;
   double total_cost_us = 0;
   std::size_t nodes_with_rule = 0;
@@ -45,14 +62,20 @@ struct PlanOptions {
   std::vector<std::int64_t> mesh{2, 4};
   std::int64_t devices_per_host = 8;
   std::map<std::string, Spec> placements;  ///< placeholder name -> spec; others Replicate
+  std::map<std::string, std::int64_t> symbols;  ///< symbol name -> value (`--sym s77=1024`); others get prime hints
 };
 
-/// Plans `graph`. Throws ctshard::error when a `placements` name is not a placeholder of the graph
-/// or its spec has the wrong mesh rank.
+/// The first hint prime of an unbound symbol (the next ones are the following primes).
+inline constexpr std::int64_t first_symbol_hint = 8191;
+
+/// Plans `graph`. Throws ctshard::error when a `placements` name is not a tensor placeholder of
+/// the graph or its spec has the wrong mesh rank, when a `symbols` name is not a symbol of the
+/// graph or its value is below 1, or when a size expression of the graph does not parse.
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry);
 
-/// The `plan --json` document: source, mesh, placements, nodes ({name, op, inputs, outputs,
-/// cost_us, fallback[, reason]}), total_cost_us, nodes_with_rule, nodes_fallback, fallback_ops.
+/// The `plan --json` document: source, mesh, placements, symbols ([{name, value, bound}]), nodes
+/// ({name, op, inputs, outputs, cost_us, fallback[, reason]}), total_cost_us, nodes_with_rule,
+/// nodes_fallback, fallback_ops.
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
 
 /// Text rendering of a plan: one line per op node, then totals and the fallback ops.
