@@ -94,6 +94,7 @@ def plan(
     place: Mapping[str, str] | None = None,
     devices_per_host: int = 8,
     einsum_linearity: str = "sound",
+    sym: Mapping[str, int] | None = None,
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -105,22 +106,32 @@ def plan(
     mesh: mesh sizes, mesh dim 0 first.
     place: input (placeholder) name -> spec string; other inputs start Replicate.
     einsum_linearity: ``"sound"`` (default, as ``plan``) or ``"dtensor"``.
+    sym: symbol name -> value for graphs with symbolic shapes (``{"s77": 1024}``, as
+        ``--sym s77=1024``). An unbound symbol is never assumed divisible by a mesh dim: it takes
+        a prime hint (8191, 8209, ... in order of first appearance; ``docs/semantics.md``). A
+        GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``) keeps
+        its sizes symbolic (``str(SymInt)``), exactly like its printout.
 
     Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
     ``fallback``), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``, ``fallback_ops``,
-    ``mesh`` and ``placements``. Raises ValueError for unreadable graphs or bad placements.
+    ``mesh``, ``placements`` and ``symbols`` (``name``, ``value``, ``bound``). Raises ValueError
+    for unreadable graphs, bad placements, or a ``sym`` name that is not a symbol of the graph
+    or whose value is not a positive integer.
     """
     mesh = list(mesh)
     place = dict(place) if place is not None else {}
+    if sym is not None and not isinstance(sym, Mapping):
+        raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
+    sym = dict(sym) if sym is not None else {}
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity)
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym)
     if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity)
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym)
     if isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity)
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym)
         if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity)
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym)
         raise ValueError(
             "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
             + repr(graph[:200])
@@ -129,7 +140,7 @@ def plan(
         from ._graph import node_records
 
         name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity)
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym)
     raise ValueError(
         "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
         + type(graph).__name__

@@ -1,12 +1,15 @@
 """A torch.fx.GraphModule as the node records ctshard._ext.plan_records reads.
 
-A record is ``(name, op, target, args, kwargs, outputs)``: ``op`` is the FX node kind, ``target``
-the callee as the FX text reader names it (``aten.mm.default``, ``getitem``,
+A record is ``(name, op, target, args, kwargs, outputs, sym)``: ``op`` is the FX node kind,
+``target`` the callee as the FX text reader names it (``aten.mm.default``, ``getitem``,
 ``higher_order.auto_functionalized``), ``args``/``kwargs`` plain values with node references as
 ``{"node": name}`` and other objects (dtypes, devices, memory formats) as ``{"opaque": text}``,
-and ``outputs`` one ``(dtype short name, shape)`` per result (dtype ``""`` when unknown). Shapes
-come from ``node.meta["val"]`` (fake tensors: make_fx, AOT autograd, torch.export) or
-``node.meta["tensor_meta"]`` (ShapeProp).
+``outputs`` one ``(dtype short name, shape)`` per result (dtype ``""`` when unknown), and ``sym``
+the expression of a symbolic value (``str(SymInt)``, as the printout's ``"Sym(expr)"``
+annotation) or ``""``. Shapes come from ``node.meta["val"]`` (fake tensors: make_fx, AOT
+autograd, torch.export) or ``node.meta["tensor_meta"]`` (ShapeProp); a symbolic size is its
+expression string (``str(SymInt)``: ``"s77"``, ``"1024*s77"``, ``"(s1//2)"``), exactly as
+``print_readable`` prints it, so a GraphModule and its printout give the same graph.
 """
 
 from __future__ import annotations
@@ -35,14 +38,22 @@ def dtype_name(dtype: torch.dtype) -> str:
     return _DTYPES.get(dtype, "")
 
 
-def _shape(sizes) -> list[int] | None:
-    out = []
-    for s in sizes:
-        try:
-            out.append(int(s))
-        except Exception:  # an unbacked or unhinted symbolic size: the type stays unknown
-            return None
-    return out
+_SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _size(s: Any) -> int | str:
+    """A static size as an int, a symbolic one as its expression (``str(SymInt)``)."""
+    if isinstance(s, torch.SymInt):
+        text = str(s)
+        return int(text) if text.isdigit() else text
+    return int(s)
+
+
+def _shape(sizes) -> list[int | str] | None:
+    try:
+        return [_size(s) for s in sizes]
+    except Exception:  # a size that is neither an int nor a SymInt: the type stays unknown
+        return None
 
 
 def _type_of(value: Any) -> tuple[str, list[int]]:
@@ -55,9 +66,9 @@ def _type_of(value: Any) -> tuple[str, list[int]]:
     return (name, sizes) if sizes is not None and name else _UNKNOWN
 
 
-def _outputs(node: torch.fx.Node) -> list[tuple[str, list[int]]]:
+def _outputs(node: torch.fx.Node) -> list[tuple[str, list[int | str]]]:
     val = node.meta.get("val", node.meta.get("tensor_meta"))
-    if val is None:
+    if val is None or isinstance(val, _SYM_TYPES):
         return []
     if isinstance(val, (list, tuple)) and not hasattr(val, "dtype"):
         return [_type_of(v) if v is not None else _UNKNOWN for v in val]
@@ -89,9 +100,13 @@ def _arg(value: Any) -> Any:
         return {"opaque": repr(value)}
     if isinstance(value, torch._ops.OpOverload):  # auto_functionalized's first argument
         return {"opaque": str(value).replace("torch.ops.", "")}
-    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return {"opaque": str(value)}
-    return {"opaque": str(value)}
+    return {"opaque": str(value)}  # a SymInt not bound to a node, dtypes, layouts, ...
+
+
+def _sym(node: torch.fx.Node) -> str:
+    """The expression of a symbolic value (SymInt / SymFloat / SymBool meta["val"]), else ""."""
+    val = node.meta.get("val")
+    return str(val) if node.op != "output" and isinstance(val, _SYM_TYPES) else ""
 
 
 def node_records(gm: torch.fx.GraphModule) -> list[tuple]:
@@ -106,5 +121,6 @@ def node_records(gm: torch.fx.GraphModule) -> list[tuple]:
             [_arg(a) for a in node.args],
             {k: _arg(v) for k, v in node.kwargs.items()},
             _outputs(node) if node.op != "output" else [],
+            _sym(node),
         ))
     return records

@@ -215,15 +215,56 @@ fx::Arg to_fx_arg(nb::handle h) {
   throw error("ctshard.plan: unsupported node argument " + nb::cast<std::string>(nb::repr(h)));
 }
 
-/// A graph from node records (name, op, target, args, kwargs, outputs); outputs are
-/// (dtype short name or "", shape) pairs. Node references must name earlier nodes.
+/// Checks a size expression of node `node` as the text reader does (fx::SizeExpr grammar).
+void check_expression(const std::string& text, const std::string& node) {
+  try {
+    fx::SizeExpr::parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw error("ctshard.plan: node '" + node + "': " + e.what());
+  }
+}
+
+/// An output shape of a record: ints, and strings for symbolic sizes (`str(SymInt)`), which
+/// become the same symbolic dims (TensorType::dim_exprs) as the text reader's.
+void shape_from_record(nb::handle h, fx::TensorType& type, const std::string& node) {
+  const auto bad = [&] {
+    return error("ctshard.plan: node '" + node + "': an output shape must be a list of integers and size expressions, got " +
+                 nb::cast<std::string>(nb::repr(h)));
+  };
+  if (nb::isinstance<nb::str>(h) || !(nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h))) throw bad();
+  std::vector<std::string> exprs;
+  bool symbolic = false;
+  for (nb::handle x : h) {
+    if (nb::isinstance<nb::str>(x)) {
+      std::string text = nb::cast<std::string>(x);
+      check_expression(text, node);
+      if (fx::SizeExpr::parse(text).symbols().empty())
+        throw error("ctshard.plan: node '" + node + "': size '" + text + "' is neither an integer nor an expression of symbols");
+      type.shape.push_back(-1);
+      exprs.push_back(std::move(text));
+      symbolic = true;
+    } else if (nb::isinstance<nb::int_>(x) && !nb::isinstance<nb::bool_>(x)) {
+      const auto value = nb::cast<std::int64_t>(x);
+      if (value < 0) throw bad();
+      type.shape.push_back(value);
+      exprs.emplace_back();
+    } else {
+      throw bad();
+    }
+  }
+  if (symbolic) type.dim_exprs = std::move(exprs);
+}
+
+/// A graph from node records (name, op, target, args, kwargs, outputs, sym); outputs are
+/// (dtype short name or "", shape) pairs, sym the expression of a symbolic integer or "". Node
+/// references must name earlier nodes.
 fx::Graph graph_from_records(nb::handle records, const std::string& source) {
   fx::Graph g;
   g.source_name = source;
   std::size_t line = 0;
   for (nb::handle r : records) {
     nb::tuple t = nb::cast<nb::tuple>(r);
-    if (t.size() != 6) throw error("ctshard.plan: a node record has 6 fields (name, op, target, args, kwargs, outputs)");
+    if (t.size() != 7) throw error("ctshard.plan: a node record has 7 fields (name, op, target, args, kwargs, outputs, sym)");
     fx::Node n;
     n.name = nb::cast<std::string>(t[0]);
     n.kind = nb::cast<std::string>(t[1]);
@@ -237,8 +278,13 @@ fx::Graph graph_from_records(nb::handle records, const std::string& source) {
       type.dtype = nb::cast<std::string>(ot[0]);
       if (!type.dtype.empty() && !fx::is_known_dtype(type.dtype))
         throw error("ctshard.plan: node '" + n.name + "' has an unknown dtype '" + type.dtype + "'");
-      type.shape = int_list(ot[1], "plan: an output shape");
+      shape_from_record(ot[1], type, n.name);
       n.outputs.push_back(std::move(type));
+    }
+    n.sym_expr = nb::cast<std::string>(t[6]);
+    if (!n.sym_expr.empty()) {
+      check_expression(n.sym_expr, n.name);
+      if (!n.outputs.empty()) throw error("ctshard.plan: node '" + n.name + "' is a symbolic value and has tensor outputs");
     }
     for (const auto& a : n.args)
       if (a.is_node() && g.find(a.text) == nullptr) throw error("ctshard.plan: node '" + n.name + "' refers to unknown node '" + a.text + "'");
@@ -251,6 +297,26 @@ fx::Graph graph_from_records(nb::handle records, const std::string& source) {
     g.nodes.push_back(std::move(n));
   }
   return g;
+}
+
+std::map<std::string, std::int64_t> symbols_of(nb::handle sym) {
+  std::map<std::string, std::int64_t> out;
+  if (sym.is_none()) return out;
+  if (!nb::isinstance<nb::dict>(sym)) throw error("ctshard.plan: sym must map symbol names to integers, got " + nb::cast<std::string>(nb::repr(sym)));
+  for (auto [k, v] : nb::borrow<nb::dict>(sym)) {
+    if (!nb::isinstance<nb::str>(k) || !nb::isinstance<nb::int_>(v) || nb::isinstance<nb::bool_>(v))
+      throw error("ctshard.plan: sym must map symbol names to integers, got " + nb::cast<std::string>(nb::repr(k)) + ": " +
+                  nb::cast<std::string>(nb::repr(v)));
+    const std::string name = nb::cast<std::string>(k);
+    std::int64_t value = 0;
+    try {
+      value = nb::cast<std::int64_t>(v);
+    } catch (const std::exception&) {
+      throw error("ctshard.plan: sym " + name + "=" + nb::cast<std::string>(nb::repr(v)) + " does not fit 64 bits");
+    }
+    out.emplace(name, value);
+  }
+  return out;
 }
 
 std::map<std::string, Spec> placements_of(nb::handle place) {
@@ -270,11 +336,12 @@ std::map<std::string, Spec> placements_of(nb::handle place) {
 enum class GraphSource { embedded_default, text, path, records };
 
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place,
-                std::int64_t devices_per_host, const std::string& einsum_linearity) {
+                std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym) {
   cli::PlanOptions options;
   options.mesh = int_list(mesh, "plan: mesh");
   options.devices_per_host = devices_per_host;
   options.placements = placements_of(place);
+  options.symbols = symbols_of(sym);
   const OpRegistry& registry = cli::registry_for(einsum_linearity);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
@@ -325,17 +392,20 @@ NB_MODULE(_ext, m) {
   m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"));
   m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"));
-  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin) {
-    return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin);
-  });
-  m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin) {
-    return plan(GraphSource::text, text, source, mesh, place, dph, lin);
-  });
-  m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin) {
-    return plan(GraphSource::path, path, "", mesh, place, dph, lin);
-  });
+  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym) {
+    return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym);
+  }, nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none());
+  m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin,
+                        nb::handle sym) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym); },
+        nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
+        nb::arg("sym").none());
+  m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym) {
+    return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym);
+  }, nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none());
   m.def("plan_records", [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph,
-                           const std::string& lin) { return plan(GraphSource::records, records, source, mesh, place, dph, lin); });
+                           const std::string& lin, nb::handle sym) { return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym); },
+        nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
+        nb::arg("sym").none());
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.

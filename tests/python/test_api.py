@@ -126,6 +126,9 @@ def test_ops_lists_the_registered_overloads(tool):
     (lambda: ctshard.plan(None, place={"nobody": "S(0)R"}), "'nobody', which is not an input"),
     (lambda: ctshard.plan(None, place={"primals_1": "S(0)"}), "has 1 placements for a 2-dim mesh"),
     (lambda: ctshard.plan(42), "got int"),
+    (lambda: ctshard.plan(None, sym={"s0": 4}), "(it has no symbolic sizes)"),
+    (lambda: ctshard.plan(None, sym={"s0": "4"}), "sym must map symbol names to integers"),
+    (lambda: ctshard.plan('def forward(self, x: "f32[s0 +]"):\n    return x\n'), "bad size expression 's0 +'"),
     (lambda: ctshard.format_spec("S(0"), "S(0"),
 ])
 def test_bad_input_raises_value_error_with_the_library_message(call, message):
