@@ -27,6 +27,7 @@ struct TableOptions {
   std::int64_t devices_per_host = 8;               ///< cost model: devices sharing a host
   std::vector<std::string> dtypes{"float32"};      ///< one dtype for every tensor, or one per tensor
   std::string einsum_linearity = "dtensor";        ///< "dtensor" (reference fidelity) or "sound"
+  CostModel cost_model = CostModel::dtensor;       ///< how redistributions are priced
   /// Non-tensor positional arguments (JSON array). Without any "$i" item they follow the tensors;
   /// a string "$i" (also inside lists) stands for tensor input i, and then the array is the whole
   /// argument list: tensors must then be referenced in order $0, $1, ... each once.
@@ -67,6 +68,7 @@ struct CostOptions {
   std::string from, to;             ///< current and target spec text
   std::int64_t devices_per_host = 8;
   std::string dtype = "float32";
+  CostModel cost_model = CostModel::dtensor;
 };
 
 /// The `cost --json` document: shape ("8x8"), mesh, devices_per_host, from, to, bytes, steps
@@ -90,6 +92,9 @@ OpArg op_arg_from_json(const nlohmann::json& value);
 
 /// A cost as JSON: a number, or the string "inf" (reference-case convention).
 nlohmann::json cost_value(double us);
+
+/// A cost model by name ("dtensor", "consistent"). Throws ctshard::error naming the text.
+CostModel parse_cost_model(std::string_view name);
 
 /// Splits on a separator, keeping empty parts.
 std::vector<std::string> split(const std::string& text, char sep);

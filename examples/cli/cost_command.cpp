@@ -9,7 +9,7 @@
 namespace ctshard::cli {
 
 nlohmann::json cost_json(const CostOptions& o) {
-  const MeshTopology mesh = MeshTopology::build(o.mesh, o.devices_per_host);
+  const MeshTopology mesh = MeshTopology::build(o.mesh, o.devices_per_host, {}, o.cost_model);
   const TensorMeta meta{TensorShape(std::span<const std::int64_t>(o.shape)), dtype_itemsize(o.dtype)};
   const Spec from = parse_spec(o.from), to = parse_spec(o.to);
   const RedistributePlan plan = redistribute_plan(from, to, meta, mesh);
@@ -17,6 +17,7 @@ nlohmann::json cost_json(const CostOptions& o) {
   j["shape"] = shape_text(o.shape);
   j["mesh"] = o.mesh;
   j["devices_per_host"] = o.devices_per_host;
+  j["cost_model"] = to_string(o.cost_model);
   j["from"] = to_string(from);
   j["to"] = to_string(to);
   j["bytes"] = meta.bytes();

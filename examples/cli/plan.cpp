@@ -55,7 +55,7 @@ class Planner {
  public:
   Planner(const fx::Graph& g, const PlanOptions& o, const OpRegistry& r) : graph_(g), options_(o), registry_(r) {
     std::size_t n = o.mesh.size();
-    mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), n), o.devices_per_host);
+    mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), n), o.devices_per_host, {}, o.cost_model);
   }
 
   Plan run() {
@@ -374,6 +374,7 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   nlohmann::json j;
   j["source"] = plan.source;
   j["mesh"] = options.mesh;
+  j["cost_model"] = to_string(options.cost_model);
   j["placements"] = nlohmann::json::object();
   for (const auto& [name, spec] : options.placements) j["placements"][name] = to_string(spec);
   j["symbols"] = nlohmann::json::array();

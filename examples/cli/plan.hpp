@@ -63,6 +63,7 @@ struct PlanOptions {
   std::int64_t devices_per_host = 8;
   std::map<std::string, Spec> placements;  ///< placeholder name -> spec; others Replicate
   std::map<std::string, std::int64_t> symbols;  ///< symbol name -> value (`--sym s77=1024`); others get prime hints
+  CostModel cost_model = CostModel::dtensor;    ///< how redistributions are priced (`--cost-model`)
 };
 
 /// The first hint prime of an unbound symbol (the next ones are the following primes).

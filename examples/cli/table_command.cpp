@@ -22,6 +22,12 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
 }
 
+CostModel parse_cost_model(std::string_view name) {
+  if (name == "dtensor") return CostModel::dtensor;
+  if (name == "consistent") return CostModel::consistent;
+  throw error("ctshard: cost model must be 'dtensor' or 'consistent', got '" + std::string(name) + "'");
+}
+
 std::vector<std::int64_t> parse_mesh(std::string_view text) {
   std::size_t ndim = 0;
   const auto sizes = parse_mesh_sizes(text, ndim);
@@ -161,7 +167,7 @@ OpCall table_call(const TableOptions& o, std::vector<TensorMeta> tensors) {
 
 PreparedTable prepare_table(const TableOptions& o) {
   PreparedTable t;
-  t.mesh = MeshTopology::build(o.mesh, o.devices_per_host);
+  t.mesh = MeshTopology::build(o.mesh, o.devices_per_host, {}, o.cost_model);
   if (o.dtypes.size() != 1 && o.dtypes.size() != o.shapes.size())
     throw error("ctshard table: " + std::to_string(o.dtypes.size()) + " dtypes for " + std::to_string(o.shapes.size()) +
                 " tensors (give one dtype, or one per tensor)");
@@ -218,6 +224,7 @@ nlohmann::json table_json(const TableOptions& o) {
   j["shapes"] = o.shapes;
   j["mesh"] = o.mesh;
   j["devices_per_host"] = o.devices_per_host;
+  j["cost_model"] = to_string(o.cost_model);
   if (std::all_of(itemsizes.begin(), itemsizes.end(), [&](std::size_t s) { return s == itemsizes.front(); }))
     j["itemsize"] = itemsizes.empty() ? dtype_itemsize(o.dtypes.front()) : itemsizes.front();
   else

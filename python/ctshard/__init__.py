@@ -32,6 +32,7 @@ def table(
     dtype: str | Sequence[str] = "float32",
     devices_per_host: int = 8,
     einsum_linearity: str = "dtensor",
+    cost_model: str = "dtensor",
 ) -> dict:
     """One op's strategy table, as ``ctshard table --json``.
 
@@ -47,12 +48,15 @@ def table(
     dtype: one dtype name for every tensor, or one per tensor (``["float32", "int64"]``).
     devices_per_host: cost model: devices per host (DTensor on CPU meshes uses 1).
     einsum_linearity: ``"dtensor"`` (DTensor's rows exactly) or ``"sound"``.
+    cost_model: ``"dtensor"`` (DTensor's ``redistribute_cost``, the default) or ``"consistent"``
+        (the cheapest sequence of the same collectives: additive, triangle inequality, nothing
+        charged on a size-1 mesh dim; see docs/semantics.md).
 
     Returns the dict with ``rules_raw``, ``rules``, ``num_combinations``, ``filtered``,
     ``strategies`` (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
     ``plain_min_index``. Raises ValueError on bad input.
     """
-    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity)
+    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model)
 
 
 def choose(
@@ -65,12 +69,13 @@ def choose(
     dtype: str | Sequence[str] = "float32",
     devices_per_host: int = 8,
     einsum_linearity: str = "dtensor",
+    cost_model: str = "dtensor",
 ) -> dict:
     """Only the strategy DTensor's selection picks, without listing the table (arguments as
     ``table``): ``{"out", "in", "cost", "total", "choice": {"index", "rule"}}`` — the row
     ``table(...)["strategies"][choice["index"]]``, found by an exact search instead of
     enumerating every row. Raises ValueError on bad input."""
-    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity)
+    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model)
 
 
 def cost(
@@ -80,12 +85,14 @@ def cost(
     dst: str,
     dtype: str = "float32",
     devices_per_host: int = 8,
+    cost_model: str = "dtensor",
 ) -> dict:
     """Price one redistribution of a tensor of global ``shape`` from spec ``src`` to ``dst``, as
     ``ctshard cost --json``: ``steps`` (``mesh_dim``, ``from``, ``to``, ``collective``, ``bytes``,
-    ``cost_us``) and the total ``cost_us`` (µs; DTensor's ``redistribute_cost``). Raises ValueError.
+    ``cost_us``) and the total ``cost_us`` (µs; DTensor's ``redistribute_cost``, or with
+    ``cost_model="consistent"`` the cheapest step sequence). Raises ValueError.
     """
-    return _ext.cost(shape, mesh, src, dst, dtype, devices_per_host)
+    return _ext.cost(shape, mesh, src, dst, dtype, devices_per_host, cost_model)
 
 
 def plan(
@@ -95,6 +102,7 @@ def plan(
     devices_per_host: int = 8,
     einsum_linearity: str = "sound",
     sym: Mapping[str, int] | None = None,
+    cost_model: str = "dtensor",
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -124,14 +132,14 @@ def plan(
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym)
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
     if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym)
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
     if isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym)
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
         if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym)
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
         raise ValueError(
             "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
             + repr(graph[:200])
@@ -140,7 +148,7 @@ def plan(
         from ._graph import node_records
 
         name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym)
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
     raise ValueError(
         "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
         + type(graph).__name__

@@ -59,3 +59,9 @@ def to_spec(placements: Any) -> str:
     if not isinstance(placements, Sequence):
         raise ValueError(f"ctshard.torch.to_spec: expected a sequence of placements, got {type(placements).__name__}")
     return "".join(_placement_text(p) for p in placements)
+
+
+# Executing plans: imported last, since ctshard._run uses to_placements / to_spec above.
+from ._run import PlanRun, collective_kind, planned_specs, run_plan  # noqa: E402
+
+__all__ += ["run_plan", "PlanRun", "planned_specs", "collective_kind"]

@@ -113,7 +113,8 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
 }
 
 cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
-                                nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
+                                nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity,
+                                const std::string& cost_model) {
   cli::TableOptions o;
   o.op = op;
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
@@ -124,20 +125,21 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
   o.dtypes = nb::isinstance<nb::str>(dtype) ? std::vector<std::string>{nb::cast<std::string>(dtype)} : string_list(dtype, "table: dtype");
   o.devices_per_host = devices_per_host;
   o.einsum_linearity = einsum_linearity;
+  o.cost_model = cli::parse_cost_model(cost_model);
   o.args = args.is_none() ? json::array() : to_json(args);
   o.kwargs = kwargs.is_none() ? json::object() : to_json(kwargs);
   return o;
 }
 
 nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity);
+                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model);
   return without_gil([&] { return cli::table_json(o); });
 }
 
 nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                  nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity);
+                  nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model);
   return without_gil([&] { return cli::choice_json(o); });
 }
 
@@ -148,8 +150,8 @@ nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb:
 /// shapes); `repeat_ns`: the same query again (the enumerator's remembered answer).
 nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
                         nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity,
-                        std::int64_t repeat) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity);
+                        std::int64_t repeat, const std::string& cost_model) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model);
   return without_gil([&] {
     const cli::PreparedTable t = cli::prepare_table(o);
     using clock = std::chrono::steady_clock;
@@ -177,7 +179,7 @@ nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mes
 }
 
 nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const std::string& dst, const std::string& dtype,
-                std::int64_t devices_per_host) {
+                std::int64_t devices_per_host, const std::string& cost_model) {
   cli::CostOptions o;
   o.shape = int_list(shape, "cost: shape");
   o.mesh = int_list(mesh, "cost: mesh");
@@ -185,6 +187,7 @@ nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const
   o.to = dst;
   o.dtype = dtype;
   o.devices_per_host = devices_per_host;
+  o.cost_model = cli::parse_cost_model(cost_model);
   return without_gil([&] { return cli::cost_json(o); });
 }
 
@@ -336,12 +339,13 @@ std::map<std::string, Spec> placements_of(nb::handle place) {
 enum class GraphSource { embedded_default, text, path, records };
 
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place,
-                std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym) {
+                std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model) {
   cli::PlanOptions options;
   options.mesh = int_list(mesh, "plan: mesh");
   options.devices_per_host = devices_per_host;
   options.placements = placements_of(place);
   options.symbols = symbols_of(sym);
+  options.cost_model = cli::parse_cost_model(cost_model);
   const OpRegistry& registry = cli::registry_for(einsum_linearity);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
@@ -386,26 +390,29 @@ NB_MODULE(_ext, m) {
     }
   });
   m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"));
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor");
   m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"));
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor");
   m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"));
-  m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"));
-  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym) {
-    return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym);
-  }, nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none());
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"), nb::arg("cost_model") = "dtensor");
+  m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("cost_model") = "dtensor");
+  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm) {
+    return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm);
+  }, nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(), nb::arg("cost_model") = "dtensor");
   m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin,
-                        nb::handle sym) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym); },
+                        nb::handle sym, const std::string& cm) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm); },
         nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none());
-  m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym) {
-    return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym);
-  }, nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none());
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor");
+  m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
+                        const std::string& cm) { return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm); },
+        nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
+        nb::arg("cost_model") = "dtensor");
   m.def("plan_records", [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph,
-                           const std::string& lin, nb::handle sym) { return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym); },
+                           const std::string& lin, nb::handle sym, const std::string& cm) {
+          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm);
+        },
         nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none());
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor");
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.

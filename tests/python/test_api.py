@@ -198,3 +198,25 @@ def test_choose_is_the_chosen_row_of_the_table(op, shapes, mesh, inputs, args):
     assert chosen["choice"] == full["choice"]
     assert (chosen["out"], chosen["in"]) == (row["out"], row["in"])
     assert all(_same_cost(a, b) for a, b in zip(chosen["cost"], row["cost"])) and _same_cost(chosen["total"], row["total"])
+
+
+def test_cost_model_option_in_every_entry_point(tool):
+    # R09: nothing moves on a size-1 mesh dim, so the consistent model charges nothing there
+    c = ctshard.cost([8, 8], [1], "S(0)", "R", cost_model="consistent")
+    assert c["cost_us"] == 0.0 and c["cost_model"] == "consistent"
+    assert ctshard.cost([8, 8], [1], "S(0)", "R")["cost_us"] > 0  # DTensor's formula: 6.6 us
+    assert c == _cli_json(tool, "cost", "--shape", "8x8", "--mesh", "1", "--from", "S(0)", "--to", "R", "--cost-model", "consistent")
+    # Shard -> Partial: infinite under DTensor's model, finite (through Replicate) under the consistent one
+    assert ctshard.cost([8, 8], [2], "S(0)", "P(sum)")["cost_us"] == "inf"
+    assert isinstance(ctshard.cost([8, 8], [2], "S(0)", "P(sum)", cost_model="consistent")["cost_us"], float)
+    t = ctshard.table("mm", [[6, 8], [8, 12]], [2, 4], ["S(0)R", "P(sum)S(1)"], cost_model="consistent")
+    assert t["cost_model"] == "consistent"
+    assert all(not isinstance(c, str) for s in t["strategies"] for c in s["cost"])  # nothing infinite
+    assert t == _cli_json(tool, "table", "--op", "mm", "--shapes", "6x8,8x12", "--mesh", "2x4", "--inputs", "S(0)R;P(sum)S(1)",
+                          "--cost-model", "consistent")
+    ch = ctshard.choose("mm", [[6, 8], [8, 12]], [2, 4], ["S(0)R", "P(sum)S(1)"], cost_model="consistent")
+    assert ch["choice"] == t["choice"]
+    p = ctshard.plan(mesh=[2, 4], cost_model="consistent")
+    assert p["cost_model"] == "consistent" and p == _cli_json(tool, "plan", "--mesh", "2x4", "--cost-model", "consistent")
+    with pytest.raises(ValueError, match="cost model must be 'dtensor' or 'consistent', got 'cheap'"):
+        ctshard.cost([8], [2], "S(0)", "R", cost_model="cheap")

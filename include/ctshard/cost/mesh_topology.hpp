@@ -23,6 +23,23 @@ struct LinkModel {
   double shard_to_shard_penalty_us = 1.0;   ///< DTensor's +1.0 on an all-to-all (Shard(i) -> Shard(j))
 };
 
+/// How redistributions are priced (`redistribute_cost`).
+enum class CostModel : unsigned char {
+  /// DTensor's `redistribute_cost`: its greedy step order, +1.0 µs on every all-to-all, Shard →
+  /// Partial and Partial(op) → Partial(other) infinite, 6.6 µs even on a size-1 mesh dim. The
+  /// default, and what the reference cases use.
+  dtensor,
+  /// The same collectives and link constants, priced as the cheapest sequence of one-mesh-dim
+  /// collectives (a shortest path, so additive along any path and obeying the triangle
+  /// inequality): all-to-all of the local bytes with no flat penalty, steps ordered to move the
+  /// fewest bytes, nothing charged on a mesh dim of size 1 (no data moves there); every spec is
+  /// reachable (Shard → Partial goes through Replicate). See `consistent_redistribute_cost`.
+  consistent,
+};
+
+/// "dtensor" / "consistent".
+[[nodiscard]] constexpr const char* to_string(CostModel m) noexcept { return m == CostModel::dtensor ? "dtensor" : "consistent"; }
+
 /// A device mesh of N dims (sizes, mesh dim 0 first) and its per-dim links. DTensor
 /// `MeshTopoInfo.build_from_mesh`: walking mesh dims from last to first with a running product of
 /// sizes, a dim whose running product exceeds `devices_per_host` is inter-host (bandwidth × 0.22,
@@ -34,6 +51,7 @@ struct MeshTopology {
   std::uint8_t ndim = 0;
   std::int64_t devices_per_host = 8;
   LinkModel link{};
+  CostModel cost_model = CostModel::dtensor;  ///< how redistribute_cost prices moves on this mesh
 
   /// Mesh rank N.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return ndim; }
@@ -49,7 +67,7 @@ struct MeshTopology {
   /// Builds the topology. Throws ctshard::error for an empty mesh, more than max_mesh_dims dims, a
   /// size < 1, or devices_per_host < 1.
   [[nodiscard]] static constexpr MeshTopology build(std::span<const std::int64_t> mesh_sizes, std::int64_t devices_per_host = 8,
-                                                    const LinkModel& link = {}) {
+                                                    const LinkModel& link = {}, CostModel cost_model = CostModel::dtensor) {
     if (mesh_sizes.empty() || mesh_sizes.size() > max_mesh_dims)
       throw error("ctshard::MeshTopology: mesh must have 1.." + std::to_string(max_mesh_dims) + " dims, got " +
                   std::to_string(mesh_sizes.size()));
@@ -58,6 +76,7 @@ struct MeshTopology {
     t.ndim = static_cast<std::uint8_t>(mesh_sizes.size());
     t.devices_per_host = devices_per_host;
     t.link = link;
+    t.cost_model = cost_model;
     std::int64_t running = 1;
     for (std::size_t d = mesh_sizes.size(); d-- > 0;) {
       if (mesh_sizes[d] < 1) throw error("ctshard::MeshTopology: mesh dim " + std::to_string(d) + " has size " + std::to_string(mesh_sizes[d]));

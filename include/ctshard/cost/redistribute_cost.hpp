@@ -13,31 +13,11 @@
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/collectives.hpp"
+#include "ctshard/cost/consistent_cost.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/cost/redistribute_step.hpp"
 
 namespace ctshard {
-
-/// The cost of an impossible redistribution (DTensor returns float("inf")).
-inline constexpr double infinite_cost = std::numeric_limits<double>::infinity();
-
-/// One step of a redistribution on one mesh dim.
-struct RedistributeStep {
-  std::size_t mesh_dim = 0;
-  Placement from{}, to{};
-  Collective collective = Collective::none;
-  double comm_bytes = 0;  ///< bytes the collective moves per device as DTensor counts them (b·1024³)
-  double cost_us = 0;     ///< µs, +inf for an impossible step
-};
-
-/// At most two steps per mesh dim (nested sharding goes through Replicate).
-struct RedistributePlan {
-  std::array<RedistributeStep, 2 * max_mesh_dims> steps{};
-  std::size_t size = 0;
-  double cost_us = 0;  ///< sum of step costs (µs), +inf when any step is impossible
-  /// Iteration over the `size` steps in execution order.
-  [[nodiscard]] constexpr const RedistributeStep* begin() const noexcept { return steps.data(); }
-  [[nodiscard]] constexpr const RedistributeStep* end() const noexcept { return steps.data() + size; }
-};
 
 namespace detail {
 /// True when mesh dims [0, upto) shard tensor dim `d` identically in `a` and `b`.
@@ -84,11 +64,6 @@ constexpr RedistributeStep transition(std::size_t mesh_dim, Placement from, Plac
 }  // namespace detail
 
 namespace detail {
-[[noreturn]] inline void spec_mesh_mismatch(const Spec& current, const Spec& target, std::size_t mesh_ndim) {
-  throw error("ctshard::redistribute_cost: spec '" + to_string(current) + "' -> '" + to_string(target) + "' does not match a " +
-              std::to_string(mesh_ndim) + "-dim mesh");
-}
-
 /// The greedy planner (see `redistribute_plan`): calls `on_step(step)` for every step in order and
 /// returns the total cost (µs). Shared by the plan (which records steps) and the cost (which
 /// does not).
@@ -136,16 +111,23 @@ constexpr double greedy_redistribute(const Spec& current, const Spec& target, co
 /// Partial(op)→Partial(other) are +inf.
 /// Throws ctshard::error when the specs' ranks differ from the mesh's or a spec shards a tensor dim
 /// the tensor lacks.
+/// Under `CostModel::consistent` (`mesh.cost_model`), the cheapest step sequence instead
+/// (`consistent_redistribute_cost`).
 [[nodiscard]] constexpr RedistributePlan redistribute_plan(const Spec& current, const Spec& target, const TensorMeta& meta,
                                                            const MeshTopology& mesh) {
   RedistributePlan plan;
-  plan.cost_us = detail::greedy_redistribute(current, target, meta, mesh, [&](const RedistributeStep& s) { plan.steps[plan.size++] = s; });
+  const auto record = [&](const RedistributeStep& s) { plan.steps[plan.size++] = s; };
+  plan.cost_us = mesh.cost_model == CostModel::consistent ? detail::consistent_redistribute(current, target, meta, mesh, record)
+                                                          : detail::greedy_redistribute(current, target, meta, mesh, record);
   return plan;
 }
 
-/// Redistribute cost in µs (+inf where DTensor says so); see `redistribute_plan`.
+/// Redistribute cost in µs under the mesh's cost model (DTensor's by default: +inf where DTensor
+/// says so); see `redistribute_plan`.
 [[nodiscard]] constexpr double redistribute_cost(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh) {
-  return detail::greedy_redistribute(current, target, meta, mesh, [](const RedistributeStep&) noexcept {});
+  const auto ignore = [](const RedistributeStep&) noexcept {};
+  return mesh.cost_model == CostModel::consistent ? detail::consistent_redistribute(current, target, meta, mesh, ignore)
+                                                  : detail::greedy_redistribute(current, target, meta, mesh, ignore);
 }
 
 }  // namespace ctshard

@@ -454,13 +454,17 @@ class StrategyEnumerator {
   }
 
   /// Lower bound (µs) of the redistribute cost contributed by one mesh dim `d` moving `from` ->
-  /// `to`: 0 when equal or from Replicate; +inf when the greedy planner's first step there is
-  /// impossible (Shard -> Partial, Partial -> other Partial); else the fixed part of the
-  /// collective the first step needs (base latency + hops · latency; byte terms are >= 0).
+  /// `to`: 0 when equal or from Replicate (or, under the consistent model, on a size-1 mesh dim);
+  /// under DTensor's model +inf when the greedy planner's first step there is impossible
+  /// (Shard -> Partial, Partial -> other Partial); else the fixed part of the collective the
+  /// dim needs at least (base latency + hops · latency; byte terms are >= 0).
   double dim_lower_bound(std::size_t d, const Placement& from, const Placement& to) const noexcept {
     if (from == to || from.is_replicate()) return 0.0;
+    const bool consistent = mesh_.cost_model == CostModel::consistent;
+    if (consistent && mesh_.sizes[d] == 1) return 0.0;  // no data moves on a size-1 mesh dim
     const double hops = static_cast<double>(mesh_.sizes[d] - 1), base = mesh_.link.base_latency_us, lat = mesh_.latency_us[d];
-    if (to.is_partial()) return infinite_cost;  // S -> P, or P -> P(other op)
+    if (to.is_partial() && !consistent) return infinite_cost;  // S -> P, or P -> P(other op)
+    if (to.is_partial()) return from.is_partial() ? base + 2 * hops * lat : base + hops * lat;  // through Replicate
     if (from.is_partial() && to.is_replicate()) return base + 2 * hops * lat;
     return base + hops * lat;  // all-gather, all-to-all, reduce-scatter
   }

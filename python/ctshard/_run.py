@@ -1,0 +1,636 @@
+"""Executing a ctshard plan with PyTorch DTensor (``ctshard.torch.run_plan``).
+
+A plan from ``ctshard.plan(gm, ...)`` names, for every op node of an aten-level FX graph, the spec
+ctshard chose for each tensor input and the specs it predicts for the outputs. ``run_plan`` runs
+the graph node by node on a real ``DeviceMesh``: it moves every tensor argument to ctshard's input
+spec with DTensor's own ``redistribute`` and runs the op, either through DTensor's dispatch
+(``mode="dtensor"``: DTensor's sharding rule decides the output placements) or on the local
+shards (``mode="local"``: the local result is wrapped with ctshard's predicted placements, so
+ctshard's rule is what executes). Every collective is logged with DTensor's ``CommDebugMode``.
+
+Everything here runs on every rank of the mesh (SPMD); the global inputs must be the same on every
+rank (seed your generator).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.distributed.tensor import DeviceMesh, DTensor, Partial, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor._utils import compute_local_shape_and_global_offset, compute_local_stride
+from torch.distributed.tensor.debug import CommDebugMode
+from torch.distributed.tensor.placement_types import Placement, _StridedShard
+
+from . import cost as _ctshard_cost
+from ._graph import target_name
+from .torch import to_placements, to_spec
+
+__all__ = ["run_plan", "PlanRun", "planned_specs", "collective_kind"]
+
+_MODES = ("dtensor", "local")
+
+# Collective op packets (native and legacy functional collectives, DTensor's shard_dim_alltoall,
+# c10d ops) -> ctshard's step names (`ctshard.cost(...)["steps"][i]["collective"]`).
+_KINDS = {
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather",
+    "allgather_": "all_gather",
+    "_allgather_base_": "all_gather",
+    "allgather_into_tensor_coalesced_": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter",
+    "_reduce_scatter_base_": "reduce_scatter",
+    "reduce_scatter_": "reduce_scatter",
+    "all_reduce": "all_reduce",
+    "all_reduce_coalesced": "all_reduce",
+    "allreduce_": "all_reduce",
+    "allreduce_coalesced_": "all_reduce",
+    "all_to_all_single": "all_to_all",
+    "shard_dim_alltoall": "all_to_all",
+    "alltoall_": "all_to_all",
+    "alltoall_base_": "all_to_all",
+    "broadcast": "broadcast",
+    "broadcast_": "broadcast",
+    "scatter_": "scatter",
+    "gather_": "gather",
+    "reduce_": "reduce",
+}
+
+_COLLECTIVE_NAMESPACES = {"_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "c10d", "_dtensor"}
+
+_DTYPE_NAMES = {
+    torch.float64: "float64", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
+    torch.bool: "bool", torch.complex64: "complex64", torch.complex128: "complex128",
+}
+
+
+def collective_kind(func: Any) -> str:
+    """ctshard's name (``all_gather``, ``reduce_scatter``, ``all_reduce``, ``all_to_all``, ...) of a
+    collective op overload or packet as CommDebugMode sees it; the op's own name if unknown."""
+    name = getattr(getattr(func, "_overloadpacket", func), "__name__", str(func))
+    return _KINDS.get(name, name)
+
+
+def _nbytes(t: Any) -> int:
+    if isinstance(t, torch.Tensor):
+        return t.numel() * t.element_size()
+    if isinstance(t, (list, tuple)):
+        return sum(_nbytes(x) for x in t)
+    return 0
+
+
+class _CollectiveLog(CommDebugMode):
+    """DTensor's CommDebugMode that also keeps each collective's kind, mesh dim and size.
+
+    CommDebugMode counts collectives per op (``get_comm_counts``) but does not report bytes or
+    groups, so this subclass records, for every collective it sees, the process group (mapped to
+    the mesh dim whose group it is) and the per-rank bytes: the larger of the collective's local
+    input and output (an all-gather's gathered output, a reduce-scatter's full input, an
+    all-reduce's tensor, an all-to-all's local shard), the convention of ``ctshard.cost`` steps.
+    """
+
+    def __init__(self, group_dims: Mapping[str, int]):
+        super().__init__()
+        self._group_dims = group_dims
+        self.log: list[dict] = []
+
+    def _mesh_dim(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int | None:
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, str) and a in self._group_dims:
+                return self._group_dims[a]
+            if hasattr(a, "group_name") and a.group_name in self._group_dims:
+                return self._group_dims[a.group_name]
+        return None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if out is NotImplemented or isinstance(func, torch._ops.HigherOrderOperator):
+            return out
+        packet = func._overloadpacket
+        namespace = getattr(packet, "_qualified_op_name", "").split("::")[0]
+        if namespace in _COLLECTIVE_NAMESPACES and packet.__name__ in _KINDS:
+            kwargs = kwargs or {}
+            self.log.append({
+                "collective": collective_kind(packet),
+                "op": str(func),
+                "mesh_dim": self._mesh_dim(args, kwargs),
+                "bytes": max(_nbytes(args[0]) if args else 0, _nbytes(out)),
+            })
+        return out
+
+
+@dataclass
+class PlanRun:
+    """What ``run_plan`` returns.
+
+    outputs: the graph's outputs in the order of its ``return`` (DTensors; None where the graph
+        returns None; other values as computed).
+    nodes: one record per op node of the plan, in graph order (dicts; see ``run_plan``).
+    inputs: one record per placeholder: ``name``, ``spec`` (the plan's), ``collectives`` (moving an
+        input that was already a DTensor to that spec; empty for global tensors, which are split
+        locally).
+    mode: ``"dtensor"`` or ``"local"``.
+    mesh: the mesh sizes.
+    """
+
+    outputs: tuple
+    nodes: list[dict] = field(default_factory=list)
+    inputs: list[dict] = field(default_factory=list)
+    mode: str = "dtensor"
+    mesh: list[int] = field(default_factory=list)
+
+    def disagreements(self) -> list[dict]:
+        """The node records whose DTensor output placements differ from ctshard's prediction."""
+        return [n for n in self.nodes if not n["agree"]]
+
+    def agreement(self) -> tuple[int, int]:
+        """(nodes whose actual output placements equal ctshard's prediction, nodes)."""
+        return sum(1 for n in self.nodes if n["agree"]), len(self.nodes)
+
+    def collectives(self) -> list[dict]:
+        """Every collective issued while running the nodes (redistributions and inside ops), each
+        with the node's name and ``phase`` (``"redistribute"`` or ``"op"``)."""
+        out = []
+        for n in self.nodes:
+            for r in n["redistributions"]:
+                out += [dict(c, node=n["name"], phase="redistribute", input=r["input"]) for c in r["collectives"]]
+            out += [dict(c, node=n["name"], phase="op") for c in n["op_collectives"]]
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _is_sym(value: Any) -> bool:
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _op_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The nodes ctshard plans: call_function nodes except getitem and symbolic-integer nodes."""
+    return [
+        n for n in gm.graph.nodes
+        if n.op == "call_function" and n.target is not operator.getitem and not _is_sym(n.meta.get("val"))
+    ]
+
+
+def _tensor_refs(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The node references among ``node``'s arguments in ctshard's order (positional arguments
+    depth first, then keyword arguments), skipping symbolic-integer nodes: one per tensor input of
+    the plan's record."""
+    refs: list[torch.fx.Node] = []
+
+    def visit(a: Any) -> None:
+        if isinstance(a, torch.fx.Node):
+            if not _is_sym(a.meta.get("val")):
+                refs.append(a)
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                visit(x)
+
+    for a in node.args:
+        visit(a)
+    for a in node.kwargs.values():
+        visit(a)
+    return refs
+
+
+def _metas(node: torch.fx.Node) -> list[Any]:
+    """The fake tensors (or tensor metas) of a node's results, one per output."""
+    val = node.meta.get("val", node.meta.get("tensor_meta"))
+    if isinstance(val, (list, tuple)) and not hasattr(val, "dtype"):
+        return list(val)
+    return [val]
+
+
+def _spec_of(value: Any) -> str | None:
+    return to_spec(value.placements) if isinstance(value, DTensor) else None
+
+
+def _same(a: Sequence[Placement], b: Sequence[Placement]) -> bool:
+    return tuple(a) == tuple(b)
+
+
+def _partial_parts(t: torch.Tensor, reduce_op: str, n: int, gen: torch.Generator) -> list[torch.Tensor]:
+    """n tensors whose reduction (``reduce_op``) is ``t``: random parts of both signs for sum and avg,
+    ``t`` on the first rank and smaller (max) / larger (min) values elsewhere."""
+    if n == 1:
+        return [t.clone()]
+    if not t.is_floating_point():
+        raise ValueError(f"ctshard.torch.run_plan: a Partial({reduce_op}) input must be floating point, got {t.dtype}")
+    rand = [torch.randn(t.shape, generator=gen, dtype=t.dtype) for _ in range(n - 1)]
+    if reduce_op == "sum":
+        return rand + [t - sum(rand)]
+    if reduce_op == "avg":
+        return rand + [t * n - sum(rand)]
+    if reduce_op == "max":
+        return [t.clone()] + [t - 1 - r.abs() for r in rand]
+    if reduce_op == "min":
+        return [t.clone()] + [t + 1 + r.abs() for r in rand]
+    raise ValueError(f"ctshard.torch.run_plan: cannot split an input into Partial({reduce_op}) parts")
+
+
+def _distribute_global(t: torch.Tensor, mesh: DeviceMesh, placements: Sequence[Placement], seed: int) -> DTensor:
+    """A global tensor (the same on every rank) as a DTensor with ``placements``: Shard/Replicate by
+    ``distribute_tensor`` (split locally, no communication); each Partial mesh dim by a split into
+    parts that reduce to the tensor (the same random split on every rank), then
+    ``DTensor.from_local``."""
+    if not any(isinstance(p, Partial) for p in placements):
+        return distribute_tensor(t, mesh, placements, src_data_rank=None)
+    gen = torch.Generator().manual_seed(seed)
+    y = t
+    for d, p in enumerate(placements):
+        if isinstance(p, Partial):
+            y = _partial_parts(y, p.reduce_op, mesh.size(d), gen)[mesh.get_local_rank(d)]
+    local_shape, offset = compute_local_shape_and_global_offset(t.shape, mesh, placements)
+    local = y[tuple(slice(o, o + s) for o, s in zip(offset, local_shape))] if t.dim() else y
+    if any(isinstance(p, _StridedShard) for p in placements):
+        raise ValueError("ctshard.torch.run_plan: a global input cannot be split as both _StridedShard and Partial")
+    return DTensor.from_local(local.contiguous(), mesh, placements, run_check=False, shape=t.shape, stride=t.stride())
+
+
+def _redistribute(value: DTensor, mesh: DeviceMesh, placements: Sequence[Placement]) -> DTensor:
+    """``value`` moved to ``placements`` by DTensor: its public ``redistribute``, or, when a mesh dim
+    becomes Partial (ctshard prices Replicate -> Partial as free, as DTensor's rules do; the public
+    API refuses it as "for internal use only"), the ``redistribute_local_tensor`` DTensor's op
+    dispatcher calls for the same move."""
+    if not any(isinstance(p, Partial) and p != q for p, q in zip(placements, value.placements)):
+        return value.redistribute(mesh, placements)
+    from torch.distributed.tensor._dtensor_spec import DTensorSpec
+    from torch.distributed.tensor._redistribute import redistribute_local_tensor
+
+    target = DTensorSpec(mesh, tuple(placements), tensor_meta=value._spec.tensor_meta)
+    local = redistribute_local_tensor(value._local_tensor, value._spec, target)
+    return DTensor(local, target, requires_grad=False)
+
+
+def _wrap_replicated(t: Any, mesh: DeviceMesh) -> Any:
+    if isinstance(t, torch.Tensor) and not isinstance(t, DTensor):
+        return DTensor.from_local(t, mesh, [Replicate()] * mesh.ndim, run_check=False)
+    if isinstance(t, (list, tuple)):
+        return type(t)(_wrap_replicated(x, mesh) for x in t)
+    return t
+
+
+def _map_args(value: Any, fn) -> Any:
+    """``value`` with every fx.Node replaced by ``fn(node)`` (lists and tuples rebuilt)."""
+    if isinstance(value, torch.fx.Node):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_args(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_args(v, fn) for k, v in value.items()}
+    return value
+
+
+def _flat_outputs(result: Any) -> list[Any]:
+    if isinstance(result, (list, tuple)):
+        return list(result)
+    return [result]
+
+
+def _localise_args(node: torch.fx.Node, args: list, kwargs: dict, out_placements: Sequence[Placement],
+                   mesh: DeviceMesh, in_metas: list[Any]) -> tuple[Any, list, dict]:
+    """Global size arguments rewritten for the local shards, as DTensor's
+    ``ShardingPropagator._adjust_shape_and_stride_args`` does: the size argument of view / reshape /
+    expand / new_* / *_backward ops (``op_to_shape_and_stride_idx``) becomes the local output shape
+    when the output is sharded; squeeze becomes ``squeeze.dims`` over the globally size-1 dims."""
+    op = node.target
+    prop = DTensor._op_dispatcher.sharding_propagator
+    idx = prop.op_to_shape_and_stride_idx.get(op)
+    if idx is not None and any(isinstance(p, (Shard, _StridedShard)) for p in out_placements):
+        meta = _metas(node)[0]
+        shape_idx, stride_idx = idx if isinstance(idx, tuple) else (idx, None)
+        local_shape, _ = compute_local_shape_and_global_offset(tuple(meta.shape), mesh, out_placements, skip_offset=True)
+        args = list(args)
+        args[shape_idx] = list(local_shape)
+        if stride_idx is not None:
+            args[stride_idx] = list(compute_local_stride(tuple(meta.stride()), local_shape))
+    if op in prop.squeeze_op_to_dims_variant and in_metas and in_metas[0] is not None:
+        shape = tuple(in_metas[0].shape)
+        if op in (torch.ops.aten.squeeze.default, torch.ops.aten.squeeze_.default):
+            dims = range(len(shape))
+        else:
+            dims = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+        keep = [d % max(len(shape), 1) for d in dims if shape and shape[d % len(shape)] == 1]
+        op = prop.squeeze_op_to_dims_variant[op]
+        args = [args[0], keep]
+    return op, args, kwargs
+
+
+def _check_plan(gm: torch.fx.GraphModule, plan: Mapping[str, Any], mesh: DeviceMesh) -> list[torch.fx.Node]:
+    where = "ctshard.torch.run_plan: the plan does not match the graph"
+    if not isinstance(plan, Mapping) or not isinstance(plan.get("nodes"), list):
+        raise ValueError("ctshard.torch.run_plan: plan must be the dict ctshard.plan(gm, ...) returns (with 'nodes')")
+    if list(plan.get("mesh", [])) != list(mesh.shape):
+        raise ValueError(f"{where}: the plan is for mesh {plan.get('mesh')}, the DeviceMesh has shape {list(mesh.shape)}")
+    nodes = _op_nodes(gm)
+    if len(nodes) != len(plan["nodes"]):
+        raise ValueError(f"{where}: the graph has {len(nodes)} op nodes, the plan {len(plan['nodes'])} "
+                         "(was the plan made with ctshard.plan(gm) from this GraphModule?)")
+    for i, (node, rec) in enumerate(zip(nodes, plan["nodes"])):
+        op = target_name(node.target)
+        if node.name != rec.get("name") or op != rec.get("op"):
+            raise ValueError(f"{where}: op node #{i} is '{node.name}' ({op}) in the graph but "
+                             f"'{rec.get('name')}' ({rec.get('op')}) in the plan")
+        refs = _tensor_refs(node)
+        if len(refs) != len(rec["inputs"]):
+            raise ValueError(f"{where}: node '{node.name}' has {len(refs)} tensor inputs in the graph, "
+                             f"{len(rec['inputs'])} in the plan")
+        for s in list(rec["inputs"]) + list(rec["outputs"]):
+            if len(to_placements(s)) != mesh.ndim:
+                raise ValueError(f"{where}: node '{node.name}': spec {s!r} is not for a {mesh.ndim}-dim mesh")
+    return nodes
+
+
+def _priced_steps(meta: Any, mesh_shape: list[int], src: str, dst: str, devices_per_host: int) -> list[dict]:
+    """ctshard's steps for moving a tensor of ``meta``'s shape from ``src`` to ``dst``
+    (``ctshard.cost``), without the local (communication-free) ones."""
+    if src == dst or meta is None or not hasattr(meta, "shape"):
+        return []
+    dtype = _DTYPE_NAMES.get(getattr(meta, "dtype", torch.float32), "float32")
+    c = _ctshard_cost([int(s) for s in meta.shape], mesh_shape, src, dst, dtype=dtype, devices_per_host=devices_per_host)
+    return [{"collective": s["collective"], "mesh_dim": s["mesh_dim"], "bytes": s["bytes"], "cost_us": s["cost_us"]}
+            for s in c["steps"] if s["collective"] != "local"]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run_plan(
+    gm: torch.fx.GraphModule,
+    plan: Mapping[str, Any],
+    mesh: DeviceMesh,
+    inputs: Sequence[Any],
+    mode: str = "dtensor",
+    *,
+    seed: int = 0,
+    devices_per_host: int = 8,
+) -> PlanRun:
+    """Run an aten-level GraphModule on ``mesh`` with the placements of a ctshard plan.
+
+    gm: the ``torch.fx.GraphModule`` the plan was made from (``ctshard.plan(gm, mesh=..., place=...)``;
+        its nodes carry ``meta["val"]``, as make_fx / AOT autograd graphs do).
+    plan: the dict ``ctshard.plan`` returned for ``gm`` and this mesh's shape.
+    mesh: a DTensor ``DeviceMesh`` (all ranks call ``run_plan``, SPMD).
+    inputs: one value per placeholder, in placeholder order. A plain tensor is the *global* value,
+        the same on every rank: it is laid out as the plan's placement for that input says
+        (``plan["placements"]``, Replicate when absent) — Shard / Replicate by ``distribute_tensor``
+        (split locally), Partial by a split into parts that reduce to it, then
+        ``DTensor.from_local``. A DTensor is moved to that placement with ``redistribute``. Other
+        values (ints, None) pass through.
+    mode: ``"dtensor"``: every op runs through DTensor's dispatch on DTensor arguments, after the
+        arguments were redistributed to ctshard's input specs, so DTensor's rule picks the output
+        placements (and may redistribute again if it prefers other inputs: ``op_collectives``).
+        ``"local"``: every op runs on the local shards (``to_local()``) after the same
+        redistribution, and each result is wrapped back with ``DTensor.from_local(...,
+        placements=ctshard's predicted output placements, run_check=False, shape=, stride=)``:
+        ctshard's rule is what executes. Global size arguments (view / reshape / expand / new_* and
+        the *_backward ops DTensor localises) are rewritten to the local output shape, squeeze to
+        the globally size-1 dims, as DTensor's ``_adjust_shape_and_stride_args`` does.
+    seed: seeds the random split of Partial inputs.
+    devices_per_host: cost model used for the ``priced`` steps of each record (``ctshard.cost``).
+
+    Nodes: ``getitem`` takes an element of its source's results (the plan has no record for it).
+    Factory ops with no tensor input run on every rank and are wrapped as Replicate (``"local"``
+    then moves them, communication-free, to ctshard's predicted placements). Nodes ctshard fell
+    back on have all-Replicate input specs; in ``"dtensor"`` mode an op DTensor has no sharding
+    strategy for runs on the replicated local tensors (``executed: "replicated"``) when every input
+    is Replicate. None outputs stay None.
+
+    Returns a ``PlanRun``: ``outputs`` (the graph's results, DTensors) and ``nodes``, one dict per
+    op node in graph order:
+
+    - ``name``, ``op``, ``fallback`` (ctshard fell back), ``executed`` (``"dtensor"``, ``"local"``,
+      ``"factory"``, ``"replicated"``), ``cost_us`` (ctshard's price of the node's redistribution)
+    - ``inputs``: ctshard's input specs; ``sources``: the specs the inputs actually had before the
+      redistribution; ``planned_sources``: the specs ctshard's plan says they have there
+    - ``predicted``: ctshard's output specs; ``actual``: the output DTensors' specs (None for a
+      None or non-DTensor output); ``agree``: every DTensor output has its predicted spec
+    - ``redistributions``: per input that moved, ``input`` (index), ``from``, ``to``, ``shape``,
+      ``collectives`` (each ``collective`` — ctshard's names: all_gather, reduce_scatter,
+      all_reduce, all_to_all — ``mesh_dim``, ``bytes`` per rank, ``op``), and ``priced`` (the
+      steps ``ctshard.cost`` prices for the same move: ``collective``, ``mesh_dim``, ``bytes``,
+      ``cost_us``)
+    - ``op_collectives``: collectives issued while the op itself ran (DTensor redistributing for a
+      different strategy than ctshard's; always empty in ``"local"`` mode)
+
+    Raises ValueError when the plan does not match the graph (node names, ops, tensor-input counts,
+    mesh shape) or the inputs do not match the placeholders, and RuntimeError (naming the node)
+    when, in ``"local"`` mode, an op's local result does not have the local shape ctshard's
+    predicted placements imply.
+    """
+    if mode not in _MODES:
+        raise ValueError(f"ctshard.torch.run_plan: mode must be 'dtensor' or 'local', got {mode!r}")
+    if not (hasattr(gm, "graph") and hasattr(gm.graph, "nodes")):
+        raise ValueError(f"ctshard.torch.run_plan: gm must be a torch.fx.GraphModule, got {type(gm).__name__}")
+    op_nodes = _check_plan(gm, plan, mesh)
+    records_by_name = {r["name"]: r for r in plan["nodes"]}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    inputs = list(inputs)
+    if len(inputs) != len(placeholders):
+        raise ValueError(f"ctshard.torch.run_plan: the graph has {len(placeholders)} inputs (placeholders), "
+                         f"got {len(inputs)} values")
+    placed = dict(plan.get("placements", {}))
+    unknown = sorted(set(placed) - {p.name for p in placeholders})
+    if unknown:
+        raise ValueError(f"ctshard.torch.run_plan: the plan places {unknown}, which are not inputs of the graph")
+
+    mesh_shape = list(mesh.shape)
+    group_dims = {mesh.get_group(d).group_name: d for d in range(mesh.ndim)}
+    replicate = [Replicate()] * mesh.ndim
+    env: dict[str, Any] = {}
+    planned: dict[str, list[str]] = {}  # node name -> the specs ctshard's plan gives its results
+    run = PlanRun(outputs=(), mode=mode, mesh=mesh_shape)
+    nodes_done = 0
+
+    with torch.no_grad():
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                value = inputs[len(run.inputs)]
+                spec = placed.get(node.name, to_spec(replicate))
+                placements = to_placements(spec)
+                rec = {"name": node.name, "spec": spec, "collectives": []}
+                if isinstance(value, DTensor):
+                    if not _same(value.placements, placements):
+                        with _CollectiveLog(group_dims) as log:
+                            value = _redistribute(value, mesh, placements)
+                        rec["collectives"] = log.log
+                elif isinstance(value, torch.Tensor):
+                    value = _distribute_global(value, mesh, placements, seed + len(run.inputs))
+                env[node.name] = value
+                planned[node.name] = [spec]
+                run.inputs.append(rec)
+            elif node.op == "get_attr":
+                value = operator.attrgetter(node.target)(gm)
+                if isinstance(value, torch.Tensor) and not isinstance(value, DTensor):
+                    value = distribute_tensor(value, mesh, replicate, src_data_rank=None)
+                env[node.name] = value
+                planned[node.name] = [to_spec(replicate)]
+            elif node.op == "call_function" and node.target is operator.getitem:
+                src, k = node.args
+                env[node.name] = env[src.name][k]
+                if src.name in planned and isinstance(k, int) and k < len(planned[src.name]):
+                    planned[node.name] = [planned[src.name][k]]
+            elif node.op == "call_function" and node.name in records_by_name:
+                rec = records_by_name[node.name]
+                env[node.name] = _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape,
+                                           devices_per_host, run)
+                planned[node.name] = list(rec["outputs"])
+                nodes_done += 1
+            elif node.op == "call_function":  # a symbolic-integer node: plain Python arithmetic
+                env[node.name] = node.target(*_map_args(node.args, lambda n: env[n.name]),
+                                             **_map_args(dict(node.kwargs), lambda n: env[n.name]))
+            elif node.op == "output":
+                result = _map_args(node.args[0], lambda n: env[n.name])
+                run.outputs = tuple(_flat_outputs(result))
+            else:
+                raise ValueError(f"ctshard.torch.run_plan: unsupported node kind {node.op!r} ({node.name}); "
+                                 "pass an aten-level graph (make_fx / AOT autograd)")
+    assert nodes_done == len(op_nodes)
+    return run
+
+
+def _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape, devices_per_host, run) -> Any:
+    refs = _tensor_refs(node)
+    targets = [to_placements(s) for s in rec["inputs"]]
+    predicted = [to_placements(s) for s in rec["outputs"]]
+    record = {
+        "name": node.name, "op": rec["op"], "fallback": bool(rec.get("fallback")), "cost_us": rec.get("cost_us", 0.0),
+        "inputs": list(rec["inputs"]), "sources": [], "planned_sources": [], "predicted": list(rec["outputs"]),
+        "actual": [], "agree": True, "redistributions": [], "op_collectives": [], "executed": mode,
+    }
+    # 1. every tensor input moved to ctshard's input spec with DTensor's redistribute
+    moved: dict[int, Any] = {}
+    for i, (ref, target) in enumerate(zip(refs, targets)):
+        value = env[ref.name]
+        if isinstance(value, torch.Tensor) and not isinstance(value, DTensor):
+            value = DTensor.from_local(value, mesh, [Replicate()] * mesh.ndim, run_check=False)
+        src = _spec_of(value)
+        record["sources"].append(src)
+        owner = ref.name
+        record["planned_sources"].append((planned.get(owner) or [None])[0])
+        if isinstance(value, DTensor) and not _same(value.placements, target):
+            with _CollectiveLog(group_dims) as log:
+                value = _redistribute(value, mesh, target)
+            meta = _metas(ref)[0]
+            record["redistributions"].append({
+                "input": i, "from": src, "to": rec["inputs"][i], "shape": list(value.shape),
+                "collectives": log.log,
+                "priced": _priced_steps(meta, mesh_shape, src, rec["inputs"][i], devices_per_host),
+            })
+        moved[i] = value
+
+    # node references -> values (tensor inputs, met in _tensor_refs order, get their moved values)
+    counter = iter(range(len(refs)))
+
+    def value_of(n: torch.fx.Node) -> Any:
+        if _is_sym(n.meta.get("val")):
+            return env[n.name]
+        return moved[next(counter)]
+
+    args = list(_map_args(tuple(node.args), value_of))
+    kwargs = _map_args(dict(node.kwargs), value_of)
+    metas = _metas(node)
+
+    if not refs:  # a factory: run on every rank, Replicate
+        result = node.target(*args, **kwargs)
+        out = _wrap_replicated(result, mesh)
+        record["executed"] = "factory"
+        if mode == "local":
+            out = _move_outputs(out, predicted)
+    elif mode == "dtensor":
+        try:
+            with _CollectiveLog(group_dims) as log:
+                out = node.target(*args, **kwargs)
+            record["op_collectives"] = log.log
+        except NotImplementedError:
+            if not all(_same(t, [Replicate()] * mesh.ndim) for t in targets):
+                raise
+            # DTensor has no sharding strategy for this op; its inputs are replicated (a ctshard
+            # fallback): run it on the full local tensors, Replicate.
+            local = node.target(*[_to_local(a) for a in args], **{k: _to_local(v) for k, v in kwargs.items()})
+            out = _wrap_replicated(local, mesh)
+            record["executed"] = "replicated"
+    else:
+        in_metas = [_metas(r)[0] for r in refs]
+        op, args, kwargs = _localise_args(node, args, kwargs, predicted[0] if predicted else [], mesh, in_metas)
+        local_args = [_to_local(a) for a in args]
+        local_kwargs = {k: _to_local(v) for k, v in kwargs.items()}
+        result = op(*local_args, **local_kwargs)
+        out = _wrap_local(node, result, predicted, metas, mesh)
+
+    outs = _flat_outputs(out)
+    for k, o in enumerate(outs):
+        record["actual"].append(_spec_of(o))
+        if isinstance(o, DTensor) and k < len(predicted) and not _same(o.placements, predicted[k]):
+            record["agree"] = False
+    run.nodes.append(record)
+    return out
+
+
+def _to_local(a: Any) -> Any:
+    if isinstance(a, DTensor):
+        return a.to_local()
+    if isinstance(a, (list, tuple)):
+        return type(a)(_to_local(x) for x in a)
+    return a
+
+
+def _move_outputs(out: Any, predicted: list[Sequence[Placement]]) -> Any:
+    """Replicate factory results moved (communication-free) to ctshard's predicted placements."""
+    outs = _flat_outputs(out)
+    moved = [_redistribute(o, o.device_mesh, predicted[k]) if isinstance(o, DTensor) and k < len(predicted) else o
+             for k, o in enumerate(outs)]
+    return type(out)(moved) if isinstance(out, (list, tuple)) else moved[0]
+
+
+def _wrap_local(node, result, predicted, metas, mesh) -> Any:
+    """Local results wrapped as DTensors with ctshard's predicted placements and the global
+    shapes / strides of the node's meta; checks each local shape against the placements."""
+    results = _flat_outputs(result)
+    wrapped = []
+    for k, r in enumerate(results):
+        if not isinstance(r, torch.Tensor):
+            wrapped.append(r)
+            continue
+        meta = metas[k] if k < len(metas) else None
+        placements = predicted[k] if k < len(predicted) else [Replicate()] * mesh.ndim
+        if meta is None or not hasattr(meta, "shape"):
+            raise RuntimeError(f"ctshard.torch.run_plan: node '{node.name}' output {k} has no shape in meta['val']")
+        shape = tuple(int(s) for s in meta.shape)
+        expected, _ = compute_local_shape_and_global_offset(shape, mesh, placements, skip_offset=True)
+        if tuple(r.shape) != tuple(expected):
+            raise RuntimeError(
+                f"ctshard.torch.run_plan: node '{node.name}' ({target_name(node.target)}) output {k}: ctshard's "
+                f"placements {to_spec(placements)} of global shape {list(shape)} mean local shape {list(expected)} "
+                f"on this rank, but the op produced {list(r.shape)}")
+        stride = tuple(int(s) for s in meta.stride()) if hasattr(meta, "stride") else None
+        wrapped.append(DTensor.from_local(r, mesh, placements, run_check=False, shape=torch.Size(shape), stride=stride))
+    return type(result)(wrapped) if isinstance(result, (list, tuple)) else wrapped[0]
+
+
+def planned_specs(gm: torch.fx.GraphModule, plan: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The specs a ctshard plan gives every value of ``gm``: node name -> one spec per result
+    (placeholders: the plan's placement or Replicate; op nodes: the predicted outputs; getitem:
+    its element of the source's outputs). Use it to place a backward graph's saved tensors where
+    the forward plan leaves them: ``ctshard.plan(bw, place={n: specs[n][0] for n in saved})``."""
+    records = {r["name"]: r for r in plan["nodes"]}
+    ndim = len(plan.get("mesh", [])) or 1
+    placed = dict(plan.get("placements", {}))
+    specs: dict[str, list[str]] = {}
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "get_attr"):
+            specs[node.name] = [placed.get(node.name, "R" * ndim)]
+        elif node.op == "call_function" and node.target is operator.getitem:
+            src, k = node.args
+            if isinstance(k, int) and k < len(specs.get(src.name, [])):
+                specs[node.name] = [specs[src.name][k]]
+        elif node.name in records:
+            specs[node.name] = list(records[node.name]["outputs"])
+    return specs
