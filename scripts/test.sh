@@ -17,5 +17,5 @@ pylog="$build/pytest.log"
 (cd "$root" && CTSHARD_TOOL="$build/examples/ctshard" "$py" -m pytest -q -rs -p no:cacheprovider tests/python 2>&1) | tee "$pylog"
 prc=${PIPESTATUS[0]}
 grep -hE "reference cases matched|^sim: [a-z]+: rows checked|^sim: [0-9]+ registered ops" "$build/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u
-grep -hE "^(python API|conformance)" "$pylog" 2>/dev/null
+grep -hE "^(python API|conformance|sim\(py\))" "$pylog" 2>/dev/null
 [ $rc -eq 0 ] && [ $prc -eq 0 ]

@@ -31,8 +31,10 @@ struct TableOptions {
   /// Non-tensor positional arguments (JSON array). Without any "$i" item they follow the tensors;
   /// a string "$i" (also inside lists) stands for tensor input i, and then the array is the whole
   /// argument list: tensors must then be referenced in order $0, $1, ... each once.
-  nlohmann::json args = nlohmann::json::array();
-  nlohmann::json kwargs = nlohmann::json::object();  ///< keyword arguments (JSON object; "$i" allowed)
+  nlohmann::ordered_json args = nlohmann::ordered_json::array();
+  /// Keyword arguments (JSON object; "$i" allowed), in call order: tensors among them are numbered
+  /// in that order, as in the op's signature.
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
 };
 
 /// The `table --json` document: op, aten_op, shapes, mesh, devices_per_host, itemsize, inputs,
@@ -88,7 +90,7 @@ const OpRegistry& registry_for(const std::string& einsum_linearity);
 /// A JSON value as an op argument: integer, float, bool, null (None), string, "$i" (tensor input
 /// i: `integer` holds i), or a list of these (int_list, tensor_list, or a mixed `list`). Throws
 /// ctshard::error naming the value otherwise (objects).
-OpArg op_arg_from_json(const nlohmann::json& value);
+OpArg op_arg_from_json(const nlohmann::ordered_json& value);
 
 /// A cost as JSON: a number, or the string "inf" (reference-case convention).
 nlohmann::json cost_value(double us);

@@ -74,9 +74,9 @@ constexpr const char* kSymFooter =
     "  its hinted value that is no symbol's hint. Shapes and costs use these values (DTensor itself prices\n"
     "  unbacked sizes as 8192). The plan lists every symbol's value.";
 
-nlohmann::json parse_json_option(const char* option, const std::string& text) {
+nlohmann::ordered_json parse_json_option(const char* option, const std::string& text) {
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw error(std::string("ctshard table: ") + option + " is not valid JSON ('" + text + "'): " + e.what());
   }

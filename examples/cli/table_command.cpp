@@ -72,7 +72,7 @@ std::optional<std::int64_t> tensor_reference(const std::string& text) {
 }
 }  // namespace
 
-OpArg op_arg_from_json(const nlohmann::json& v) {
+OpArg op_arg_from_json(const nlohmann::ordered_json& v) {
   OpArg a;
   if (v.is_null()) {
     a.kind = OpArg::Kind::none;

@@ -29,21 +29,21 @@ namespace {
 
 using namespace ctshard;
 
-/// Python value -> JSON (None, bool, int, float, str, list/tuple, dict). Raises ValueError naming
+/// Python value -> JSON (None, bool, int, float, str, list/tuple, dict in insertion order). Raises ValueError naming
 /// the value for anything else.
-json to_json(nb::handle h) {
+nlohmann::ordered_json to_json(nb::handle h) {
   if (h.is_none()) return nullptr;
   if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
   if (nb::isinstance<nb::int_>(h)) return nb::cast<std::int64_t>(h);
   if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
-    json a = json::array();
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
     for (nb::handle item : h) a.push_back(to_json(item));
     return a;
   }
   if (nb::isinstance<nb::dict>(h)) {
-    json o = json::object();
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
     for (auto [k, v] : nb::borrow<nb::dict>(h)) {
       if (!nb::isinstance<nb::str>(k)) throw error("ctshard: keyword names must be strings, got " + nb::cast<std::string>(nb::repr(k)));
       o[nb::cast<std::string>(k)] = to_json(v);
@@ -126,8 +126,8 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
   o.devices_per_host = devices_per_host;
   o.einsum_linearity = einsum_linearity;
   o.cost_model = cli::parse_cost_model(cost_model);
-  o.args = args.is_none() ? json::array() : to_json(args);
-  o.kwargs = kwargs.is_none() ? json::object() : to_json(kwargs);
+  o.args = args.is_none() ? nlohmann::ordered_json::array() : to_json(args);
+  o.kwargs = kwargs.is_none() ? nlohmann::ordered_json::object() : to_json(kwargs);
   return o;
 }
 

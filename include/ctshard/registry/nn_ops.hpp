@@ -109,7 +109,15 @@ inline void register_nn_ops(OpRegistry& r) {
     c.last_dim_windows_disjoint = input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 &&
                                   stride.back() == weight[weight.rank - 1];
     OpRule rule{convolution_single_dim_strategy(c), UnevenInputs::reject};
-    if (c.last_dim_windows_disjoint) rule.filter = convolution_last_dim_filter(stride.back());
+    FullMeshFilter channels = c.groups == 1 ? convolution_channel_filter() : FullMeshFilter{};
+    if (c.last_dim_windows_disjoint) {
+      rule.filter = [last = convolution_last_dim_filter(stride.back()), channels](std::span<const Spec> operands, std::span<const TensorMeta> inputs,
+                                                                                const MeshTopology& mesh) {
+        return last(operands, inputs, mesh) && (!channels || channels(operands, inputs, mesh));
+      };
+    } else {
+      rule.filter = std::move(channels);
+    }
     return rule;
   });
   using detail::follow_if;

@@ -85,6 +85,19 @@ struct ConvolutionParams {
   };
 }
 
+/// Full-mesh filter for the channel rows of a convolution: no device may hold an empty block of
+/// the input's channel dim (operand 1, dim 1) or the weight's two channel dims (operand 2, dims 0
+/// and 1) — a convolution with zero output channels raises, and one with zero input channels
+/// returns a wrongly shaped output (4 channels over 3 devices chunk as 2, 2, 0). DTensor's batch
+/// row does not shard channels; the simulated mesh shows the failures.
+[[nodiscard]] inline FullMeshFilter convolution_channel_filter() {
+  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+    const std::size_t nout = operands.size() - inputs.size();
+    return has_no_empty_shard_on(inputs[0].shape, operands[nout], mesh, std::uint64_t{1} << 1) &&
+           has_no_empty_shard_on(inputs[1].shape, operands[nout + 1], mesh, std::uint64_t{0b11});
+  };
+}
+
 /// `native_dropout(input, p, train) -> (out, mask)` on a rank-`rank` input. Operands
 /// `[out, mask, input]`; rows `[S?(d), S?(d), S?(d)]` for every dim. No Partial row: `out` is a
 /// partial sum only if every rank of the mesh dim draws the same mask (then `mask` would be
