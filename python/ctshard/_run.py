@@ -15,6 +15,7 @@ rank (seed your generator).
 from __future__ import annotations
 
 import operator
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -348,13 +349,14 @@ def _check_plan(gm: torch.fx.GraphModule, plan: Mapping[str, Any], mesh: DeviceM
     return nodes
 
 
-def _priced_steps(meta: Any, mesh_shape: list[int], src: str, dst: str, devices_per_host: int) -> list[dict]:
+def _priced_steps(meta: Any, mesh_shape: list[int], src: str, dst: str, pricing: Mapping[str, Any]) -> list[dict]:
     """ctshard's steps for moving a tensor of ``meta``'s shape from ``src`` to ``dst``
-    (``ctshard.cost``), without the local (communication-free) ones."""
+    (``ctshard.cost`` with ``pricing``: devices_per_host, cost_model), without the local
+    (communication-free) ones."""
     if src == dst or meta is None or not hasattr(meta, "shape"):
         return []
     dtype = _DTYPE_NAMES.get(getattr(meta, "dtype", torch.float32), "float32")
-    c = _ctshard_cost([int(s) for s in meta.shape], mesh_shape, src, dst, dtype=dtype, devices_per_host=devices_per_host)
+    c = _ctshard_cost([int(s) for s in meta.shape], mesh_shape, src, dst, dtype=dtype, **pricing)
     return [{"collective": s["collective"], "mesh_dim": s["mesh_dim"], "bytes": s["bytes"], "cost_us": s["cost_us"]}
             for s in c["steps"] if s["collective"] != "local"]
 
@@ -394,7 +396,9 @@ def run_plan(
         the *_backward ops DTensor localises) are rewritten to the local output shape, squeeze to
         the globally size-1 dims, as DTensor's ``_adjust_shape_and_stride_args`` does.
     seed: seeds the random split of Partial inputs.
-    devices_per_host: cost model used for the ``priced`` steps of each record (``ctshard.cost``).
+    devices_per_host: the value the plan was made with (``ctshard.plan(..., devices_per_host=)``):
+        the ``priced`` / ``planned_steps`` of each record are ``ctshard.cost`` with it (and with
+        the plan's ``cost_model``), so they add up to the plan's ``cost_us``.
 
     Nodes: ``getitem`` takes an element of its source's results (the plan has no record for it).
     Factory ops with no tensor input run on every rank and are wrapped as Replicate (``"local"``
@@ -417,6 +421,10 @@ def run_plan(
       all_reduce, all_to_all — ``mesh_dim``, ``bytes`` per rank, ``op``), and ``priced`` (the
       steps ``ctshard.cost`` prices for the same move: ``collective``, ``mesh_dim``, ``bytes``,
       ``cost_us``)
+    - ``planned_steps``: per input whose planned source spec differs from its input spec, the
+      steps ``ctshard.cost`` prices from the planned source (what the plan's ``cost_us`` sums),
+      ``{input, from, to, steps}``; equal to ``priced`` wherever ``sources == planned_sources``
+    - ``redistribute_s``: wall time of the node's redistributions on this rank
     - ``op_collectives``: collectives issued while the op itself ran (DTensor redistributing for a
       different strategy than ctshard's; always empty in ``"local"`` mode)
 
@@ -442,6 +450,9 @@ def run_plan(
         raise ValueError(f"ctshard.torch.run_plan: the plan places {unknown}, which are not inputs of the graph")
 
     mesh_shape = list(mesh.shape)
+    pricing = {"devices_per_host": devices_per_host}
+    if "cost_model" in plan:
+        pricing["cost_model"] = plan["cost_model"]
     group_dims = {mesh.get_group(d).group_name: d for d in range(mesh.ndim)}
     replicate = [Replicate()] * mesh.ndim
     env: dict[str, Any] = {}
@@ -480,7 +491,7 @@ def run_plan(
             elif node.op == "call_function" and node.name in records_by_name:
                 rec = records_by_name[node.name]
                 env[node.name] = _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape,
-                                           devices_per_host, run)
+                                           pricing, run)
                 planned[node.name] = list(rec["outputs"])
                 nodes_done += 1
             elif node.op == "call_function":  # a symbolic-integer node: plain Python arithmetic
@@ -496,14 +507,15 @@ def run_plan(
     return run
 
 
-def _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape, devices_per_host, run) -> Any:
+def _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape, pricing, run) -> Any:
     refs = _tensor_refs(node)
     targets = [to_placements(s) for s in rec["inputs"]]
     predicted = [to_placements(s) for s in rec["outputs"]]
     record = {
         "name": node.name, "op": rec["op"], "fallback": bool(rec.get("fallback")), "cost_us": rec.get("cost_us", 0.0),
         "inputs": list(rec["inputs"]), "sources": [], "planned_sources": [], "predicted": list(rec["outputs"]),
-        "actual": [], "agree": True, "redistributions": [], "op_collectives": [], "executed": mode,
+        "actual": [], "agree": True, "redistributions": [], "planned_steps": [], "op_collectives": [],
+        "executed": mode, "redistribute_s": 0.0,
     }
     # 1. every tensor input moved to ctshard's input spec with DTensor's redistribute
     moved: dict[int, Any] = {}
@@ -512,17 +524,23 @@ def _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape, devic
         if isinstance(value, torch.Tensor) and not isinstance(value, DTensor):
             value = DTensor.from_local(value, mesh, [Replicate()] * mesh.ndim, run_check=False)
         src = _spec_of(value)
+        planned_src = (planned.get(ref.name) or [None])[0]
         record["sources"].append(src)
-        owner = ref.name
-        record["planned_sources"].append((planned.get(owner) or [None])[0])
+        record["planned_sources"].append(planned_src)
+        meta = _metas(ref)[0]
+        if planned_src is not None and planned_src != rec["inputs"][i]:
+            steps = _priced_steps(meta, mesh_shape, planned_src, rec["inputs"][i], pricing)
+            if steps:
+                record["planned_steps"].append({"input": i, "from": planned_src, "to": rec["inputs"][i], "steps": steps})
         if isinstance(value, DTensor) and not _same(value.placements, target):
+            t0 = time.perf_counter()
             with _CollectiveLog(group_dims) as log:
                 value = _redistribute(value, mesh, target)
-            meta = _metas(ref)[0]
+            record["redistribute_s"] += time.perf_counter() - t0
             record["redistributions"].append({
                 "input": i, "from": src, "to": rec["inputs"][i], "shape": list(value.shape),
                 "collectives": log.log,
-                "priced": _priced_steps(meta, mesh_shape, src, rec["inputs"][i], devices_per_host),
+                "priced": _priced_steps(meta, mesh_shape, src, rec["inputs"][i], pricing),
             })
         moved[i] = value
 

@@ -3,6 +3,13 @@
 ``to_placements("S(0)P(sum)")`` gives ``(Shard(dim=0), Partial(sum))``, ready for
 ``DTensor.from_local``, ``distribute_tensor`` or ``redistribute``; ``to_spec`` turns a sequence of
 DTensor placements (or a DTensor, or a DTensorSpec) into ctshard's spec text.
+
+``run_plan(gm, plan, mesh, inputs, mode="dtensor")`` executes a plan of ``ctshard.plan(gm, ...)``
+on a DTensor ``DeviceMesh``: each op's tensor arguments are moved to ctshard's input specs with
+DTensor's ``redistribute``, then the op runs through DTensor's dispatch (``"dtensor"``) or on the
+local shards wrapped with ctshard's predicted placements (``"local"``); the result records, per
+node, ctshard's predicted and DTensor's actual output placements and the collectives issued
+(``ctshard._run``). ``planned_specs(gm, plan)`` gives every value's planned specs.
 """
 
 from __future__ import annotations
