@@ -278,8 +278,20 @@ TEST_CASE("tensor op rules: bad arguments name the op and the argument", "[view]
 TEST_CASE("tensor op rules: registered overloads", "[view]") {
   OpRegistry r;
   register_tensor_ops(r);
-  CHECK(r.size() == 30);
-  for (const char* op : {"aten.split.Tensor", "aten.unbind.int", "aten.cat.default", "aten.copy.default", "aten._to_copy.default",
+  CHECK(r.size() == 33);
+  for (const char* op : {"aten.split.Tensor", "aten.unbind.int", "aten.cat.default", "aten.copy.default", "aten._to_copy.default", "aten.slice_backward.default",
+                         "aten.tril.default", "aten.triu.default",
                          "prims.convert_element_type.default", "aten.lift_fresh_copy.default", "aten.new_zeros.default", "aten.arange.start"})
     CHECK(r.contains(op));
+}
+
+TEST_CASE("tensor op rules: slice_backward keeps other dims' shards and every Partial; tril keeps batch dims", "[view]") {
+  const OpRule sb = rule_of(call_of("aten.slice_backward.default", {TensorShape{4, 3, 2}}, {ints({4, 7, 2}), integer(1), integer(2), integer(5), integer(1)}));
+  CHECK(rows(sb.rules) == concat({"[S?(0), S?(0)]", "[S?(2), S?(2)]"}, partials(2)));
+  CHECK(sb.uneven_inputs == UnevenInputs::keep_existing_shards);
+  CHECK_THROWS_WITH(rule_of(call_of("aten.slice_backward.default", {TensorShape{4, 3}}, {ints({4}), integer(0), integer(0), integer(4), integer(1)})),
+                    Catch::Contains("argument 'input_sizes' must have the gradient's rank"));
+  const OpRule tl = rule_of(call_of("aten.tril.default", {TensorShape{2, 3, 4, 4}}, {}));
+  CHECK(rows(tl.rules) == concat({"[S?(0), S?(0)]", "[S?(1), S?(1)]"}, partials(2)));
+  CHECK(rows(rule_of(call_of("aten.triu.default", {TensorShape{5, 5}}, {integer(1)})).rules) == partials(2));
 }

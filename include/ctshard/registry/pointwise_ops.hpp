@@ -47,7 +47,8 @@ inline void register_pointwise_ops(OpRegistry& r) {
         binary({}));
   // grad_input = grad_output * f(activation): linear in the gradient (a P(sum) gradient needs no
   // all-reduce when the activation is replicated).
-  r.add({"aten.sigmoid_backward.default", "aten.tanh_backward.default", "aten.gelu_backward.default", "aten.threshold_backward.default"},
+  r.add({"aten.sigmoid_backward.default", "aten.tanh_backward.default", "aten.gelu_backward.default", "aten.threshold_backward.default",
+         "aten.silu_backward.default"},
         binary(linear_in_first));
   r.add({"aten.addcmul.default", "aten.addcdiv.default", "aten.where.self", "aten.lerp.Tensor", "aten.masked_fill.Tensor"}, ternary({}));
   // Non-decreasing on the whole real line only (DTensor `non_decreasing_unary_ops`): an op defined

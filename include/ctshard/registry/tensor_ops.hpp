@@ -12,6 +12,7 @@
 #include "ctshard/registry/op_args.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/rules/factory_rules.hpp"
+#include "ctshard/rules/passthrough_rules.hpp"
 #include "ctshard/rules/tensor_op_rules.hpp"
 
 namespace ctshard {
@@ -87,6 +88,32 @@ inline void register_tensor_ops(OpRegistry& r) {
   r.add({"aten.slice_scatter.default"}, tensor_op_factory(2, follows_input, [](const OpCall& c) {
           return slice_scatter_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape, int_or(c, 2, "dim", 0), optional_int(c, 3, "start"),
                                                    optional_int(c, 4, "end"), int_or(c, 5, "step", 1));
+        }));
+  // slice_backward(grad_output, input_sizes, dim, start, end, step): grad_output written into zeros
+  // of input_sizes. The sliced dim changes size, so only the other dims keep their shards; the
+  // zeros are the same on every rank, so every Partial passes (DTensor `slice_backward_rules`).
+  r.add({"aten.slice_backward.default"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
+          const auto sizes = int_list(c, 1, "input_sizes");
+          if (sizes.size() != c.tensors[0].shape.rank) bad_argument(c, "input_sizes", "must have the gradient's rank");
+          (void)normalize_dim(required_int(c, 2, "dim"), sizes.size(), "argument 'dim'");
+          return passthrough_single_dim_strategy(c.tensors[0].shape, TensorShape(std::span<const std::int64_t>(sizes)));
+        }));
+  // tril / triu(self, diagonal=0): the mask depends on the global row and column of the last two
+  // dims, so only leading (batch) dims may stay sharded; zeroing is linear and keeps 0 on every
+  // rank, so every Partial passes. DTensor 2.13 replicates them (`linalg_replicate_strategy`).
+  r.add({"aten.tril.default", "aten.triu.default"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
+          const TensorShape& in = c.tensors[0].shape;
+          if (in.rank < 2) bad_argument(c, "self", "must have at least 2 dims");
+          RuleSet rules = passthrough_single_dim_strategy(in, in);
+          RuleSet kept(1, 1);
+          kept.set_rank(0, static_cast<int>(in.rank));
+          kept.set_rank(1, static_cast<int>(in.rank));
+          for (std::size_t row = 0; row < rules.size(); ++row) {
+            const Placement& p = rules.at(row, 1);
+            if (p.is_placeholder() && static_cast<std::size_t>(p.dim) + 2 >= in.rank) continue;
+            kept.add(rules.row(row));
+          }
+          return kept;
         }));
   r.add({"aten.cat.default"}, tensor_op_factory(detail::any_tensor_count, follows_input, [](const OpCall& c) {
           const auto shapes = tensor_list_shapes(c, 0, "tensors");

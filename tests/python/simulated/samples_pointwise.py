@@ -92,6 +92,8 @@ for op in ["aten.maximum.default", "aten.minimum.default", "aten.fmax.default", 
     add(binary(op, (4, 1), (5,)))
 add(binary("aten.pow.Tensor_Tensor", (4, 5), (4, 1), values="positive"))
 add(binary("aten.pow.Tensor_Tensor", (5,), (3, 5), values="positive"))
+add(binary("aten.silu_backward.default", (4, 5), (4, 5)))
+add(binary("aten.silu_backward.default", (3, 1, 4), (3, 1, 4)))
 # comparisons (integers, so equality happens)
 for op in ["aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor", "aten.gt.Tensor", "aten.ge.Tensor"]:
     add(binary(op, (4, 5), (1, 5), "int64"))

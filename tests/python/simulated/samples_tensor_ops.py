@@ -23,6 +23,15 @@ SAMPLES = [
     {"op": "aten.slice_scatter.default", "tensors": [t(6, 4), t(2, 4)], "args": ["$0", "$1", 0, 1, 5, 2], "kwargs": {}},
     {"op": "aten.slice_scatter.default", "tensors": [t(4, 7), t(4, 3)], "args": ["$0", "$1", 1, 2, 5, 1], "kwargs": {}},
     {"op": "aten.copy.default", "tensors": [t(4, 5), t(4, 5)], "args": ["$0", "$1"], "kwargs": {}},
+    # input_sizes is a global shape: each rank passes its local output shape (DTensor localises it)
+    {"op": "aten.slice_backward.default", "tensors": [t(2, 5)], "args": ["$0", [6, 5], 0, 1, 5, 2], "kwargs": {}, "local_size_arg": 1},
+    {"op": "aten.slice_backward.default", "tensors": [t(4, 3, 2)], "args": ["$0", [4, 7, 2], 1, 2, 5, 1], "kwargs": {}, "local_size_arg": 1},
+    {"op": "aten.slice_backward.default", "tensors": [t(3, 4)], "args": ["$0", [3, 4], -1, 0, 9223372036854775807, 1], "kwargs": {},
+     "local_size_arg": 1, "note": "a full slice: every dim keeps its shards"},
+    {"op": "aten.tril.default", "tensors": [t(3, 4, 5)], "args": ["$0"], "kwargs": {}},
+    {"op": "aten.tril.default", "tensors": [t(2, 1, 6, 6)], "args": ["$0", -1], "kwargs": {}},
+    {"op": "aten.triu.default", "tensors": [t(5, 5)], "args": ["$0", 1], "kwargs": {}},
+    {"op": "aten.triu.default", "tensors": [t(3, 4, 4)], "args": ["$0"], "kwargs": {}},
     {"op": "aten.copy.default", "tensors": [t(4, 5), t(5)], "args": ["$0", "$1"], "kwargs": {},
      "note": "src broadcast to self's shape"},
 ]
