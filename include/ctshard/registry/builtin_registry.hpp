@@ -10,11 +10,12 @@
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/registry/pointwise_ops.hpp"
 #include "ctshard/registry/tensor_ops.hpp"
+#include "ctshard/registry/training_ops.hpp"
 #include "ctshard/registry/view_ops.hpp"
 
 namespace ctshard {
 
-/// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor ops, collectives, fused kernels), einsum Partial rows as
+/// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor ops, collectives, fused kernels, training ops), einsum Partial rows as
 /// DTensor writes them (`EinsumLinearity::dtensor`) unless told otherwise.
 [[nodiscard]] inline OpRegistry make_builtin_registry(EinsumLinearity linearity = EinsumLinearity::dtensor) {
   OpRegistry r;
@@ -26,6 +27,7 @@ namespace ctshard {
   register_tensor_ops(r);
   register_collective_ops(r);
   register_fused_kernel_ops(r);
+  register_training_ops(r);
   return r;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 /// \file registry/fused_kernel_ops.hpp
 /// Fused kernels of inference / training stacks that appear in real aten graphs: vLLM's `_C` ops
-/// and attention (called through `higher_order.auto_functionalized`) and apex's fused layer norm.
+/// and attention (called through `higher_order.auto_functionalized`) and apex's fused layer norm
+/// (forward and backward).
 /// No DTensor rule exists for them; these rules follow the kernels' math (token- or head-parallel
 /// only) and are verified like every other rule.
 ///
@@ -13,7 +14,10 @@
 #include <span>
 #include <string>
 
+#include "ctshard/registry/op_args.hpp"
+#include "ctshard/registry/op_args_ext.hpp"
 #include "ctshard/registry/op_registry.hpp"
+#include "ctshard/rules/norm_rules.hpp"
 #include "ctshard/rules/view_rules.hpp"
 
 namespace ctshard {
@@ -44,7 +48,7 @@ inline std::string wrapped_op(const OpCall& call) {
 }
 }  // namespace detail
 
-/// Registers apex.fused_layer_norm_affine_fwd and higher_order.auto_functionalized for vLLM's
+/// Registers apex.fused_layer_norm_affine_fwd / _bwd and higher_order.auto_functionalized for vLLM's
 /// `_C.rms_norm`, `_C.fused_add_rms_norm`, `_C.rotary_embedding`, `_C.silu_and_mul` and
 /// `vllm.unified_attention_with_output`. Other wrapped ops throw ctshard::error naming them (the
 /// planner then falls back visibly).
@@ -68,6 +72,31 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
       const ViewDimMap map = view_dim_map(leading, flat, "ctshard: apex.fused_layer_norm_affine_fwd");
       rule.filter = [map](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
         return view_shard_is_even(map, operands[3], mesh.sizes);
+      };
+    }
+    return rule;
+  });
+  // apex (grad_output, mean, invvar, input_or_output, normalized_shape, weight, bias, eps, memory_efficient=False)
+  // -> (grad_input, grad_weight, grad_bias): the forward's token-parallel row with P(sum) parameter
+  // gradients, and the rows linear in grad_output.
+  registry.add({"apex.fused_layer_norm_affine_bwd.default"}, [](const OpCall& call) {
+    detail::expect_tensor_count(call, 6, "apex.fused_layer_norm_affine_bwd");
+    for (std::size_t pos = 0; pos < 4; ++pos)
+      if (op_args::tensor(call, pos, std::array{"grad_output", "mean", "invvar", "input_or_output"}[pos]) != pos)
+        throw error("ctshard: apex.fused_layer_norm_affine_bwd: tensor arguments must come in schema order");
+    const TensorShape& x = call.tensors[3].shape;
+    const std::size_t norm_dims = op_args::int_list(call, 4, "normalized_shape").size();
+    if (norm_dims > x.rank) op_args::bad_argument(call, "normalized_shape", "has more dims than the input");
+    if (op_args::tensor(call, 5, "weight") != 4 || op_args::tensor(call, 6, "bias") != 5)
+      throw error("ctshard: apex.fused_layer_norm_affine_bwd: tensor arguments must come in schema order");
+    OpRule rule{apex_layer_norm_backward_single_dim_strategy(x.rank, norm_dims), UnevenInputs::reject};
+    TensorShape leading;  // mean / invvar flatten x's leading dims, as in the forward
+    for (std::size_t d = 0; d + norm_dims < x.rank; ++d) leading.push_back(x[d]);
+    if (leading.rank > 1) {
+      const std::array<std::int64_t, 1> flat{leading.numel()};
+      const ViewDimMap map = view_dim_map(leading, flat, "ctshard: apex.fused_layer_norm_affine_bwd");
+      rule.filter = [map](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
+        return view_shard_is_even(map, operands[6], mesh.sizes);
       };
     }
     return rule;

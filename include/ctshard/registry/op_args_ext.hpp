@@ -2,7 +2,7 @@
 /// \file registry/op_args_ext.hpp
 /// More OpCall argument readers in `ctshard::op_args` (on top of registry/op_args.hpp) for the
 /// reduction, norm and nn rule families: dims with negative wrap-around, reduction dim lists where
-/// None / [] mean "every dim", bools, bool lists (`output_mask`), optional tensors and
+/// None / [] mean "every dim", bools, bool lists (`output_mask`), numbers, optional tensors and
 /// `Tensor?[]` lists with None holes (`index.Tensor`). Every failure throws ctshard::error naming
 /// the op and the argument, so the planner falls back visibly.
 
@@ -58,6 +58,16 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
     out.push_back(a->items[i].integer != 0);
   }
   return out;
+}
+
+/// A number argument (integer, float or bool) as a double, nullopt when absent / None. Throws
+/// ctshard::error naming the op and argument for anything else (a symbolic size, a string).
+[[nodiscard]] inline std::optional<double> optional_number(const OpCall& call, std::size_t index, std::string_view name) {
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) return std::nullopt;
+  if (a->kind == OpArg::Kind::floating) return a->floating;
+  if (a->kind == OpArg::Kind::integer || a->kind == OpArg::Kind::boolean) return static_cast<double>(a->integer);
+  bad_argument(call, name, "must be a number");
 }
 
 /// Reduction dims as a bit mask over [0, rank): absent, None or `[]` mean every dim (PyTorch

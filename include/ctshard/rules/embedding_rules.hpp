@@ -1,7 +1,8 @@
 #pragma once
 /// \file rules/embedding_rules.hpp
 /// Single-dim strategies of gathers and scatters by index: embedding and its dense backward
-/// (DTensor `_embedding_ops.py`), and advanced indexing `index.Tensor` / `index_put`
+/// (DTensor `_embedding_ops.py`), embedding bags and their backward (no DTensor rule), and
+/// advanced indexing `index.Tensor` / `index_put`
 /// (DTensor `_tensor_ops.py`: `index_single_dim_strategy`, `index_put_single_dim_strategy`).
 ///
 /// Row-wise embedding: DTensor marks the output (and the indices) `_MaskPartial`, a sum-Partial
@@ -12,6 +13,7 @@
 /// rows of out-of-range indices) before the output can be treated as an ordinary P(sum); the
 /// indices stay Replicate (DTensor's `R -> _MaskPartial` is the same free local step).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -60,6 +62,99 @@ namespace ctshard {
     rules.add({Partial(ReduceOp::sum), s, s});
   }
   rules.add({Partial(ReduceOp::sum), Partial(ReduceOp::sum), Replicate()});
+  return rules;
+}
+
+/// aten's `mode` argument of the embedding-bag ops.
+enum class EmbeddingBagMode : std::int64_t { sum = 0, mean = 1, max = 2 };
+
+/// What the embedding-bag rules need of a call.
+struct EmbeddingBagParams {
+  EmbeddingBagMode mode = EmbeddingBagMode::sum;
+  bool per_sample_weights = false;  ///< a `per_sample_weights` tensor is passed (mode sum only)
+};
+
+/// `_embedding_bag(weight [V, D], indices [L], offsets [B(+1)], scale_grad_by_freq, mode, sparse,
+/// per_sample_weights? [L], include_last_offset, padding_idx) -> (output [B, D], offset2bag,
+/// bag_size, max_indices)`. Operands `[output, offset2bag, bag_size, max_indices, weight, indices,
+/// offsets, per_sample_weights?]`; rows:
+/// - column-wise `[S?(1), R, R, S?(1) (mode max) or R, S?(1), R, R, R?]`;
+/// - row-wise, mode sum only: `[P(sum), R, R, R, S?(0), R, R, R?]`, the masked Partial of
+///   ctshard's embedding rule (each rank sums only the rows of its block, see the file comment; a
+///   masked mean would still divide by the whole bag's size, and a masked max has no neutral
+///   value, which no local `_embedding_bag` call gives);
+/// - `[P(r), R, R, R, P(r), R, R, R?]` for r in sum, avg, modes sum and mean (linear in weight);
+/// - `[P(r), R, R, R, R, R, R, P(r)]` for r in sum, avg with per_sample_weights (linear in them).
+/// The bags are not split: `offsets` cut the flat `indices` at data-dependent places, and
+/// `offset2bag` holds global bag numbers. The auxiliary outputs depend on indices and offsets only
+/// (Replicate). No DTensor rule exists.
+[[nodiscard]] constexpr RuleSet embedding_bag_single_dim_strategy(const EmbeddingBagParams& p) {
+  RuleSet rules(4, p.per_sample_weights ? 4 : 3);
+  rules.set_rank(0, 2);
+  rules.set_rank(1, 1);
+  rules.set_rank(2, 1);
+  rules.set_rank(3, p.mode == EmbeddingBagMode::max ? 2 : 1);
+  rules.set_rank(4, 2);
+  for (std::size_t k = 5; k < rules.width(); ++k) rules.set_rank(k, 1);
+  std::vector<Placement> row(rules.width(), Replicate());
+  const Placement column = ShardingPlaceholder(1);
+  row[0] = row[4] = column;
+  if (p.mode == EmbeddingBagMode::max) row[3] = column;
+  rules.add(row);
+  std::fill(row.begin(), row.end(), Replicate());
+  if (p.mode == EmbeddingBagMode::sum) {
+    row[0] = Partial(ReduceOp::sum);
+    row[4] = ShardingPlaceholder(0);
+    rules.add(row);
+  }
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
+    if (p.mode == EmbeddingBagMode::max) break;
+    std::fill(row.begin(), row.end(), Replicate());
+    row[0] = row[4] = Partial(r);
+    rules.add(row);
+  }
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
+    if (!p.per_sample_weights) break;
+    std::fill(row.begin(), row.end(), Replicate());
+    row[0] = row[7] = Partial(r);
+    rules.add(row);
+  }
+  return rules;
+}
+
+/// `_embedding_bag_backward(grad [B, D], indices, offsets, offset2bag, bag_size, maximum_indices,
+/// num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights?, padding_idx) -> grad_weight
+/// [num_weights, D]` (dense, or sparse with `sparse`: the same logical tensor). Operands
+/// `[grad_weight, grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+/// per_sample_weights?]`; rows:
+/// - column-wise `[S?(1), S?(1), R, R, R, R, S?(1) (mode max) or R, R?]`;
+/// - `[P(r), P(r), R, R, R, R, R, R?]` for r in sum, avg (linear in grad; scale_grad_by_freq counts
+///   the replicated indices, so it stays exact);
+/// - `[P(r), R, R, R, R, R, R, P(r)]` for r in sum, avg with per_sample_weights (linear in them).
+/// No row-wise row: like `embedding_dense_backward`, the gradient comes out whole or as a P(sum)
+/// and a row-sharded table takes it by reduce-scatter. No DTensor rule exists.
+[[nodiscard]] constexpr RuleSet embedding_bag_backward_single_dim_strategy(const EmbeddingBagParams& p) {
+  RuleSet rules(1, p.per_sample_weights ? 7 : 6);
+  rules.set_rank(0, 2);
+  rules.set_rank(1, 2);
+  for (std::size_t k = 2; k < rules.width(); ++k) rules.set_rank(k, 1);
+  rules.set_rank(6, p.mode == EmbeddingBagMode::max ? 2 : 1);
+  std::vector<Placement> row(rules.width(), Replicate());
+  const Placement column = ShardingPlaceholder(1);
+  row[0] = row[1] = column;
+  if (p.mode == EmbeddingBagMode::max) row[6] = column;
+  rules.add(row);
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
+    std::fill(row.begin(), row.end(), Replicate());
+    row[0] = row[1] = Partial(r);
+    rules.add(row);
+  }
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
+    if (!p.per_sample_weights) break;
+    std::fill(row.begin(), row.end(), Replicate());
+    row[0] = row[7] = Partial(r);
+    rules.add(row);
+  }
   return rules;
 }
 

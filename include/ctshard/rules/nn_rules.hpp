@@ -67,16 +67,18 @@ struct ConvolutionParams {
   return rules;
 }
 
-/// Full-mesh filter for the last-dim convolution row: where the input (operand 1) shards its last
+/// Full-mesh filter for the last-dim convolution row: where the input shards its last
 /// dim, every shard must hold whole windows, i.e. the dim's size must be a multiple of
 /// `stride_last` times the number of shards (times the split factor of a StridedShard). DTensor
 /// `_convolution_full_mesh_strategy_filter` (which also rejects StridedShard and a dim split over
-/// two mesh dims, limits of its `_tp_conv` runtime rather than of the math).
-[[nodiscard]] inline FullMeshFilter convolution_last_dim_filter(std::int64_t stride_last) {
-  return [stride_last](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
-    const TensorShape& shape = inputs[0].shape;
+/// two mesh dims, limits of its `_tp_conv` runtime rather than of the math). `input_index` is the
+/// tensor input holding the convolution's input (0 for `convolution`, 1 for
+/// `convolution_backward`, whose first input is grad_output).
+[[nodiscard]] inline FullMeshFilter convolution_last_dim_filter(std::int64_t stride_last, std::size_t input_index = 0) {
+  return [stride_last, input_index](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+    const TensorShape& shape = inputs[input_index].shape;
     const std::size_t last = shape.rank - 1;
-    const Spec& spec = operands[operands.size() - inputs.size()];
+    const Spec& spec = operands[operands.size() - inputs.size() + input_index];
     std::int64_t shards = 1;
     for (std::size_t i = 0; i < spec.size(); ++i)
       if (spec[i].is_any_shard() && static_cast<std::size_t>(spec[i].dim) == last)
