@@ -12,7 +12,8 @@
 /// `allow_uneven_sharding=False`: `reject`; op-strategy functions (gather, scatter, scatter_add,
 /// max_pool2d_with_indices, nll_loss_forward / backward, _grouped_mm, cumsum, sort, topk, histc):
 /// `keep_existing_shards`; embedding bags, which DTensor lacks, `reject` like DTensor's
-/// embedding.
+/// embedding. Convolution backward and batch norm also drop candidates that leave some rank an
+/// empty shard (`nonempty_input_shards_filter`: their kernels fail or divide by zero there).
 
 #include <array>
 #include <cstddef>
@@ -33,6 +34,7 @@
 #include "ctshard/rules/grouped_mm_rules.hpp"
 #include "ctshard/rules/loss_rules.hpp"
 #include "ctshard/rules/norm_rules.hpp"
+#include "ctshard/rules/reduction_rules.hpp"
 #include "ctshard/rules/sort_scan_rules.hpp"
 
 namespace ctshard {
@@ -156,7 +158,8 @@ inline RuleFactory batch_norm_factory(BatchNormSignature sig) {
     p.num_channel_inputs = channel_inputs;
     p.mode = BatchNormMode::eval;
     if (sig.training_pos) p.mode = required_bool(call, *sig.training_pos, "training") ? BatchNormMode::training : BatchNormMode::eval;
-    return OpRule{batch_norm_single_dim_strategy(p), UnevenInputs::reject};
+    // the kernel divides by the local element count: no empty shard
+    return OpRule{batch_norm_single_dim_strategy(p), UnevenInputs::reject, nonempty_input_shards_filter()};
   };
 }
 
@@ -205,9 +208,9 @@ inline void register_training_ops(OpRegistry& r) {
     if (stride.empty() || padding.empty() || dilation.empty()) op_args::bad_argument(call, "stride", "stride, padding and dilation must be non-empty");
     // as the forward convolution: non-overlapping windows on the last dim
     c.last_dim_windows_disjoint = input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 && stride.back() == weight[weight.rank - 1];
-    OpRule rule{convolution_backward_single_dim_strategy(c, detail::output_mask<3>(call, 10)), UnevenInputs::reject};
-    if (c.last_dim_windows_disjoint) rule.filter = convolution_last_dim_filter(stride.back(), 1);
-    return rule;
+    // the local convolution fails on a rank without samples or channels: no empty shard
+    return OpRule{convolution_backward_single_dim_strategy(c, detail::output_mask<3>(call, 10)), UnevenInputs::reject,
+                  nonempty_input_shards_filter(c.last_dim_windows_disjoint ? convolution_last_dim_filter(stride.back(), 1) : FullMeshFilter{})};
   });
   // max_pool2d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices)
   r.add({"aten.max_pool2d_with_indices.default"}, [](const OpCall& call) {
@@ -257,7 +260,7 @@ inline void register_training_ops(OpRegistry& r) {
     t.check();
     p.mode = detail::required_bool(call, 7, "train") ? BatchNormMode::training : BatchNormMode::eval;
     p.output_mask = detail::output_mask<3>(call, 9);
-    return OpRule{batch_norm_backward_single_dim_strategy(p), UnevenInputs::reject};
+    return OpRule{batch_norm_backward_single_dim_strategy(p), UnevenInputs::reject, nonempty_input_shards_filter()};
   });
 
   // nll_loss_forward(self, target, weight?, reduction, ignore_index) -> (output, total_weight)

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "ctshard/core/spec.hpp"
@@ -151,6 +152,24 @@ struct ReductionKind {
   return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
     const std::size_t num_outputs = operands.size() - inputs.size();
     return has_no_empty_shard_on(inputs[input_operand - num_outputs].shape, operands[input_operand], mesh, reduced);
+  };
+}
+
+/// Full-mesh filter for kernels that fail on an empty input (a convolution whose weight or input
+/// has no channels on some rank, batch norm over no elements): keeps a candidate only when no
+/// tensor input has an empty shard on any dim (`has_no_empty_shard_on` over all dims).
+/// `is_tensor_shardable` lets 4 channels on 3 devices through, which torch.chunk splits 2, 2, 0;
+/// the simulated mesh shows the local convolution raising there. `also`, when set, must hold too
+/// (an op's own filter).
+[[nodiscard]] inline FullMeshFilter nonempty_input_shards_filter(FullMeshFilter also = {}) {
+  return [also = std::move(also)](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+    const std::size_t num_outputs = operands.size() - inputs.size();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const TensorShape& shape = inputs[i].shape;
+      const std::uint64_t all = shape.rank == 0 ? 0 : ~std::uint64_t{0} >> (64 - shape.rank);
+      if (!has_no_empty_shard_on(shape, operands[num_outputs + i], mesh, all)) return false;
+    }
+    return !also || also(operands, inputs, mesh);
   };
 }
 
