@@ -101,27 +101,28 @@ struct BatchNormBackwardParams {
   rules.set_rank(4, static_cast<int>(p.rank));
   for (std::size_t k = 5; k < rules.width(); ++k) rules.set_rank(k, 1);
   std::vector<Placement> row(rules.width(), Replicate());
-  auto add = [&](Placement grad_input, Placement grad_param, Placement activations, bool channel_inputs_follow) {
+  enum class ChannelInputs : unsigned char { split, replicated };  // the [C] inputs in a row
+  auto add = [&](Placement grad_input, Placement grad_param, Placement activations, ChannelInputs channel_inputs) {
     row[0] = p.output_mask[0] ? grad_input : Replicate();
     row[1] = p.output_mask[1] ? grad_param : Replicate();
     row[2] = p.output_mask[2] ? grad_param : Replicate();
     row[3] = activations;
     row[4] = activations.is_partial() ? Replicate() : activations;
     for (std::size_t i = 0; i < p.num_channel_inputs; ++i)
-      row[5 + i] = channel_inputs_follow && ((p.empty_channel_inputs >> i) & 1u) == 0 ? ShardingPlaceholder(0) : Replicate();
+      row[5 + i] = channel_inputs == ChannelInputs::split && ((p.empty_channel_inputs >> i) & 1u) == 0 ? ShardingPlaceholder(0) : Replicate();
     rules.add(row);
   };
   const Placement psum = Partial(ReduceOp::sum);
-  add(ShardingPlaceholder(1), ShardingPlaceholder(0), ShardingPlaceholder(1), true);
+  add(ShardingPlaceholder(1), ShardingPlaceholder(0), ShardingPlaceholder(1), ChannelInputs::split);
   const bool params_wanted = p.output_mask[1] || p.output_mask[2];
   if (p.mode == BatchNormMode::eval || (!p.output_mask[0] && params_wanted)) {
     for (std::size_t d = 0; d < p.rank; ++d) {
       if (d == 1) continue;
       const Placement s = ShardingPlaceholder(static_cast<int>(d));
-      add(p.mode == BatchNormMode::eval ? s : Replicate(), psum, s, false);
+      add(p.mode == BatchNormMode::eval ? s : Replicate(), psum, s, ChannelInputs::replicated);
     }
   }
-  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) add(Partial(r), Partial(r), Partial(r), false);
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) add(Partial(r), Partial(r), Partial(r), ChannelInputs::replicated);
   return rules;
 }
 

@@ -107,24 +107,26 @@ enum class ScatterKind : unsigned char { value, src, add };
     const Placement along = ShardingPlaceholder(static_cast<int>(dim));
     rules.add({Partial(ReduceOp::sum), Partial(ReduceOp::sum), along, along});
   }
-  auto partial_row = [&](ReduceOp r, bool self_partial, bool src_partial) {
+  enum class PartialOperands : unsigned char { self_and_src, self_only, src_only };
+  auto partial_row = [&](ReduceOp r, PartialOperands which) {
     row[0] = Partial(r);
-    row[1] = self_partial ? Partial(r) : Replicate();
+    row[1] = which != PartialOperands::src_only ? Partial(r) : Replicate();
     row[2] = Replicate();
-    if (src) row[3] = src_partial ? Partial(r) : Replicate();
+    if (src) row[3] = which != PartialOperands::self_only ? Partial(r) : Replicate();
     rules.add(row);
   };
+  constexpr std::array<ReduceOp, 3> idempotent{ReduceOp::avg, ReduceOp::max, ReduceOp::min};  // op(v, ..., v) = v
   switch (kind) {
     case ScatterKind::value:
-      for (ReduceOp r : {ReduceOp::avg, ReduceOp::max, ReduceOp::min}) partial_row(r, true, false);
+      for (ReduceOp r : idempotent) partial_row(r, PartialOperands::self_only);
       break;
     case ScatterKind::src:
-      for (ReduceOp r : all_reduce_ops) partial_row(r, true, true);
-      for (ReduceOp r : {ReduceOp::avg, ReduceOp::max, ReduceOp::min}) partial_row(r, true, false);
-      for (ReduceOp r : {ReduceOp::avg, ReduceOp::max, ReduceOp::min}) partial_row(r, false, true);
+      for (ReduceOp r : all_reduce_ops) partial_row(r, PartialOperands::self_and_src);
+      for (ReduceOp r : idempotent) partial_row(r, PartialOperands::self_only);
+      for (ReduceOp r : idempotent) partial_row(r, PartialOperands::src_only);
       break;
     case ScatterKind::add:
-      for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) partial_row(r, true, true);
+      for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) partial_row(r, PartialOperands::self_and_src);
       break;
   }
   return rules;
