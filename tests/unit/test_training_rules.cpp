@@ -115,11 +115,15 @@ TEST_CASE("training rules: convolution_backward batch, last-dim, channel and lin
   CHECK(oc.second == 0);
   // 4 samples on 8 ranks: the batch row is not shardable (reject), so the choice moves to channels
   CHECK_FALSE(has_output(candidates(r, mesh_of({8}), ts, {parse_spec("S(0)"), parse_spec("S(0)"), parse_spec("R")}), "S(0) P(sum)"));
-  // 4 samples on 3 ranks chunk 2, 2, 0: shardable for DTensor, but the local convolution fails on an empty batch
+  // 4 samples on 3 ranks chunk 2, 2, 0: an empty batch block gives zero gradients, the row stays
+  CHECK(has_output(candidates(r, mesh_of({3}), ts, {parse_spec("S(0)"), parse_spec("S(0)"), parse_spec("R")}), "S(0) P(sum)"));
+  // 4 output channels on 3 ranks: the local kernel raises on the empty weight block (filtered)
+  const std::vector<TensorMeta> small{meta({2, 4, 5, 5}), meta({2, 3, 5, 5}), meta({4, 3, 1, 1})};
+  const OpRule s4 = rule_for(make_call("aten.convolution_backward.default", small, args));
   FilterCounts counts;
-  const auto three = candidates(r, mesh_of({3}), ts, {parse_spec("S(0)"), parse_spec("S(0)"), parse_spec("R")}, &counts);
+  const auto three = candidates(s4, mesh_of({3}), small, {parse_spec("S(1)"), parse_spec("R"), parse_spec("S(0)")}, &counts);
   CHECK(counts.op_filter > 0);
-  CHECK_FALSE(has_output(three, "S(0) P(sum)"));
+  CHECK_FALSE(has_output(three, "P(sum) S(0)"));
 
   // 3x3, stride 1, padding 1: no last-dim row; grad_bias requested
   args[5] = ints_arg({1, 1});

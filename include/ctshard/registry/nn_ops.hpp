@@ -14,7 +14,6 @@
 #include "ctshard/rules/attention_rules.hpp"
 #include "ctshard/rules/embedding_rules.hpp"
 #include "ctshard/rules/nn_rules.hpp"
-#include "ctshard/rules/reduction_rules.hpp"
 
 namespace ctshard {
 

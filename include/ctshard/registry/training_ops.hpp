@@ -12,15 +12,18 @@
 /// `allow_uneven_sharding=False`: `reject`; op-strategy functions (gather, scatter, scatter_add,
 /// max_pool2d_with_indices, nll_loss_forward / backward, _grouped_mm, cumsum, sort, topk, histc):
 /// `keep_existing_shards`; embedding bags, which DTensor lacks, `reject` like DTensor's
-/// embedding. Convolution backward and batch norm also drop candidates that leave some rank an
-/// empty shard (`nonempty_input_shards_filter`: their kernels fail or divide by zero there).
+/// embedding. Batch norm also drops candidates that leave some rank an empty shard
+/// (`nonempty_input_shards_filter`: its kernel divides by the local element count), convolution
+/// backward those with an empty channel block (`convolution_backward_channel_filter`).
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ctshard/registry/math_ops.hpp"
@@ -208,9 +211,18 @@ inline void register_training_ops(OpRegistry& r) {
     if (stride.empty() || padding.empty() || dilation.empty()) op_args::bad_argument(call, "stride", "stride, padding and dilation must be non-empty");
     // as the forward convolution: non-overlapping windows on the last dim
     c.last_dim_windows_disjoint = input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 && stride.back() == weight[weight.rank - 1];
-    // the local convolution fails on a rank without samples or channels: no empty shard
-    return OpRule{convolution_backward_single_dim_strategy(c, detail::output_mask<3>(call, 10)), UnevenInputs::reject,
-                  nonempty_input_shards_filter(c.last_dim_windows_disjoint ? convolution_last_dim_filter(stride.back(), 1) : FullMeshFilter{})};
+    OpRule rule{convolution_backward_single_dim_strategy(c, detail::output_mask<3>(call, 10)), UnevenInputs::reject};
+    // channel rows: no device with an empty channel block; last-dim row: whole windows per shard
+    FullMeshFilter channels = c.groups == 1 ? convolution_backward_channel_filter() : FullMeshFilter{};
+    if (c.last_dim_windows_disjoint) {
+      rule.filter = [last = convolution_last_dim_filter(stride.back(), 1), channels](std::span<const Spec> operands, std::span<const TensorMeta> inputs,
+                                                                                   const MeshTopology& mesh) {
+        return last(operands, inputs, mesh) && (!channels || channels(operands, inputs, mesh));
+      };
+    } else {
+      rule.filter = std::move(channels);
+    }
+    return rule;
   });
   // max_pool2d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices)
   r.add({"aten.max_pool2d_with_indices.default"}, [](const OpCall& call) {

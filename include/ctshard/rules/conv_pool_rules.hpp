@@ -8,10 +8,16 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <vector>
 
+#include "ctshard/core/spec.hpp"
+#include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/rules/nn_rules.hpp"
+#include "ctshard/rules/reduction_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
+#include "ctshard/select/enumerator.hpp"
 
 namespace ctshard {
 
@@ -24,7 +30,8 @@ namespace ctshard {
 ///   contributions to grad_weight / grad_bias;
 /// - last spatial dim `[S?(L), P(sum), P(sum), S?(L), S?(L), R]` when `c.last_dim_windows_disjoint`
 ///   (needs `convolution_last_dim_filter(stride, 1)`, as the forward);
-/// - output channels (groups == 1): `[P(sum), S?(oc), S?(0), S?(1), R, S?(oc)]` — grad_input sums
+/// - output channels (groups == 1, with `convolution_backward_channel_filter`):
+///   `[P(sum), S?(oc), S?(0), S?(1), R, S?(oc)]` — grad_input sums
 ///   over output channels, grad_weight and grad_bias split by them;
 /// - input channels (groups == 1): `[S?(1), S?(ic), R, R, S?(1), S?(ic)]` — grad_bias needs the
 ///   whole grad_output, so every rank computes all of it;
@@ -63,6 +70,21 @@ namespace ctshard {
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) add(Partial(r), Partial(r), Partial(r), Partial(r), Replicate(), Replicate());
   return rules;
+}
+
+/// Full-mesh filter for the channel rows of `convolution_backward` (as `convolution_channel_filter`
+/// for the forward): no device may hold an empty block of a channel dim — grad_output's and the
+/// input's dim 1, the weight's dims 0 and 1 (4 channels over 3 devices chunk 2, 2, 0; the local
+/// kernel raises on an empty weight and leaves grad_bias unset on an empty input). An empty block
+/// of the batch is fine (its gradients are zeros).
+[[nodiscard]] inline FullMeshFilter convolution_backward_channel_filter() {
+  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+    const std::size_t nout = operands.size() - inputs.size();
+    constexpr std::uint64_t channel = std::uint64_t{1} << 1, both = 0b11;
+    return has_no_empty_shard_on(inputs[0].shape, operands[nout], mesh, channel) &&
+           has_no_empty_shard_on(inputs[1].shape, operands[nout + 1], mesh, channel) &&
+           has_no_empty_shard_on(inputs[2].shape, operands[nout + 2], mesh, both);
+  };
 }
 
 /// `max_pool2d_with_indices(self [N, C, H, W] or [C, H, W], kernel_size, stride, padding, dilation,
