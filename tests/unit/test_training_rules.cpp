@@ -65,8 +65,11 @@ TEST_CASE("training rules: scatter.value, scatter.src and scatter_add", "[traini
   CHECK(rows_text(v.rules) == Rows{"S?(0),S?(0),S?(0)", "P(avg),P(avg),R", "P(max),P(max),R", "P(min),P(min),R"});
   CHECK(v.uneven_inputs == UnevenInputs::keep_existing_shards);
   CHECK(chosen(v, mesh_of({2, 4}), ts, {parse_spec("S(0)R"), parse_spec("S(0)R")}).first == "S(0)R | S(0)R S(0)R");
-  // n ranks writing the value into a P(sum) buffer would sum to n * value: no P(sum) row
+  // n ranks writing the value into a P(sum) buffer would sum to n * value: no P(sum) row, unless the value is 0
   CHECK(chosen(v, mesh_of({2}), ts, {parse_spec("P(sum)"), parse_spec("R")}).first == "R | R R");
+  const OpRule zero = rule_for(make_call("aten.scatter.value", ts, {tensor_arg(0), int_arg(1), tensor_arg(1), int_arg(0)}));
+  CHECK(rows_text(zero.rules) == Rows{"S?(0),S?(0),S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R", "P(max),P(max),R", "P(min),P(min),R"});
+  CHECK(chosen(zero, mesh_of({2}), ts, {parse_spec("P(sum)"), parse_spec("R")}).first == "P(sum) | P(sum) R");
 
   const std::vector<TensorMeta> src{meta({4, 6}), meta({4, 3}, 8), meta({4, 3})};
   const OpRule s = rule_for(make_call("aten.scatter.src", src, {tensor_arg(0), int_arg(1), tensor_arg(1), tensor_arg(2)}));
@@ -81,7 +84,8 @@ TEST_CASE("training rules: scatter.value, scatter.src and scatter_add", "[traini
   // scatter_add: contributions split along dim add up over ranks
   const std::vector<TensorMeta> add{meta({5, 4}), meta({3, 4}, 8), meta({3, 4})};
   const OpRule a = rule_for(make_call("aten.scatter_add.default", add, {tensor_arg(0), int_arg(0), tensor_arg(1), tensor_arg(2)}));
-  CHECK(rows_text(a.rules) == Rows{"S?(1),S?(1),S?(1),S?(1)", "P(sum),P(sum),S?(0),S?(0)", "P(sum),P(sum),R,P(sum)", "P(avg),P(avg),R,P(avg)"});
+  CHECK(rows_text(a.rules) == Rows{"S?(1),S?(1),S?(1),S?(1)", "P(sum),P(sum),S?(0),S?(0)", "P(sum),P(sum),R,P(sum)", "P(avg),P(avg),R,P(avg)",
+                                   "P(avg),P(avg),R,R", "P(avg),R,R,P(avg)", "P(max),P(max),R,R", "P(min),P(min),R,R"});
   const auto c = chosen(a, mesh_of({3}), add, {parse_spec("R"), parse_spec("S(0)"), parse_spec("S(0)")});
   CHECK(c.first == "P(sum) | P(sum) S(0) S(0)");
   CHECK(c.second == 0);
@@ -174,6 +178,14 @@ TEST_CASE("training rules: max pooling keeps the pooled dims whole", "[training]
   CHECK(f.uneven_inputs == UnevenInputs::keep_existing_shards);
   CHECK(rows_text(rule_for(make_call("aten.max_pool2d_with_indices.default", {meta({3, 5, 5})}, {tensor_arg(0), ints_arg({2, 2})})).rules) ==
         Rows{"S?(0),S?(0),S?(0)"});
+  // 3 channels laid out _S(1, 2) on 3 ranks leave one rank none; the kernel takes an empty batch but
+  // raises on zero channels, so the layout is not kept (keep_existing_shards alone would keep it)
+  const std::vector<TensorMeta> x{meta({2, 3, 7, 7})};
+  const OpRule small = rule_for(make_call("aten.max_pool2d_with_indices.default", x, {tensor_arg(0), ints_arg({3, 3}), ints_arg({2, 2}), ints_arg({1, 1})}));
+  FilterCounts counts;
+  const auto kept = candidates(small, mesh_of({3}), x, {parse_spec("_S(1, 2)")}, &counts);
+  CHECK(counts.op_filter > 0);
+  CHECK_FALSE(has_output(kept, "_S(1, 2)"));
   // resnet50_bw: max_pool2d_with_indices_backward(add_189 [4, 64, 56, 56], relu [4, 64, 112, 112], [3, 3], [2, 2], [1, 1],
   // [1, 1], False, getitem_1 i64[4, 64, 56, 56])
   const std::vector<TensorMeta> ts{meta({4, 64, 56, 56}), meta({4, 64, 112, 112}), meta({4, 64, 56, 56}, 8)};

@@ -14,7 +14,8 @@
 /// `keep_existing_shards`; embedding bags, which DTensor lacks, `reject` like DTensor's
 /// embedding. Batch norm also drops candidates that leave some rank an empty shard
 /// (`nonempty_input_shards_filter`: its kernel divides by the local element count), convolution
-/// backward those with an empty channel block (`convolution_backward_channel_filter`).
+/// backward and max pooling those with an empty channel block (`convolution_backward_channel_filter`,
+/// `pooling_channel_filter`).
 
 #include <array>
 #include <cstddef>
@@ -108,6 +109,7 @@ inline OpRule scatter_like_rule(const OpCall& call, std::optional<ScatterKind> s
   if (scatter == ScatterKind::value) {
     const OpArg* v = op_args::find(call, 3, "value");
     if (v == nullptr || !v->is_number()) op_args::bad_argument(call, "value", "must be a number");
+    if (op_args::optional_number(call, 3, "value") == 0.0) scatter = ScatterKind::zero_value;
   } else if (scatter) {
     src = t.required(3, "src");
   }
@@ -231,7 +233,7 @@ inline void register_training_ops(OpRegistry& r) {
     t.check();
     if (self.rank != 3 && self.rank != 4) op_args::bad_argument(call, "self", "must be [C, H, W] or [N, C, H, W]");
     (void)op_args::int_list(call, 1, "kernel_size");
-    return OpRule{max_pool2d_with_indices_single_dim_strategy(self.rank), UnevenInputs::keep_existing_shards};
+    return OpRule{max_pool2d_with_indices_single_dim_strategy(self.rank), UnevenInputs::keep_existing_shards, pooling_channel_filter(self.rank)};
   });
   // max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
   r.add({"aten.max_pool2d_with_indices_backward.default"}, [](const OpCall& call) {
@@ -242,7 +244,7 @@ inline void register_training_ops(OpRegistry& r) {
     t.check();
     if ((self.rank != 3 && self.rank != 4) || grad_output.rank != self.rank || indices.rank != self.rank)
       op_args::bad_argument(call, "self", "must be [C, H, W] or [N, C, H, W], with grad_output and indices of equal rank");
-    return OpRule{max_pool2d_with_indices_backward_single_dim_strategy(self.rank), UnevenInputs::reject};
+    return OpRule{max_pool2d_with_indices_backward_single_dim_strategy(self.rank), UnevenInputs::reject, pooling_channel_filter(self.rank)};
   });
 
   // batch norm forward: (input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)

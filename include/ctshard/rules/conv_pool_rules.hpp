@@ -90,7 +90,8 @@ namespace ctshard {
 /// `max_pool2d_with_indices(self [N, C, H, W] or [C, H, W], kernel_size, stride, padding, dilation,
 /// ceil_mode) -> (out, indices)` on a rank-`rank` self. Operands `[out, indices, self]`; rows
 /// `[S?(0), S?(0), S?(0)]` and, when batched (rank 4), `[S?(1), S?(1), S?(1)]`: pooling works per
-/// (sample, channel) plane. The pooled dims stay whole: a window may straddle a shard boundary, and
+/// (sample, channel) plane (with `pooling_channel_filter`). The pooled dims stay whole: a window may
+/// straddle a shard boundary, and
 /// `indices` are flat positions in the whole H x W plane. No Partial row: `indices` of a P(max)
 /// input would name each rank's own maxima. DTensor `pooling_strategy`.
 [[nodiscard]] constexpr RuleSet max_pool2d_with_indices_single_dim_strategy(std::size_t rank) {
@@ -101,6 +102,21 @@ namespace ctshard {
     rules.add({s, s, s});
   }
   return rules;
+}
+
+/// Full-mesh filter of 2-d max pooling (forward and backward): no device may hold an empty block
+/// of the channel dim (dim 1 of a batched input, dim 0 of an unbatched one) of any tensor input —
+/// the kernel accepts an empty batch but raises on zero channels (3 channels over 3 devices with
+/// a StridedShard of split factor 2 leave one device none, and `keep_existing_shards` keeps an
+/// input already laid out so).
+[[nodiscard]] inline FullMeshFilter pooling_channel_filter(std::size_t rank) {
+  return [rank](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+    const std::size_t nout = operands.size() - inputs.size();
+    const std::uint64_t channel = std::uint64_t{1} << (rank >= 4 ? 1 : 0);
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].shape.rank == rank && !has_no_empty_shard_on(inputs[i].shape, operands[nout + i], mesh, channel)) return false;
+    return true;
+  };
 }
 
 /// `max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,

@@ -67,9 +67,10 @@ inline constexpr std::array<ReduceOp, 4> all_reduce_ops{ReduceOp::sum, ReduceOp:
   return rules;
 }
 
-/// Which scatter: `value` (a Python scalar written at the indexed positions), `src` (a tensor's
-/// elements written there), `add` (`scatter_add`: a tensor's elements added there).
-enum class ScatterKind : unsigned char { value, src, add };
+/// Which scatter: `value` (a Python scalar written at the indexed positions; `zero_value` when it
+/// is 0), `src` (a tensor's elements written there), `add` (`scatter_add`: a tensor's elements
+/// added there).
+enum class ScatterKind : unsigned char { value, zero_value, src, add };
 
 /// `scatter.value(self, dim, index, value)`, `scatter.src(self, dim, index, src)`,
 /// `scatter_add(self, dim, index, src) -> out` (self's shape). Operands `[out, self, index, src?]`
@@ -82,15 +83,18 @@ enum class ScatterKind : unsigned char { value, src, add };
 ///   avg, max, min (out selects elementwise between self and src by a fixed mask, which commutes
 ///   with every reduction), then `[P(r), P(r), R, R]` and `[P(r), R, R, P(r)]` for r in avg, max,
 ///   min (a replicated value is its own avg / max / min); `value`: `[P(r), P(r), R]` for r in avg,
-///   max, min (not sum: n ranks writing v sum to n v); `add`: `[P(r), P(r), R, P(r)]` for r in
-///   sum, avg (linear in self and src together).
+///   max, min (not sum: n ranks writing v sum to n v), and sum too for `zero_value`; `add`:
+///   `[P(r), P(r), R, P(r)]` for r in sum, avg (linear in self and src together), then, as for
+///   `add.Tensor`, `[P(avg), P(avg), R, R]`, `[P(avg), R, R, P(avg)]`, `[P(max), P(max), R, R]`,
+///   `[P(min), P(min), R, R]` (adding replicated contributions commutes with avg / max / min).
 /// Throws ctshard::error when ranks differ, dim >= rank, or `src` is missing / given wrongly.
 [[nodiscard]] constexpr RuleSet scatter_single_dim_strategy(const TensorShape& self, std::size_t dim, const TensorShape& index,
                                                             const std::optional<TensorShape>& src, ScatterKind kind) {
   constexpr const char* api = "ctshard::scatter_single_dim_strategy";
   if (self.rank != index.rank) detail::index_rank_mismatch(api, self.rank, index.rank);
   if (dim >= (self.rank == 0 ? 1u : self.rank)) detail::index_dim_out_of_range(api, dim, self.rank);
-  if (src.has_value() != (kind != ScatterKind::value)) throw error(std::string(api) + ": src is given exactly for scatter.src and scatter_add");
+  const bool scalar = kind == ScatterKind::value || kind == ScatterKind::zero_value;
+  if (src.has_value() == scalar) throw error(std::string(api) + ": src is given exactly for scatter.src and scatter_add");
   if (src && src->rank != index.rank) detail::index_rank_mismatch(api, src->rank, index.rank);
   RuleSet rules(1, src ? 3 : 2);
   rules.set_rank(0, self.rank);
@@ -117,6 +121,9 @@ enum class ScatterKind : unsigned char { value, src, add };
   };
   constexpr std::array<ReduceOp, 3> idempotent{ReduceOp::avg, ReduceOp::max, ReduceOp::min};  // op(v, ..., v) = v
   switch (kind) {
+    case ScatterKind::zero_value:
+      partial_row(ReduceOp::sum, PartialOperands::self_only);
+      [[fallthrough]];
     case ScatterKind::value:
       for (ReduceOp r : idempotent) partial_row(r, PartialOperands::self_only);
       break;
@@ -127,6 +134,10 @@ enum class ScatterKind : unsigned char { value, src, add };
       break;
     case ScatterKind::add:
       for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) partial_row(r, PartialOperands::self_and_src);
+      partial_row(ReduceOp::avg, PartialOperands::self_only);
+      partial_row(ReduceOp::avg, PartialOperands::src_only);
+      partial_row(ReduceOp::max, PartialOperands::self_only);
+      partial_row(ReduceOp::min, PartialOperands::self_only);
       break;
   }
   return rules;

@@ -65,6 +65,11 @@ MISSING_LISTED = 40       # missing rows listed per op in the report (all are co
 REDUCE_OPS = ("sum", "avg", "max", "min")
 FLOAT_DTYPES = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
 
+# Masked-Partial rows (DTensor's _MaskPartial) need the executor's masking on each rank: op ->
+# factory(sample, in_specs, mesh) returning a per-rank call fn(rank, *args, **kwargs), or None when
+# the row does not mask.  Filled from the sample modules' `MASKED` (embedding is built in).
+MASKED: dict[str, Callable] = {}
+
 # Ops with a rule that the simulated mesh does not run, with the concrete reason.  The coverage
 # test fails on a registered op that has no sample and is not listed here.
 NOT_SIMULATED: dict[str, str] = {}
@@ -231,6 +236,7 @@ def load_sample_modules(directory: Path = HERE) -> list[SampleModule]:
             raise SampleError(f"{path.name}: defines no SAMPLES list")
         samples = [normalize(r, family, i) for i, r in enumerate(raw)]
         mods.append(SampleModule(family, path, samples, dict(getattr(mod, "REFERENCES", {}) or {})))
+        MASKED.update(getattr(mod, "MASKED", {}) or {})
     per_op: dict[str, int] = {}
     for m in mods:
         for s in m.samples:
@@ -382,6 +388,8 @@ class SampleSim:
         if s.op == "aten.embedding.default":
             case = {"tensors": s.tensors}
             masked = _conf_sim._masked_embedding_fn(case, in_specs, mesh)
+        elif s.op in MASKED:
+            masked = MASKED[s.op](s, in_specs, mesh)
         out: dict[tuple, list] = {}
         for r in ranks:
             l_in = [per_in[i][r] for i in range(len(g_in))]

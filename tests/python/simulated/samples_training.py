@@ -10,8 +10,8 @@ offsets and grouped-matmul offs must be non-decreasing: the wrappers sort them, 
 global and the local runs, since these operands are always Replicate).
 
 Rows that need the executor's masking (DTensor's `_MaskPartial`: gather of a row-sharded self,
-row-wise embedding bag) are the masked Partials of docs/rules.md; `masked_local_fn` below is the
-per-rank op a simulator uses for them.
+row-wise embedding bag) are the masked Partials of docs/rules.md; `MASKED` gives the runner their
+per-rank call (`masked_local_fn`).
 """
 
 from __future__ import annotations
@@ -177,8 +177,47 @@ def masked_local_fn(op: str, rows_held, args: list, kwargs: dict):
     return None
 
 
+def _masked_factory(tensor_arg: int, dim_of):
+    """MASKED entry: the row masks when the tensor at positional argument `tensor_arg` is split
+    along its indexed dim `dim_of(args)`; each rank then runs `masked_local_fn` with the global
+    positions it holds."""
+
+    def factory(sample, in_specs, mesh):
+        from dtensor_oracle import parse_spec  # tests/python/conformance, on the runner's path
+        from simulate import layout
+        from torch.distributed.tensor.placement_types import Replicate, Shard, _StridedShard
+
+        ref = sample.args[tensor_arg]
+        i = int(ref[1:])
+        shape = sample.tensors[i]["shape"]
+        d = dim_of(sample.args) % max(1, len(shape))
+        pl = parse_spec(in_specs[i])
+        along = [p for p in pl if isinstance(p, (Shard, _StridedShard)) and p.dim == d]
+        if not along:
+            return None
+        one = [Shard(0) if isinstance(p, Shard) and p.dim == d else
+               _StridedShard(0, split_factor=p.split_factor) if isinstance(p, _StridedShard) and p.dim == d else Replicate()
+               for p in pl]
+        held = {r: t.reshape(-1) for r, t in layout(torch.arange(shape[d]).reshape(-1, 1), mesh, one, None).items()}
+        return lambda rank, *args, **kwargs: masked_local_fn(sample.op, held[rank], list(args), kwargs)
+
+    return factory
+
+
+MASKED = {
+    "aten.gather.default": _masked_factory(0, lambda args: args[1]),
+    "aten._embedding_bag.default": _masked_factory(0, lambda args: 0),
+    "aten._embedding_bag_forward_only.default": _masked_factory(0, lambda args: 0),
+}
+
+
 # ---------------------------------------------------------------------------------------
 # samples
+
+# The missing-row search runs operands in layouts no row pairs (e.g. grad_output whole, indices
+# split): these CPU kernels index one operand by another without a shape check and crash the
+# process (segfault / division by zero) instead of raising.
+NO_MISSING = "the CPU kernel crashes on operands of mismatched local shapes instead of raising"
 
 SAMPLES: list[dict] = [
     # gather(self, dim, index): qwen3_moe_fw gathers [2048, V] log-probs at [2048, 1] targets
@@ -218,7 +257,7 @@ SAMPLES: list[dict] = [
     {"op": "aten.convolution_backward.default", "tensors": [_f([2, 3, 7]), _f([2, 4, 5]), _f([4, 3, 3])],
      "args": ["$0", "$1", "$2", [3], [1], [0], [1], True, [0], 1, [True, True, True]], "kwargs": {}, "note": "transposed"},
     {"op": "aten.convolution_backward.default", "tensors": [_f([2, 6, 4]), _f([2, 4, 6]), _f([6, 2, 3])],
-     "args": ["$0", "$1", "$2", None, [1], [0], [1], False, [0], 2, [True, True, True]], "kwargs": {}, "note": "groups=2"},
+     "args": ["$0", "$1", "$2", None, [1], [0], [1], False, [0], 2, [True, True, False]], "kwargs": {}, "note": "groups=2, no bias"},
     {"op": "aten.convolution_backward.default", "tensors": [_f([5, 6, 3, 3]), _f([5, 3, 3, 3]), _f([6, 3, 1, 1])],
      "args": ["$0", "$1", "$2", [6], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, True]], "kwargs": {}},
     # max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode) and its backward (resnet50)
@@ -228,12 +267,12 @@ SAMPLES: list[dict] = [
      "note": "unbatched [C, H, W]"},
     {"op": "aten.max_pool2d_with_indices.default", "tensors": [_f([1, 5, 6, 6])], "args": ["$0", [3, 3], [2, 2], [0, 0], [1, 1], True],
      "kwargs": {}},
-    {"op": "aten.max_pool2d_with_indices_backward.default",
+    {"op": "aten.max_pool2d_with_indices_backward.default", "no_missing": NO_MISSING,
      "tensors": [_f([2, 3, 4, 4]), _f([2, 3, 7, 7]), _i([2, 3, 4, 4], 0, 49)],
      "args": ["$0", "$1", [3, 3], [2, 2], [1, 1], [1, 1], False, "$2"], "kwargs": {}},
-    {"op": "aten.max_pool2d_with_indices_backward.default", "tensors": [_f([3, 2, 2]), _f([3, 5, 5]), _i([3, 2, 2], 0, 25)],
+    {"op": "aten.max_pool2d_with_indices_backward.default", "no_missing": NO_MISSING, "tensors": [_f([3, 2, 2]), _f([3, 5, 5]), _i([3, 2, 2], 0, 25)],
      "args": ["$0", "$1", [2, 2], [2, 2], [0, 0], [1, 1], False, "$2"], "kwargs": {}},
-    {"op": "aten.max_pool2d_with_indices_backward.default",
+    {"op": "aten.max_pool2d_with_indices_backward.default", "no_missing": NO_MISSING,
      "tensors": [_f([5, 1, 3, 3]), _f([5, 1, 6, 6]), _i([5, 1, 3, 3], 0, 36)],
      "args": ["$0", "$1", [2, 2], [2, 2], [0, 0], [1, 1], False, "$2"], "kwargs": {}},
     # batch norm forward (input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
@@ -263,21 +302,22 @@ SAMPLES: list[dict] = [
      "args": ["$0", None, None, "$1", "$2", False, 0.1, 1e-5], "kwargs": {}},
     # native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?, save_invstd?, train,
     # eps, output_mask)
-    {"op": "aten.native_batch_norm_backward.default",
+    {"op": "aten.native_batch_norm_backward.default", "no_missing": NO_MISSING,
      "tensors": [_f([4, 3, 5, 5]), _f([4, 3, 5, 5]), _f([3]), _f([3]), _f([3], values="positive"), _f([3]),
                  _f([3], values="positive")],
      "args": ["$0", "$1", "$2", "$3", "$4", "$5", "$6", True, 1e-5, [True, True, True]], "kwargs": {}},
-    {"op": "aten.native_batch_norm_backward.default",
+    {"op": "aten.native_batch_norm_backward.default", "no_missing": NO_MISSING,
      "tensors": [_f([5, 3, 4]), _f([5, 3, 4]), _f([3]), _f([3]), _f([3], values="positive")],
      "args": ["$0", "$1", "$2", None, None, "$3", "$4", True, 1e-5, [False, True, True]], "kwargs": {},
      "note": "training without grad_input: batch-sharded weight / bias gradients"},
-    {"op": "aten.native_batch_norm_backward.default",
+    {"op": "aten.native_batch_norm_backward.default", "no_missing": NO_MISSING,
      "tensors": [_f([5, 3, 4, 2]), _f([5, 3, 4, 2]), _f([3]), _f([3]), _f([3], values="positive"), _f([0]), _f([0])],
      "args": ["$0", "$1", "$2", "$3", "$4", "$5", "$6", False, 1e-5, [True, True, True]], "kwargs": {},
      "note": "eval: empty save_mean / save_invstd"},
-    {"op": "aten.native_batch_norm_backward.default",
-     "tensors": [_f([3, 4]), _f([3, 4]), _f([4]), _f([4], values="positive")],
-     "args": ["$0", "$1", None, None, None, "$2", "$3", True, 1e-5, [True, True, False]], "kwargs": {}},
+    {"op": "aten.native_batch_norm_backward.default", "no_missing": NO_MISSING,
+     "tensors": [_f([3, 5]), _f([3, 5]), _f([5]), _f([5], values="positive")],
+     "args": ["$0", "$1", None, None, None, "$2", "$3", True, 1e-5, [True, True, False]], "kwargs": {},
+     "note": "5 channels, not 4: an empty channel block (4 on 3 ranks) aborts the CPU kernel even in a filtered row"},
     # nll_loss_forward(self, target, weight?, reduction, ignore_index) -> (output, total_weight)
     {"op": "aten.nll_loss_forward.default", "tensors": [_f([6, 5]), _i([6], 0, 5)], "args": ["$0", "$1", None, 1, -100], "kwargs": {}},
     {"op": "aten.nll_loss_forward.default", "tensors": [_f([6, 5]), _i([6], 0, 5), _f([5], values="positive")],
@@ -289,16 +329,16 @@ SAMPLES: list[dict] = [
     {"op": "aten.nll_loss_forward.default", "tensors": [_f([5, 3]), _i([5], 0, 3)], "args": ["$0", "$1", None, 2, 1], "kwargs": {}},
     {"op": "aten.nll_loss_forward.default", "tensors": [_f([5]), _i([], 0, 5)], "args": ["$0", "$1", None, 1, -100], "kwargs": {}},
     # nll_loss_backward(grad_output, self, target, weight?, reduction, ignore_index, total_weight)
-    {"op": "aten.nll_loss_backward.default", "tensors": [_f([]), _f([6, 5]), _i([6], 0, 5), _f([], values="positive")],
+    {"op": "aten.nll_loss_backward.default", "no_missing": NO_MISSING, "tensors": [_f([]), _f([6, 5]), _i([6], 0, 5), _f([], values="positive")],
      "args": ["$0", "$1", "$2", None, 1, -100, "$3"], "kwargs": {}},
-    {"op": "aten.nll_loss_backward.default",
+    {"op": "aten.nll_loss_backward.default", "no_missing": NO_MISSING,
      "tensors": [_f([]), _f([6, 5]), _i([6], 0, 5), _f([5], values="positive"), _f([], values="positive")],
      "args": ["$0", "$1", "$2", "$3", 2, -100, "$4"], "kwargs": {}},
-    {"op": "aten.nll_loss_backward.default", "tensors": [_f([5]), _f([5, 4]), _i([5], 0, 4), _f([])],
+    {"op": "aten.nll_loss_backward.default", "no_missing": NO_MISSING, "tensors": [_f([5]), _f([5, 4]), _i([5], 0, 4), _f([])],
      "args": ["$0", "$1", "$2", None, 0, -100, "$3"], "kwargs": {}},
-    {"op": "aten.nll_loss_backward.default", "tensors": [_f([]), _f([5, 3]), _i([5], 0, 3), _f([], values="positive")],
+    {"op": "aten.nll_loss_backward.default", "no_missing": NO_MISSING, "tensors": [_f([]), _f([5, 3]), _i([5], 0, 3), _f([], values="positive")],
      "args": ["$0", "$1", "$2", None, 1, 0, "$3"], "kwargs": {}},
-    {"op": "aten.nll_loss_backward.default", "tensors": [_f([]), _f([5]), _i([], 0, 5), _f([], values="positive")],
+    {"op": "aten.nll_loss_backward.default", "no_missing": NO_MISSING, "tensors": [_f([]), _f([5]), _i([], 0, 5), _f([], values="positive")],
      "args": ["$0", "$1", "$2", None, 1, -100, "$3"], "kwargs": {}},
     # _fused_rms_norm(input, normalized_shape, weight?, eps) -> (out, rstd) and its backward
     {"op": "aten._fused_rms_norm.default", "tensors": [_f([4, 6, 8]), _f([8])], "args": ["$0", [8], "$1", 1e-5], "kwargs": {}},
@@ -366,7 +406,8 @@ SAMPLES: list[dict] = [
     {"op": "aten._grouped_mm.default", "tensors": [_f([4, 6, 8]), _f([8, 24]), _i([4], 0, 25, "int32")],
      "args": ["$0", "$1", "$2"], "kwargs": {}},
     # cumsum(self, dim, *, dtype)
-    {"op": "aten.cumsum.default", "tensors": [_i([3, 7], 0, 2)], "args": ["$0", -1], "kwargs": {}},
+    {"op": "aten.cumsum.default", "tensors": [_f([3, 7], values="small_int")], "args": ["$0", -1], "kwargs": {},
+     "note": "qwen3 cumsum(ne, -1) over a mask, as floats (a Partial of integers is not simulated)"},
     {"op": "aten.cumsum.default", "tensors": [_f([6])], "args": ["$0", 0], "kwargs": {"dtype": "torch.int32"},
      "note": "qwen3 cumsum(histc, 0, dtype=int32): no Partial row through the integer cast"},
     {"op": "aten.cumsum.default", "tensors": [_f([4, 5, 3])], "args": ["$0", 1], "kwargs": {}},
