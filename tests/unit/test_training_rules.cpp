@@ -106,7 +106,8 @@ TEST_CASE("training rules: convolution_backward batch, last-dim, channel and lin
   CHECK(r.rules.num_outputs() == 3);
   // a 1x1 convolution with stride 1 has disjoint windows: the last-dim row exists (filtered)
   CHECK(rows_text(r.rules) == Rows{"S?(0),P(sum),R,S?(0),S?(0),R", "S?(3),P(sum),R,S?(3),S?(3),R", "P(sum),S?(0),R,S?(1),R,S?(0)",
-                                   "S?(1),S?(1),R,R,S?(1),S?(1)", "P(sum),P(sum),R,P(sum),R,R", "P(avg),P(avg),R,P(avg),R,R"});
+                                   "S?(1),S?(1),R,R,S?(1),S?(1)", "P(sum),P(sum),R,P(sum),R,R", "P(avg),P(avg),R,P(avg),R,R",
+                                   "R,P(sum),R,R,P(sum),R", "R,P(avg),R,R,P(avg),R", "P(sum),R,R,R,R,P(sum)", "P(avg),R,R,R,R,P(avg)"});
   CHECK(r.uneven_inputs == UnevenInputs::reject);
   REQUIRE(r.filter);
   // data parallel: grad_weight comes out as a pending sum
@@ -135,19 +136,21 @@ TEST_CASE("training rules: convolution_backward batch, last-dim, channel and lin
   const std::vector<TensorMeta> k3{meta({4, 64, 56, 56}), meta({4, 64, 56, 56}), meta({64, 64, 3, 3})};
   CHECK(rows_text(rule_for(make_call("aten.convolution_backward.default", k3, args)).rules) ==
         Rows{"S?(0),P(sum),P(sum),S?(0),S?(0),R", "P(sum),S?(0),S?(0),S?(1),R,S?(0)", "S?(1),S?(1),R,R,S?(1),S?(1)",
-             "P(sum),P(sum),P(sum),P(sum),R,R", "P(avg),P(avg),P(avg),P(avg),R,R"});
+             "P(sum),P(sum),P(sum),P(sum),R,R", "P(avg),P(avg),P(avg),P(avg),R,R", "R,P(sum),R,R,P(sum),R", "R,P(avg),R,R,P(avg),R",
+             "P(sum),R,R,R,R,P(sum)", "P(avg),R,R,R,R,P(avg)"});
   // transposed (weight [C_in, C_out, k]) and grouped
   const std::vector<TensorMeta> tr{meta({2, 3, 7}), meta({2, 4, 5}), meta({4, 3, 3})};
   const std::vector<OpArg> tr_args{tensor_arg(0), tensor_arg(1), tensor_arg(2), ints_arg({3}), ints_arg({1}), ints_arg({0}), ints_arg({1}),
                                    bool_arg(true), ints_arg({0}), int_arg(1), bools_arg({true, false, true})};
   CHECK(rows_text(rule_for(make_call("aten.convolution_backward.default", tr, tr_args)).rules) ==
         Rows{"S?(0),R,P(sum),S?(0),S?(0),R", "P(sum),R,S?(0),S?(1),R,S?(1)", "S?(1),R,R,R,S?(1),S?(0)", "P(sum),R,P(sum),P(sum),R,R",
-             "P(avg),R,P(avg),P(avg),R,R"});
+             "P(avg),R,P(avg),P(avg),R,R", "P(sum),R,R,R,R,P(sum)", "P(avg),R,R,R,R,P(avg)"});
   const std::vector<TensorMeta> gr{meta({2, 6, 4}), meta({2, 4, 6}), meta({6, 2, 3})};
   const std::vector<OpArg> gr_args{tensor_arg(0), tensor_arg(1), tensor_arg(2), none_arg(), ints_arg({1}), ints_arg({0}), ints_arg({1}),
                                    bool_arg(false), ints_arg({0}), int_arg(2), bools_arg({true, true, true})};
   CHECK(rows_text(rule_for(make_call("aten.convolution_backward.default", gr, gr_args)).rules) ==
-        Rows{"S?(0),P(sum),P(sum),S?(0),S?(0),R", "P(sum),P(sum),P(sum),P(sum),R,R", "P(avg),P(avg),P(avg),P(avg),R,R"});
+        Rows{"S?(0),P(sum),P(sum),S?(0),S?(0),R", "P(sum),P(sum),P(sum),P(sum),R,R", "P(avg),P(avg),P(avg),P(avg),R,R", "R,P(sum),R,R,P(sum),R",
+             "R,P(avg),R,R,P(avg),R", "P(sum),R,R,R,R,P(sum)", "P(avg),R,R,R,R,P(avg)"});
 
   auto without = [&](std::size_t pos) {
     auto a = args;

@@ -36,7 +36,8 @@ namespace ctshard {
 /// - input channels (groups == 1): `[S?(1), S?(ic), R, R, S?(1), S?(ic)]` — grad_bias needs the
 ///   whole grad_output, so every rank computes all of it;
 /// - `[P(r), P(r), P(r), P(r), R, R]` for r in sum, avg: all three gradients are linear in
-///   grad_output.
+///   grad_output; then `[R, P(r), R, R, P(r), R]` (grad_weight is linear in input, when computed)
+///   and `[P(r), R, R, R, R, P(r)]` (grad_input is linear in weight, when computed).
 /// `oc` / `ic` are the weight's output / input channel dims (0 / 1; 1 / 0 when transposed). An
 /// output that is not computed (`output_mask[i]` false) is `None` in DTensor and Replicate here.
 /// The channel and Partial rows are ctshard's (DTensor lists only the batch row).
@@ -69,6 +70,11 @@ namespace ctshard {
     add(channel, ShardingPlaceholder(in_channel), Replicate(), Replicate(), channel, ShardingPlaceholder(in_channel));
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) add(Partial(r), Partial(r), Partial(r), Partial(r), Replicate(), Replicate());
+  // grad_weight is linear in input, grad_input in weight (the other gradients do not read them)
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg})
+    if (output_mask[1]) add(Replicate(), Partial(r), Replicate(), Replicate(), Partial(r), Replicate());
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg})
+    if (output_mask[0]) add(Partial(r), Replicate(), Replicate(), Replicate(), Replicate(), Partial(r));
   return rules;
 }
 
