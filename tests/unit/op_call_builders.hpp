@@ -138,7 +138,7 @@ inline std::pair<std::string, double> chosen(const OpRule& rule, const MeshTopol
   const auto all = candidates(rule, mesh, inputs, specs);
   StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
   const Choice c = e.choose(inputs, specs);
-  return {all.at(c.index), c.total_us};
+  return {all.at(static_cast<std::size_t>(e.index_of(inputs, specs, c).value())), c.total_us};
 }
 
 inline MeshTopology mesh_of(std::initializer_list<std::int64_t> sizes) {

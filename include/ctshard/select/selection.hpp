@@ -33,9 +33,13 @@ enum class ChoiceRule : unsigned char {
 }
 
 /// A choice: the candidate's position among the surviving rows (enumeration order, as
-/// `ctshard table` numbers them), the rule that picked it, its total redistribute cost (µs), and
-/// its compact row (`digits[d]`: the filled single-dim rule used on mesh dim d) when known.
+/// `ctshard table` numbers them; `unknown_index` when the choice came from a search, which does
+/// not count rows — StrategyEnumerator::index_of does), the rule that picked it, its total
+/// redistribute cost (µs), and its compact row (`digits[d]`: the filled single-dim rule used on
+/// mesh dim d) when known.
 struct Choice {
+  /// The index of a choice whose position was not computed.
+  static constexpr std::size_t unknown_index = static_cast<std::size_t>(-1);
   std::size_t index = 0;
   ChoiceRule rule = ChoiceRule::only;
   double total_us = 0;
