@@ -15,6 +15,7 @@
 
 #include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/registry/op_registry.hpp"
+#include "ctshard/select/enumerator.hpp"
 
 namespace ctshard::cli {
 
@@ -28,6 +29,9 @@ struct TableOptions {
   std::vector<std::string> dtypes{"float32"};      ///< one dtype for every tensor, or one per tensor
   std::string einsum_linearity = "dtensor";        ///< "dtensor" (reference fidelity) or "sound"
   CostModel cost_model = CostModel::dtensor;       ///< how redistributions are priced
+  /// "enumerate" (table default: every row, DTensor's full expansion) or "search" (the exact
+  /// search: only the chosen row, any table size; choice_json's default).
+  std::string algo = "enumerate";
   /// Non-tensor positional arguments (JSON array). Without any "$i" item they follow the tensors;
   /// a string "$i" (also inside lists) stands for tensor input i, and then the array is the whole
   /// argument list: tensors must then be referenced in order $0, $1, ... each once.
@@ -38,13 +42,19 @@ struct TableOptions {
 };
 
 /// The `table --json` document: op, aten_op, shapes, mesh, devices_per_host, itemsize, inputs,
-/// allow_uneven, rules_raw, rules, num_combinations, filtered, strategies, choice,
-/// plain_min_index (the reference cases' format). Throws ctshard::error naming the bad input.
+/// allow_uneven, algo, rules_raw, rules, num_combinations, filtered, strategies, choice,
+/// plain_min_index (the reference cases' format). With `algo` "search", `strategies` holds the
+/// chosen row only (found by the exact search; `choice.index` and `plain_min_index` are positions
+/// among the surviving rows, counted without listing them; `filtered.op_filter` is absent, and
+/// the two indices null, when an op filter would need more than 2^20 rows walked). Throws
+/// ctshard::error naming the bad input ("above the enumeration limit" for "enumerate" beyond 2^20
+/// rows).
 nlohmann::json table_json(const TableOptions& options);
 
-/// Only the chosen row of the table, found by the exact search (StrategyEnumerator::choose,
-/// equal to full enumeration) without listing the table: {out, in, cost (per input, µs), total,
-/// choice: {index, rule}}. Throws like table_json().
+/// Only the chosen row of the table, without listing the table: {out, in, cost (per input, µs),
+/// total, choice: {rule[, index]}}; `algo` "search" (the exact search) or "enumerate". `index` is
+/// given when the table has at most 2^20 candidate rows (or with "enumerate"). Throws like
+/// table_json().
 nlohmann::json choice_json(const TableOptions& options);
 
 /// A table request resolved to its parts: mesh, tensor metas (itemsize per tensor), current
@@ -97,6 +107,9 @@ nlohmann::json cost_value(double us);
 
 /// A cost model by name ("dtensor", "consistent"). Throws ctshard::error naming the text.
 CostModel parse_cost_model(std::string_view name);
+
+/// A selection algorithm by name ("search", "enumerate"). Throws ctshard::error naming the text.
+SelectAlgo parse_algo(std::string_view name);
 
 /// Splits on a separator, keeping empty parts.
 std::vector<std::string> split(const std::string& text, char sep);

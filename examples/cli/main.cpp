@@ -112,13 +112,21 @@ int main(int argc, char** argv) {
         ->capture_default_str();
   };
   add_cost_model(plan_cmd, plan_cost_model);
+  std::string plan_algo = "search";
+  const auto add_algo = [](CLI::App* cmd, std::string& algo, const char* what) {
+    cmd->add_option("--algo", algo, what)->check(CLI::IsMember({"search", "enumerate"}))->capture_default_str();
+  };
+  add_algo(plan_cmd, plan_algo,
+           "search: DTensor's choice by exact search, any mesh up to 8 dims; enumerate: price every row of each op's table "
+           "(DTensor's full expansion; tables above 2^20 rows fall back)");
   plan_cmd->add_option("--einsum-linearity", plan_linearity,
                        "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
       ->check(CLI::IsMember({"dtensor", "sound"}))
       ->capture_default_str();
 
   struct TableText {
-    std::string op, shapes, mesh, inputs, dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor";
+    std::string op, shapes, mesh, inputs, dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor",
+                algo = "enumerate";
     std::int64_t devices_per_host = 8;
   } table;
   bool table_json_flag = false;
@@ -142,6 +150,9 @@ int main(int argc, char** argv) {
                         "the whole argument list: '[\"$0\", 1, \"$1\"]'")
       ->capture_default_str();
   table_cmd->add_option("--kwargs", table.kwargs, "keyword arguments as a JSON object: '{\"keepdim\": true}'")->capture_default_str();
+  add_algo(table_cmd, table.algo,
+           "enumerate: list every surviving row (at most 2^20 candidate rows); search: the same document with the chosen row "
+           "only, found by exact search on any table");
   table_cmd->add_flag("--json", table_json_flag, "machine-readable output");
 
   struct CostText {
@@ -177,6 +188,7 @@ int main(int argc, char** argv) {
       options.args = parse_json_option("--args", table.args);
       options.kwargs = parse_json_option("--kwargs", table.kwargs);
       options.cost_model = parse_cost_model(table.cost_model);
+      options.algo = table.algo;
       const auto t = table_json(options);
       if (table_json_flag) std::cout << t.dump() << '\n';
       else print_table(t, std::cout);
@@ -209,6 +221,7 @@ int main(int argc, char** argv) {
     options.mesh = parse_mesh(mesh);
     options.devices_per_host = dph;
     options.cost_model = parse_cost_model(plan_cost_model);
+    options.algo = parse_algo(plan_algo);
     for (const auto& p : places) {
       const auto eq = p.find('=');
       if (eq == std::string::npos || eq == 0) throw error("ctshard plan: --place expects NAME=SPEC, got '" + p + "'");

@@ -298,7 +298,7 @@ class Planner {
           out.known.push_back(false);
         }
         StrategyEnumerator& e = enumerator_for(node.target, rule);
-        const Choice choice = e.choose(call.tensors, current);
+        const Choice choice = e.choose(call.tensors, current, options_.algo);
         for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(choice, e.num_outputs() + i)));
         for (std::size_t k = 0; k < out.specs.size(); ++k) out.specs[k] = e.spec_of(choice, k);
         p.cost_us = choice.total_us;
@@ -375,6 +375,7 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   j["source"] = plan.source;
   j["mesh"] = options.mesh;
   j["cost_model"] = to_string(options.cost_model);
+  j["algo"] = options.algo == SelectAlgo::search ? "search" : "enumerate";
   j["placements"] = nlohmann::json::object();
   for (const auto& [name, spec] : options.placements) j["placements"][name] = to_string(spec);
   j["symbols"] = nlohmann::json::array();

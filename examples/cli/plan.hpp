@@ -24,6 +24,7 @@
 #include "ctshard/core/spec.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/registry/op_registry.hpp"
+#include "ctshard/select/enumerator.hpp"
 #include "fx_graph.hpp"
 
 namespace ctshard::cli {
@@ -64,6 +65,7 @@ struct PlanOptions {
   std::map<std::string, Spec> placements;  ///< placeholder name -> spec; others Replicate
   std::map<std::string, std::int64_t> symbols;  ///< symbol name -> value (`--sym s77=1024`); others get prime hints
   CostModel cost_model = CostModel::dtensor;    ///< how redistributions are priced (`--cost-model`)
+  SelectAlgo algo = SelectAlgo::search;         ///< how each node's choice is found (`--algo`)
 };
 
 /// The first hint prime of an unbound symbol (the next ones are the following primes).

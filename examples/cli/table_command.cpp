@@ -186,30 +186,53 @@ PreparedTable prepare_table(const TableOptions& o) {
   return t;
 }
 
-nlohmann::json choice_json(const TableOptions& o) {
-  const PreparedTable t = prepare_table(o);
-  StrategyEnumerator enumerator(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter);
-  const Choice c = enumerator.choose(t.tensors, t.specs);
+SelectAlgo parse_algo(std::string_view name) {
+  if (name == "search") return SelectAlgo::search;
+  if (name == "enumerate") return SelectAlgo::enumerate;
+  throw error("ctshard: algo must be 'search' or 'enumerate', got '" + std::string(name) + "'");
+}
+
+namespace {
+/// The row of `c` as a strategies entry: out, in, cost (per input, µs), total.
+nlohmann::json chosen_row(const StrategyEnumerator& e, const PreparedTable& t, const Choice& c) {
   nlohmann::json j;
-  if (enumerator.num_outputs() == 1) {
-    j["out"] = to_string(enumerator.spec_of(c, 0));
+  if (e.num_outputs() == 1) {
+    j["out"] = to_string(e.spec_of(c, 0));
   } else {
-    for (std::size_t k = 0; k < enumerator.num_outputs(); ++k) j["out"].push_back(to_string(enumerator.spec_of(c, k)));
+    for (std::size_t k = 0; k < e.num_outputs(); ++k) j["out"].push_back(to_string(e.spec_of(c, k)));
   }
   j["in"] = nlohmann::json::array();
   j["cost"] = nlohmann::json::array();
-  for (std::size_t i = 0; i < enumerator.num_inputs(); ++i) {
-    const Spec target = enumerator.spec_of(c, enumerator.num_outputs() + i);
+  for (std::size_t i = 0; i < e.num_inputs(); ++i) {
+    const Spec target = e.spec_of(c, e.num_outputs() + i);
     j["in"].push_back(to_string(target));
     j["cost"].push_back(cost_value(redistribute_cost(t.specs[i], target, t.tensors[i], t.mesh)));
   }
   j["total"] = cost_value(c.total_us);
-  j["choice"] = {{"index", c.index}, {"rule", std::string(to_string(c.rule))}};
+  return j;
+}
+
+/// A position as JSON: the number, or null when it was not counted.
+nlohmann::json index_value(std::optional<std::uint64_t> index) { return index ? nlohmann::json(*index) : nlohmann::json(nullptr); }
+}  // namespace
+
+nlohmann::json choice_json(const TableOptions& o) {
+  const PreparedTable t = prepare_table(o);
+  const SelectAlgo algo = parse_algo(o.algo);
+  StrategyEnumerator enumerator(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter);
+  const Choice c = enumerator.choose(t.tensors, t.specs, algo);
+  nlohmann::json j = chosen_row(enumerator, t, c);
+  j["choice"] = {{"rule", std::string(to_string(c.rule))}};
+  std::uint64_t rows = 1;
+  for (std::size_t d = 0; d < t.mesh.size(); ++d) rows *= enumerator.filled_rules(t.specs).size();
+  if (algo == SelectAlgo::enumerate) j["choice"]["index"] = c.index;
+  else if (rows <= max_enumerated_rows) j["choice"]["index"] = index_value(enumerator.index_of(t.tensors, t.specs, c));
   return j;
 }
 
 nlohmann::json table_json(const TableOptions& o) {
   const PreparedTable t = prepare_table(o);
+  const SelectAlgo algo = parse_algo(o.algo);
   const MeshTopology& mesh = t.mesh;
   const std::vector<TensorMeta>& tensors = t.tensors;
   const std::vector<std::size_t>& itemsizes = t.itemsizes;
@@ -233,11 +256,25 @@ nlohmann::json table_json(const TableOptions& o) {
   for (const auto& s : specs) j["inputs"].push_back(to_string(s));
   j["allow_uneven"] = rule.uneven_inputs != UnevenInputs::reject;
   j["uneven_inputs"] = to_string(rule.uneven_inputs);
+  j["algo"] = o.algo;
   j["rules_raw"] = rule_rows(rule.rules);
   const RuleSet& filled = enumerator.filled_rules(specs);
   j["rules"] = rule_rows(filled);
-  double combos = std::pow(static_cast<double>(filled.size()), static_cast<double>(mesh.size()));
-  j["num_combinations"] = static_cast<std::uint64_t>(combos);
+  std::uint64_t combos = 1;
+  for (std::size_t d = 0; d < mesh.size(); ++d) combos *= filled.size();
+  j["num_combinations"] = combos;
+  if (algo == SelectAlgo::search) {
+    const Choice choice = enumerator.choose(tensors, specs);
+    const RowCounts counts = enumerator.count(tensors, specs);
+    j["filtered"] = {{"mixed_partial", counts.mixed_partial}, {"unshardable", counts.unshardable}};
+    if (counts.op_filter_counted && counts.op_filter > 0) j["filtered"]["op_filter"] = counts.op_filter;
+    j["strategies"] = nlohmann::json::array({chosen_row(enumerator, t, choice)});
+    j["choice"] = {{"index", index_value(enumerator.index_of(tensors, specs, choice))}, {"rule", std::string(to_string(choice.rule))}};
+    // the first row of minimum total: the choice unless the no-redistribute row or the only row won
+    const Choice first = choice.rule == ChoiceRule::min_cost || choice.rule == ChoiceRule::zero_cost ? choice : enumerator.first_minimum(tensors, specs);
+    j["plain_min_index"] = index_value(enumerator.index_of(tensors, specs, first));
+    return j;
+  }
   nlohmann::json strategies = nlohmann::json::array();
   ChoiceAccumulator acc;
   const FilterCounts counts = enumerator.for_each(tensors, specs, [&](const CandidateView& c) {
@@ -285,8 +322,9 @@ void print_table(const nlohmann::json& t, std::ostream& out) {
   out << "\nsingle-dim rules: " << t["rules"].size() << " after filling placeholders; " << t["num_combinations"].get<std::uint64_t>()
       << " combinations, " << t["filtered"]["mixed_partial"].get<std::size_t>() << " mixed-partial and "
       << t["filtered"]["unshardable"].get<std::size_t>() << " unshardable removed\n";
-  const std::size_t chosen = t["choice"]["index"].get<std::size_t>();
-  std::size_t i = 0;
+  const bool search = t.value("algo", "enumerate") == "search";
+  const std::size_t chosen = t["choice"]["index"].is_null() ? 0 : t["choice"]["index"].get<std::size_t>();
+  std::size_t i = search ? chosen : 0;
   auto cost_text = [](const nlohmann::json& c) {
     if (c.is_string()) return c.get<std::string>();
     std::ostringstream s;
@@ -304,7 +342,9 @@ void print_table(const nlohmann::json& t, std::ostream& out) {
         << "   cost " << costs << " = " << cost_text(s["total"]) << " us\n";
     ++i;
   }
-  out << "chosen: row " << chosen << " (" << t["choice"]["rule"].get<std::string>() << ")\n";
+  if (search) out << "(--algo search: only the chosen row; row numbers count surviving rows)\n";
+  out << "chosen: row " << (t["choice"]["index"].is_null() ? std::string("?") : std::to_string(chosen)) << " ("
+      << t["choice"]["rule"].get<std::string>() << ")\n";
 }
 
 }  // namespace ctshard::cli

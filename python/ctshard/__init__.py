@@ -33,6 +33,7 @@ def table(
     devices_per_host: int = 8,
     einsum_linearity: str = "dtensor",
     cost_model: str = "dtensor",
+    algo: str = "enumerate",
 ) -> dict:
     """One op's strategy table, as ``ctshard table --json``.
 
@@ -51,12 +52,16 @@ def table(
     cost_model: ``"dtensor"`` (DTensor's ``redistribute_cost``, the default) or ``"consistent"``
         (the cheapest sequence of the same collectives: additive, triangle inequality, nothing
         charged on a size-1 mesh dim; see docs/semantics.md).
+    algo: ``"enumerate"`` (every surviving row; tables of at most 2^20 candidate rows) or
+        ``"search"`` (the same dict with only the chosen row in ``strategies``, found by the
+        exact search on any table; ``choice["index"]`` and ``plain_min_index`` still count
+        surviving rows).
 
     Returns the dict with ``rules_raw``, ``rules``, ``num_combinations``, ``filtered``,
     ``strategies`` (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
     ``plain_min_index``. Raises ValueError on bad input.
     """
-    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model)
+    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo)
 
 
 def choose(
@@ -70,12 +75,15 @@ def choose(
     devices_per_host: int = 8,
     einsum_linearity: str = "dtensor",
     cost_model: str = "dtensor",
+    algo: str = "search",
 ) -> dict:
     """Only the strategy DTensor's selection picks, without listing the table (arguments as
-    ``table``): ``{"out", "in", "cost", "total", "choice": {"index", "rule"}}`` — the row
-    ``table(...)["strategies"][choice["index"]]``, found by an exact search instead of
-    enumerating every row. Raises ValueError on bad input."""
-    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model)
+    ``table``): ``{"out", "in", "cost", "total", "choice": {"rule", "index"}}`` — the row
+    ``table(...)["strategies"][choice["index"]]``, found by an exact search (``algo="search"``,
+    any mesh up to 8 dims) or by pricing every row (``algo="enumerate"``). ``choice["index"]``
+    is given when the table has at most 2^20 candidate rows (always with ``"enumerate"``).
+    Raises ValueError on bad input."""
+    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo)
 
 
 def cost(
@@ -103,6 +111,7 @@ def plan(
     einsum_linearity: str = "sound",
     sym: Mapping[str, int] | None = None,
     cost_model: str = "dtensor",
+    algo: str = "search",
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -119,6 +128,8 @@ def plan(
         a prime hint (8191, 8209, ... in order of first appearance; ``docs/semantics.md``). A
         GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``) keeps
         its sizes symbolic (``str(SymInt)``), exactly like its printout.
+    algo: ``"search"`` (default: each node's choice by exact search, any mesh up to 8 dims) or
+        ``"enumerate"`` (price every row; an op whose table exceeds 2^20 rows falls back).
 
     Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
     ``fallback``), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``, ``fallback_ops``,
@@ -132,14 +143,14 @@ def plan(
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
     if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
     if isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
         if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
         raise ValueError(
             "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
             + repr(graph[:200])
@@ -148,7 +159,7 @@ def plan(
         from ._graph import node_records
 
         name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model)
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
     raise ValueError(
         "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
         + type(graph).__name__

@@ -114,7 +114,7 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
 
 cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
                                 nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity,
-                                const std::string& cost_model) {
+                                const std::string& cost_model, const std::string& algo = "enumerate") {
   cli::TableOptions o;
   o.op = op;
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
@@ -126,20 +126,24 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
   o.devices_per_host = devices_per_host;
   o.einsum_linearity = einsum_linearity;
   o.cost_model = cli::parse_cost_model(cost_model);
+  (void)cli::parse_algo(algo);  // a bad name is an error before any work
+  o.algo = algo;
   o.args = args.is_none() ? nlohmann::ordered_json::array() : to_json(args);
   o.kwargs = kwargs.is_none() ? nlohmann::ordered_json::object() : to_json(kwargs);
   return o;
 }
 
 nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model);
+                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
+                 const std::string& algo) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo);
   return without_gil([&] { return cli::table_json(o); });
 }
 
 nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                  nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model);
+                  nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
+                  const std::string& algo) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo);
   return without_gil([&] { return cli::choice_json(o); });
 }
 
@@ -165,15 +169,15 @@ nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mes
     const double cold = per_call([&](std::int64_t) {
       const OpRule rule = (*t.factory)(t.call);
       StrategyEnumerator e(rule.rules, t.mesh, rule.uneven_inputs, rule.filter);
-      sink += e.choose(t.tensors, t.specs).index;
+      sink += e.choose(t.tensors, t.specs).digits[0];
     });
     // Two metas that differ only in itemsize: every call sees a changed input and reprices.
     std::vector<TensorMeta> other = t.tensors;
     for (auto& m : other) m.itemsize = m.itemsize == 4 ? 2 : 4;
     StrategyEnumerator e(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter);
-    const double warm = per_call([&](std::int64_t r) { sink += e.choose(r % 2 == 0 ? t.tensors : other, t.specs).index; });
-    sink += e.choose(other, t.specs).index;  // whatever the parity of `repeat`, the next loop repeats one query
-    const double again = per_call([&](std::int64_t) { sink += e.choose(other, t.specs).index; });
+    const double warm = per_call([&](std::int64_t r) { sink += e.choose(r % 2 == 0 ? t.tensors : other, t.specs).digits[0]; });
+    sink += e.choose(other, t.specs).digits[0];  // whatever the parity of `repeat`, the next loop repeats one query
+    const double again = per_call([&](std::int64_t) { sink += e.choose(other, t.specs).digits[0]; });
     return json{{"cold_ns", cold}, {"warm_ns", warm}, {"repeat_ns", again}, {"sink", sink}};
   });
 }
@@ -339,8 +343,10 @@ std::map<std::string, Spec> placements_of(nb::handle place) {
 enum class GraphSource { embedded_default, text, path, records };
 
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place,
-                std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model) {
+                std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model,
+                const std::string& algo) {
   cli::PlanOptions options;
+  options.algo = cli::parse_algo(algo);
   options.mesh = int_list(mesh, "plan: mesh");
   options.devices_per_host = devices_per_host;
   options.placements = placements_of(place);
@@ -390,29 +396,33 @@ NB_MODULE(_ext, m) {
     }
   });
   m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor");
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor",
+        nb::arg("algo") = "enumerate");
   m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor");
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor",
+        nb::arg("algo") = "search");
   m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"), nb::arg("cost_model") = "dtensor");
   m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("cost_model") = "dtensor");
-  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm) {
-    return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm);
-  }, nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(), nb::arg("cost_model") = "dtensor");
+  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
+                           const std::string& algo) { return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, algo); },
+        nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
+        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
   m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin,
-                        nb::handle sym, const std::string& cm) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm); },
+                        nb::handle sym, const std::string& cm,
+                        const std::string& algo) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, algo); },
         nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor");
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
   m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
-                        const std::string& cm) { return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm); },
+                        const std::string& cm, const std::string& algo) { return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, algo); },
         nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-        nb::arg("cost_model") = "dtensor");
+        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
   m.def("plan_records", [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph,
-                           const std::string& lin, nb::handle sym, const std::string& cm) {
-          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm);
+                           const std::string& lin, nb::handle sym, const std::string& cm, const std::string& algo) {
+          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, algo);
         },
         nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor");
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.

@@ -59,6 +59,24 @@ std::string compare(const nlohmann::json& want, const nlohmann::json& got) {
   return {};
 }
 
+/// The `--algo search` document against the reference case: the same choice, first minimum,
+/// filter counts and combinations, and its single row is the chosen row of the reference table.
+std::string compare_search(const nlohmann::json& want, const nlohmann::json& got) {
+  if (got["algo"] != "search") return "algo " + got["algo"].dump();
+  if (got["choice"] != want["choice"]) return "search choice " + got["choice"].dump() + " want " + want["choice"].dump();
+  if (got["plain_min_index"] != want["plain_min_index"]) return "search plain_min_index " + got["plain_min_index"].dump();
+  if (got["filtered"] != want["filtered"]) return "search filtered " + got["filtered"].dump() + " want " + want["filtered"].dump();
+  if (got["num_combinations"] != want["num_combinations"]) return "search num_combinations " + got["num_combinations"].dump();
+  if (got["strategies"].size() != 1) return "search lists " + std::to_string(got["strategies"].size()) + " rows";
+  const auto& w = want["strategies"][want["choice"]["index"].get<std::size_t>()];
+  const auto& g = got["strategies"][0];
+  if (w["out"] != g["out"] || w["in"] != g["in"]) return "search row " + g.dump() + " want " + w.dump();
+  for (std::size_t k = 0; k < w["cost"].size(); ++k)
+    if (!same_cost(w["cost"][k], g["cost"][k])) return "search row costs " + g.dump() + " want " + w.dump();
+  if (!same_cost(w["total"], g["total"])) return "search total " + g.dump() + " want " + w.dump();
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("golden: reference cases match through `ctshard table --json`", "[golden][cli]") {
@@ -86,16 +104,18 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
     cmd << mesh << "' --inputs '" << join(want["inputs"], ";", false) << "' --devices-per-host " << want["devices_per_host"].get<int>()
         << " --dtype " << (want["itemsize"].get<int>() == 4 ? "float32" : want["itemsize"].get<int>() == 2 ? "bfloat16" : "float64") ;
     const std::string out = run_tool(cmd.str());
+    const std::string searched = run_tool(cmd.str() + " --algo search");
     std::string diff;
     try {
       diff = compare(want, nlohmann::json::parse(out));
+      if (diff.empty()) diff = compare_search(want, nlohmann::json::parse(searched));
     } catch (const std::exception& e) {
-      diff = std::string("bad output: ") + out.substr(0, 300);
+      diff = std::string("bad output: ") + out.substr(0, 300) + " / " + searched.substr(0, 300);
     }
     if (diff.empty()) ++matched;
     else if (failures.size() < 4000) failures += "case " + std::to_string(want["id"].get<int>()) + " (" + want["op"].get<std::string>() + "): " + diff + "\n";
   }
-  std::printf("reference cases matched through ctshard table --json: %zu / %zu\n", matched, total);
+  std::printf("reference cases matched through ctshard table --json (and --algo search): %zu / %zu\n", matched, total);
   INFO(failures);
   CHECK(total == 300);
   CHECK(matched == total);

@@ -69,6 +69,27 @@ TEST_CASE("plan: sharded weights propagate through the default block", "[plan]")
   CHECK(found);
 }
 
+TEST_CASE("plan: the embedded block on an 8-dim mesh, by search, with no op falling back for its table size", "[plan]") {
+  const auto p = nlohmann::json::parse(run_tool("plan --json --mesh 2x2x2x2x2x2x2x2 --algo search"));
+  REQUIRE(p["nodes"].size() > 10);
+  CHECK(p["algo"] == "search");
+  for (const auto& n : p["nodes"]) {
+    INFO(n.dump());
+    CHECK(n["fallback"] == false);
+    CHECK_FALSE(n.contains("reason"));  // a fallback names its reason
+    CHECK(n["outputs"][0].get<std::string>().size() >= 8);
+  }
+  CHECK(p["nodes_fallback"] == 0);
+  // the same plan by enumeration falls back where a table exceeds 2^20 rows
+  const auto e = nlohmann::json::parse(run_tool("plan --json --mesh 2x2x2x2x2x2x2x2 --algo enumerate"));
+  CHECK(e["nodes_fallback"].get<int>() > 0);
+  // on a mesh where every table fits, search and enumeration plan identically
+  const auto s4 = nlohmann::json::parse(run_tool("plan --json --mesh 2x2x2 --algo search"));
+  auto e4 = nlohmann::json::parse(run_tool("plan --json --mesh 2x2x2 --algo enumerate"));
+  e4["algo"] = "search";
+  CHECK(s4 == e4);
+}
+
 TEST_CASE("plan: bad --place input is a clear error", "[plan]") {
   CHECK_THAT(run_tool("plan --place 'nosuch=S(0)'"), Catch::Contains("'nosuch', which is not an input"));
   CHECK_THAT(run_tool("plan --mesh 2x4 --place 'primals_1=S(0)'"), Catch::Contains("has 1 placements for a 2-dim mesh"));
@@ -103,6 +124,16 @@ TEST_CASE("table and cost: text and JSON interfaces", "[cli]") {
   CHECK_THAT(run_tool("table --op pointwise:add --shapes 6x8 --mesh 2 --inputs 'S(0)'"), Catch::Contains("takes 2 tensor inputs, got 1"));
   CHECK_THAT(run_tool("table --op mm --shapes 64x64,64x64 --mesh 2x2x2x2x2x2x2x2 --inputs 'S(0)RRRRRRR;RRRRRRRR'"),
              Catch::Contains("above the enumeration limit"));
+  // the search has no row limit: the same table's choice, counted without listing it
+  const auto big = nlohmann::json::parse(
+      run_tool("table --json --algo search --op mm --shapes 64x64,64x64 --mesh 2x2x2x2x2x2x2x2 --inputs 'S(0)RRRRRRR;RRRRRRRR'"));
+  CHECK(big["num_combinations"] == 16777216);  // 8^8
+  CHECK(big["strategies"].size() == 1);
+  CHECK(big["strategies"][0]["in"] == nlohmann::json::array({"S(0)RRRRRRR", "RRRRRRRR"}));
+  CHECK(big["choice"]["rule"] == "no_redistribute");
+  CHECK(big["choice"]["index"].is_number());
+  CHECK_THAT(run_tool("table --algo search --op mm --shapes 64x64,64x64 --mesh 2x2x2x2x2x2x2x2 --inputs 'S(0)RRRRRRR;RRRRRRRR'"),
+             Catch::Contains("only the chosen row"));
   CHECK_THAT(run_tool("plan --coverage /nonexistent"), Catch::Contains("'/nonexistent' is not a directory"));
   CHECK_THAT(run_tool("plan --mesh 2x4 --place 'primals_1=S(5)R'"), Catch::Contains("shards tensor dim 5 of a 2-d tensor"));
   // non-tensor arguments through --args: a view keeps the shard of its outermost flattened dim
