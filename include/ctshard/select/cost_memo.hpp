@@ -31,59 +31,54 @@ struct SearchScratch {
 /// (InputPrefix::key). Small key spaces get one slot per key; larger ones a direct-mapped cache of
 /// `max_slots` slots that stores its key, so any mesh rank works in bounded memory. An entry is
 /// valid while its stamp equals its input's stamp, which changes whenever that input's current
-/// spec or meta does. Sized by the constructor; `begin` and `cost` allocate nothing.
+/// spec or meta does. What only pricing and the cost searches use (slots, DimCosts,
+/// PrefixBounds, scratch) is sized on first use, so a table whose queries all end at the
+/// no-redistribute row never allocates it; once sized, nothing allocates.
 class CostMemo {
  public:
   /// Slots per input at most.
   static constexpr std::size_t max_slots = 1024;
 
-  explicit CostMemo(const FilledTable& table) {
-    const std::size_t nin = table.num_inputs();
-    slots_.resize(nin);
-    hashed_.assign(nin, 0);
-    for (std::size_t i = 0; i < nin; ++i) {
-      std::size_t keys = 1;
-      for (std::size_t d = 0; d < table.mesh_ndim() && keys <= max_slots; ++d) keys *= table.distinct(table.num_outputs() + i);
-      hashed_[i] = keys > max_slots ? 1 : 0;
-      slots_[i].resize(keys > max_slots ? max_slots : keys);
-    }
-    stamp_.assign(nin, 0);
-    last_spec_.assign(nin, Spec{});
-    last_meta_.assign(nin, TensorMeta{});
-    cursor_.bind(table);
-    dim_costs_.bind(table);
-    bounds_.bind(table);
-    scratch_.costs.resize(nin);
-    scratch_.bound.resize(table.mesh_ndim() * table.num_rules());
-    scratch_.rule.resize(table.mesh_ndim() * table.num_rules());
-  }
+  explicit CostMemo(const FilledTable& table) : inputs_(table.num_inputs()) { cursor_.bind(table); }
 
   /// Starts a query: inputs whose spec or meta changed get a new stamp (their costs are stale).
   void begin(const SearchQuery& query) noexcept {
-    for (std::size_t i = 0; i < stamp_.size(); ++i) {
-      if (stamp_[i] != 0 && last_spec_[i] == query.spec(i) && last_meta_[i] == query.meta(i)) continue;
-      stamp_[i] = ++counter_;
-      last_spec_[i] = query.spec(i);
-      last_meta_[i] = query.meta(i);
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      Input& in = inputs_[i];
+      if (in.stamp != 0 && in.spec == query.spec(i) && in.meta == query.meta(i)) continue;
+      in.stamp = ++counter_;
+      in.spec = query.spec(i);
+      in.meta = query.meta(i);
     }
   }
 
-  /// Per input, the stamp of its current spec and meta (equal stamps: the same query inputs).
-  [[nodiscard]] const std::vector<std::uint32_t>& stamps() const noexcept { return stamp_; }
+  /// True when the latest `begin` saw the same inputs as the call that recorded `stamps`.
+  [[nodiscard]] bool same_inputs(const std::vector<std::uint32_t>& stamps) const noexcept {
+    if (stamps.size() != inputs_.size()) return false;
+    for (std::size_t i = 0; i < inputs_.size(); ++i)
+      if (stamps[i] != inputs_[i].stamp) return false;
+    return true;
+  }
+  /// Records the latest stamps into `stamps` (no allocation once it has the right size).
+  void stamps(std::vector<std::uint32_t>& stamps) const {
+    stamps.resize(inputs_.size());
+    for (std::size_t i = 0; i < inputs_.size(); ++i) stamps[i] = inputs_[i].stamp;
+  }
 
   /// Redistribute cost (µs) of input `i` to the target of the complete row in `cursor` (level N),
   /// priced once per stamp and key.
   [[nodiscard]] double cost(const FilledTable& table, const SearchQuery& query, const RowCursor& cursor, std::size_t i) {
+    if (slots_.empty()) size_slots(table);
     const std::size_t n = table.mesh_ndim();
+    const Input& in = inputs_[i];
     const std::uint64_t key = cursor.input(n, i).key;
-    std::vector<Slot>& slots = slots_[i];
-    Slot& s = slots[hashed_[i] != 0 ? static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 54) & (max_slots - 1)
-                                    : static_cast<std::size_t>(key)];
-    if (s.stamp == stamp_[i] && s.key == key) return s.cost;
+    Slot& s = slots_[in.first_slot + (in.hashed ? static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 54) & (max_slots - 1)
+                                                : static_cast<std::size_t>(key))];
+    if (s.stamp == in.stamp && s.key == key) return s.cost;
     Spec target;
     for (std::size_t d = 0; d < n; ++d) target.push_back(table.input_cell(cursor.digits()[d], i));
     s.key = key;
-    s.stamp = stamp_[i];
+    s.stamp = in.stamp;
     s.cost = redistribute_cost(query.spec(i), target, query.meta(i), table.mesh());
     return s.cost;
   }
@@ -102,12 +97,24 @@ class CostMemo {
   /// Prefix bounds of the current query (see PrefixBounds); `begin_costs` starts them.
   [[nodiscard]] PrefixBounds& bounds() noexcept { return bounds_; }
   /// Fills dim_costs() and starts bounds() for `query` (the zero-cost and min-cost searches need it).
-  void begin_costs(const FilledTable& table, const SearchQuery& query) noexcept {
+  void begin_costs(const FilledTable& table, const SearchQuery& query) {
+    if (!costs_bound_) {
+      dim_costs_.bind(table);
+      bounds_.bind(table);
+      costs_bound_ = true;
+    }
     dim_costs_.begin(table, query);
     bounds_.begin(table, query, dim_costs_);
   }
-  /// Scratch buffers of the searches.
-  [[nodiscard]] SearchScratch& scratch() noexcept { return scratch_; }
+  /// Scratch buffers of the searches, sized for `table` on first use.
+  [[nodiscard]] SearchScratch& scratch(const FilledTable& table) {
+    if (scratch_.rule.empty()) {
+      scratch_.costs.resize(table.num_inputs());
+      scratch_.bound.resize(table.mesh_ndim() * table.num_rules());
+      scratch_.rule.resize(table.mesh_ndim() * table.num_rules());
+    }
+    return scratch_;
+  }
 
  private:
   struct Slot {
@@ -115,12 +122,30 @@ class CostMemo {
     std::uint32_t stamp = 0;
     double cost = 0;
   };
-  std::vector<std::vector<Slot>> slots_;
-  std::vector<std::uint8_t> hashed_;  // per input: 1 when slots are a cache (key space > max_slots)
-  std::vector<std::uint32_t> stamp_;
-  std::vector<Spec> last_spec_;
-  std::vector<TensorMeta> last_meta_;
+  struct Input {
+    std::uint32_t stamp = 0;  // 0: no query yet
+    Spec spec{};
+    TensorMeta meta{};
+    std::size_t first_slot = 0;
+    bool hashed = false;  // slots are a cache (key space above max_slots)
+  };
+
+  void size_slots(const FilledTable& table) {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      std::size_t keys = 1;
+      for (std::size_t d = 0; d < table.mesh_ndim() && keys <= max_slots; ++d) keys *= table.distinct(table.num_outputs() + i);
+      inputs_[i].hashed = keys > max_slots;
+      inputs_[i].first_slot = total;
+      total += keys > max_slots ? max_slots : keys;
+    }
+    slots_.resize(total == 0 ? 1 : total);
+  }
+
+  std::vector<Input> inputs_;
+  std::vector<Slot> slots_;  // every input's slots, input 0 first
   std::uint32_t counter_ = 0;
+  bool costs_bound_ = false;
   RowCursor cursor_;
   DimCosts dim_costs_;
   PrefixBounds bounds_;

@@ -47,8 +47,8 @@ struct InputCostForm {
   bool ordered = false;        ///< DTensor without it: mesh dims change in order 0..N-1
   std::array<double, max_mesh_dims> current_suffix{};     ///< product of mesh sizes of current shards on [d, N)
   std::array<std::uint8_t, max_mesh_dims> later_shards{};  ///< tensor dims with a current Shard after mesh dim d
-  std::array<double, max_mesh_dims> forced_fixed{};     ///< nested: all-gather of mesh dim d keeping its current
-  std::array<double, max_mesh_dims> forced_per_byte{};  ///< Shard(t) that the pass must gather: fixed + per_byte · x
+  std::array<double, max_mesh_dims> forced{};  ///< nested: the all-gather of mesh dim d keeping its current Shard(t)
+                                               ///< that the nested pass must send through Replicate
   std::array<double, max_mesh_dims + 1> current_before{};  ///< product of mesh sizes of current shards on [0, d)
   std::array<double, max_mesh_dims> all_after{};        ///< product of mesh sizes on (d, N)
 };
@@ -115,8 +115,8 @@ class DimCosts {
         f.current_before[d] = before;
         f.all_after[d] = after;
         if (c[d].is_any_shard()) before *= static_cast<double>(mesh.sizes[d]);
-        f.forced_fixed[d] = mesh.link.base_latency_us + static_cast<double>(mesh.sizes[d] - 1) * mesh.latency_us[d];
-        f.forced_per_byte[d] = f.bytes * coef_[d];
+        f.forced[d] = mesh.link.base_latency_us + static_cast<double>(mesh.sizes[d] - 1) * mesh.latency_us[d] +
+                      f.bytes * coef_[d] / (f.current_before[d] * f.all_after[d]);  // in the nested pass
         for (std::uint32_t col = 0; col < t.distinct(t.num_outputs() + i); ++col)
           fill_cell(cell(i, d, col), f, c[d], t.input_cell(rep_[i * max_col_ + col], i), d, all);
       }
@@ -219,7 +219,9 @@ class DimCosts {
       per_byte_[k] = b;
     }
     if (std::isfinite(fixed_[k])) {
-      const double x = size / all;  // the weakest: every other mesh dim shards the input
+      // nested: the collective happens in the nested pass, mesh dims before d still current;
+      // otherwise the weakest, every other mesh dim sharding the input
+      const double x = f.nested ? 1.0 / (f.current_before[d] * f.all_after[d]) : size / all;
       flat_[k] = std::min(fixed_[k] + per_byte_[k] * x, alt_fixed_[k] + alt_per_byte_[k] * x);
     }
   }

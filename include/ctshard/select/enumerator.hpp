@@ -85,14 +85,14 @@ class StrategyEnumerator {
       c = enumeration_choice(f.table, f.memo, query);
     } else {
       f.memo.begin(query);
-      if (f.has_choice && f.choice_stamps == f.memo.stamps()) return f.choice;
+      if (f.has_choice && f.memo.same_inputs(f.choice_stamps)) return f.choice;
       c = search_choice(f.table, f.memo, query);
     }
     c.table = static_cast<std::uint32_t>(last_ + 1);
     if (algo == SelectAlgo::search) {
       f.choice = c;
       f.has_choice = true;
-      f.choice_stamps = f.memo.stamps();  // sized at the first query: no allocation once warm
+      f.memo.stamps(f.choice_stamps);  // sized at the first query: no allocation once warm
     }
     return c;
   }

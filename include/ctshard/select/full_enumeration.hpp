@@ -49,7 +49,7 @@ FilterCounts for_each_row(const FilledTable& table, CostMemo& memo, const Search
                 "; use the search (choose, --algo search) or a mesh with fewer dims");
   memo.begin(query);
   RowCursor& cursor = memo.cursor();
-  std::vector<double>& costs = memo.scratch().costs;
+  std::vector<double>& costs = memo.scratch(table).costs;
   cursor.begin(table, query);
   const std::array<std::uint8_t, max_mesh_dims> first{};
   cursor.seek(first.data());

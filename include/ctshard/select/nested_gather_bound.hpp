@@ -60,7 +60,6 @@ class NestedGatherBound {
     }
     enabled_ = bits > 0 && bits <= max_bits;
     if (!enabled_) return;
-    const double devices = static_cast<double>(t.mesh().num_devices());
     for (std::size_t d = 0; d < n; ++d) {
       forced_[d].fill(0);
       for (std::size_t r = 0; r < s; ++r) {
@@ -74,7 +73,7 @@ class NestedGatherBound {
           if (c.is_shard() && target == c && bit_mask(i, c.dim) != 0) {  // kept: all-gathered once the bit is set
             keeps |= bit_mask(i, c.dim);
             forced_[d][static_cast<std::size_t>(bit_[i][static_cast<std::size_t>(c.dim)])] =
-                f.forced_fixed[d] + f.forced_per_byte[d] * static_cast<double>(t.mesh().sizes[d]) / devices;
+                f.forced[d];
           }
         }
         created_[d * s + r] = static_cast<std::uint8_t>(created);

@@ -179,18 +179,17 @@ class PrefixBounds {
         const Placement& c = q_->spec(i)[d];
         if (c.is_shard() && (level_[level * nin + i].mismatch >> c.dim & 1u) != 0) active_.push_back(i);
       }
-      for (std::size_t i : bytes_inputs_) {  // 1 / the most mesh sizes that may shard it during d's collective
+      for (std::size_t i : bytes_inputs_) {  // 1 / the most mesh sizes that may shard it during d's collective (nested: in the nested pass)
         const InputCostForm& f = c_->form(i);
         const double fixed_then = level_[k * nin + i].target_shards * free_before;
-        x_[i] = 1.0 / (f.nested ? f.all_after[d] * std::max(f.current_before[d], fixed_then)
-                                : (d + 1 < n ? f.current_suffix[d + 1] : 1.0) * fixed_then);
+        x_[i] = 1.0 / (f.nested ? f.all_after[d] * f.current_before[d] : (d + 1 < n ? f.current_suffix[d + 1] : 1.0) * fixed_then);
       }
       double best = infinite_cost;
       for (std::size_t r = 0; r < s; ++r) {
         double sum = c_->plain_rule(d, r);
         for (std::size_t i : bytes_inputs_) sum += c_->bound(i, d, r, x_[i]);
         for (std::size_t i : active_)
-          if (c_->keeps(i, d, r)) sum += c_->form(i).forced_fixed[d] + c_->form(i).forced_per_byte[d] * x_[i];
+          if (c_->keeps(i, d, r)) sum += c_->form(i).forced[d];
         best = std::min(best, sum);
       }
       if (dims == nullptr) rest_dims_[k * n + d] = best;

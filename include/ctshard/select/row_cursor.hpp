@@ -53,7 +53,6 @@ class RowCursor {
     inputs_.resize((n + 1) * nin);
     mixed_.resize(n + 1);
     blocked_.resize(n + 1);
-    operand_specs_.resize(width);
   }
 
   /// Starts a walk of `table` for `query` (level 0: nothing chosen). `bind(table)` must have run.
@@ -137,6 +136,7 @@ class RowCursor {
   [[nodiscard]] bool passes_filter() {
     const FilledTable& t = *table_;
     if (!t.has_filter()) return true;
+    operand_specs_.resize(width_);  // sized on the first filtered row
     for (std::size_t k = 0; k < width_; ++k) operand_specs_[k] = t.decode(row(), k);
     return t.filter()(operand_specs_, query_->metas(), t.mesh());
   }
