@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <cstring>
+#include <functional>
 #include <memory>
+#include <unordered_map>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -15,19 +18,17 @@
 namespace ctshard::cli {
 namespace {
 
-/// Current specs and metas of every value produced so far.
-struct Value {
-  std::vector<Spec> specs;
-  std::vector<TensorMeta> metas;
-  std::vector<bool> known;           ///< meta known (annotated, sizes evaluated)
-  std::vector<std::string> unknown;  ///< why a meta is unknown when it is not just unannotated
-};
-
+/// Current spec and meta of one output of a value produced so far.
 struct Resolved {
   Spec spec;
   TensorMeta meta;
-  bool known = false;
-  std::string unknown;
+  bool known = false;   ///< meta known (annotated, sizes evaluated)
+  std::string unknown;  ///< why a meta is unknown when it is not just unannotated
+};
+
+/// Every output of a value produced so far.
+struct Value {
+  std::vector<Resolved> outs;
 };
 
 /// A size expression's value, or why it has none.
@@ -61,7 +62,9 @@ class Planner {
   Plan run() {
     bind_symbols();
     check_placements();
+    values_.reserve(graph_.nodes.size());
     Plan plan;
+    plan.nodes.reserve(graph_.nodes.size());
     plan.source = graph_.source_name;
     for (const auto& name : symbol_order_) plan.symbols.push_back({name, symbol_values_.at(name), options_.symbols.count(name) != 0});
     for (const auto& node : graph_.nodes) {
@@ -142,7 +145,7 @@ class Planner {
   /// has no (non-negative integer) value.
   std::optional<TensorMeta> meta_of(const fx::TensorType& t, std::string* problem = nullptr) {
     TensorMeta m;
-    std::vector<std::int64_t> shape = t.shape;
+    TensorShape shape(std::span<const std::int64_t>(t.shape));
     for (std::size_t i = 0; i < t.dim_exprs.size() && i < shape.size(); ++i) {
       if (t.dim_exprs[i].empty()) continue;
       const Evaluated& e = size_of(t.dim_exprs[i]);
@@ -153,7 +156,7 @@ class Planner {
       }
       shape[i] = e.value;
     }
-    m.shape = TensorShape(std::span<const std::int64_t>(shape));
+    m.shape = shape;
     m.itemsize = t.known() ? t.itemsize() : 4;
     return m;
   }
@@ -176,21 +179,19 @@ class Planner {
   Value replicated(const fx::Node& node) {
     Value v;
     const std::size_t n = node.outputs.empty() ? 1 : node.outputs.size();
+    v.outs.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
-      v.specs.emplace_back(mesh_.size());
       std::string problem;
       std::optional<TensorMeta> meta;
       if (i < node.outputs.size() && node.outputs[i].known()) meta = meta_of(node.outputs[i], &problem);
-      v.metas.push_back(meta ? *meta : TensorMeta{});
-      v.known.push_back(meta.has_value());
-      v.unknown.push_back(std::move(problem));
+      v.outs.push_back(Resolved{Spec(mesh_.size()), meta ? *meta : TensorMeta{}, meta.has_value(), std::move(problem)});
     }
     return v;
   }
 
   void define_source(const fx::Node& node) {
     Value v = replicated(node);
-    if (const auto it = options_.placements.find(node.name); it != options_.placements.end()) v.specs[0] = it->second;
+    if (const auto it = options_.placements.find(node.name); it != options_.placements.end()) v.outs[0].spec = it->second;
     values_[node.name] = std::move(v);
   }
 
@@ -199,7 +200,7 @@ class Planner {
     if (!node.args.empty() && node.args[0].is_node() && node.args.size() > 1 && node.args[1].kind == fx::ArgKind::integer) {
       const auto it = values_.find(node.args[0].text);
       const auto k = static_cast<std::size_t>(node.args[1].int_value);
-      if (it != values_.end() && k < it->second.specs.size()) v.specs[0] = it->second.specs[k];
+      if (it != values_.end() && k < it->second.outs.size()) v.outs[0].spec = it->second.outs[k].spec;
     }
     values_[node.name] = std::move(v);
   }
@@ -209,8 +210,8 @@ class Planner {
     const auto it = values_.find(a.text);
     if (it == values_.end()) return r;
     const std::size_t k = a.index ? static_cast<std::size_t>(*a.index) : 0;
-    if (k >= it->second.specs.size()) return r;
-    return {it->second.specs[k], it->second.metas[k], it->second.known[k], it->second.unknown[k]};
+    if (k >= it->second.outs.size()) return r;
+    return it->second.outs[k];
   }
 
   /// `a` with every reference to a symbolic-integer node replaced by its value (an integer), or
@@ -288,19 +289,15 @@ class Planner {
         infer_unknown_input(node, inputs, call);
         for (const auto& in : inputs)
           if (!in.known) throw error(in.unknown.empty() ? "an input's shape is unknown" : in.unknown);
-        const OpRule rule = (*factory)(call);
+        StrategyEnumerator& e = enumerator_for(*factory, std::move(call));
+        const OpCall& cached = calls_[last_call_].call;
         // A graph may use fewer outputs than an op returns (getitems of unused outputs are absent).
-        if (rule.rules.num_outputs() < out.specs.size())
-          throw error("rule has " + std::to_string(rule.rules.num_outputs()) + " outputs, node has " + std::to_string(out.specs.size()));
-        while (out.specs.size() < rule.rules.num_outputs()) {
-          out.specs.emplace_back(mesh_.size());
-          out.metas.emplace_back();
-          out.known.push_back(false);
-        }
-        StrategyEnumerator& e = enumerator_for(node.target, rule);
-        const Choice choice = e.choose(call.tensors, current, options_.algo);
+        if (e.num_outputs() < out.outs.size())
+          throw error("rule has " + std::to_string(e.num_outputs()) + " outputs, node has " + std::to_string(out.outs.size()));
+        while (out.outs.size() < e.num_outputs()) out.outs.push_back(Resolved{Spec(mesh_.size()), TensorMeta{}, false, ""});
+        const Choice choice = e.choose(cached.tensors, current, options_.algo);
         for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(choice, e.num_outputs() + i)));
-        for (std::size_t k = 0; k < out.specs.size(); ++k) out.specs[k] = e.spec_of(choice, k);
+        for (std::size_t k = 0; k < out.outs.size(); ++k) out.outs[k].spec = e.spec_of(choice, k);
         p.cost_us = choice.total_us;
         planned = true;
       } catch (const error& ex) {
@@ -317,7 +314,7 @@ class Planner {
       }
       out = replicated(node);
     }
-    for (const auto& s : out.specs) p.outputs.push_back(to_string(s));
+    for (const auto& o : out.outs) p.outputs.push_back(to_string(o.spec));
     values_[node.name] = std::move(out);
     return p;
   }
@@ -337,31 +334,68 @@ class Planner {
     call.tensors[0] = inputs[0].meta;
   }
 
-  StrategyEnumerator& enumerator_for(const std::string& op, const OpRule& rule) {
-    // Rules depend on shapes, so an enumerator is cached per (op, rules) pair.
-    // Ops with a full-mesh filter are not cached: the filter may capture call arguments.
-    if (rule.filter) {
-      uncached_ = std::make_unique<StrategyEnumerator>(rule.rules, mesh_, rule.uneven_inputs, rule.filter);
-      return *uncached_;
+  /// The enumerator of a call: the factory's rule depends only on the call (op, tensor metas,
+  /// arguments, output annotations) — a full-mesh filter may capture its arguments — so one
+  /// enumerator serves every identical call (repeated layers) and its memo carries over.
+  StrategyEnumerator& enumerator_for(const RuleFactory& factory, OpCall&& call) {
+    const std::size_t h = hash_of(call);
+    auto [first, end] = call_index_.equal_range(h);
+    for (auto it = first; it != end; ++it)
+      if (same_call(calls_[it->second].call, call)) return calls_[last_call_ = it->second].enumerator;
+    OpRule rule = factory(call);
+    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(std::move(rule.rules), mesh_, rule.uneven_inputs, std::move(rule.filter))});
+    call_index_.emplace(h, last_call_ = calls_.size() - 1);
+    return calls_.back().enumerator;
+  }
+
+  static bool same_arg(const OpArg& a, const OpArg& b) {
+    if (a.kind != b.kind || a.integer != b.integer || a.ints != b.ints || a.text != b.text || a.items.size() != b.items.size()) return false;
+    if (std::memcmp(&a.floating, &b.floating, sizeof a.floating) != 0) return false;  // bitwise: NaN equals itself
+    for (std::size_t i = 0; i < a.items.size(); ++i)
+      if (!same_arg(a.items[i], b.items[i])) return false;
+    return true;
+  }
+  static bool same_call(const OpCall& a, const OpCall& b) {
+    if (a.op != b.op || a.tensors != b.tensors || a.outputs != b.outputs || a.args.size() != b.args.size() || a.kwargs.size() != b.kwargs.size())
+      return false;
+    for (std::size_t i = 0; i < a.args.size(); ++i)
+      if (!same_arg(a.args[i], b.args[i])) return false;
+    for (std::size_t i = 0; i < a.kwargs.size(); ++i)
+      if (a.kwargs[i].first != b.kwargs[i].first || !same_arg(a.kwargs[i].second, b.kwargs[i].second)) return false;
+    return true;
+  }
+  static std::size_t hash_of(const OpCall& c) {
+    std::size_t h = std::hash<std::string>{}(c.op);
+    const auto mix = [&h](std::uint64_t v) { h ^= static_cast<std::size_t>(v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2)); };
+    for (const TensorMeta& m : c.tensors) {
+      mix(m.itemsize);
+      for (std::size_t d = 0; d < m.shape.rank; ++d) mix(static_cast<std::uint64_t>(m.shape[d]));
     }
-    for (auto& [key, e] : enumerators_)
-      if (key.first == op && key.second == rule.rules && e.uneven_inputs() == rule.uneven_inputs) return e;
-    enumerators_.emplace_back(std::make_pair(op, rule.rules), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, rule.filter));
-    return enumerators_.back().second;
+    for (const OpArg& a : c.args) {
+      mix(static_cast<std::uint64_t>(a.kind));
+      mix(static_cast<std::uint64_t>(a.integer));
+      for (std::int64_t v : a.ints) mix(static_cast<std::uint64_t>(v));
+    }
+    return h;
   }
 
   const fx::Graph& graph_;
   const PlanOptions& options_;
   const OpRegistry& registry_;
   MeshTopology mesh_;
-  std::map<std::string, Value> values_;
+  std::unordered_map<std::string, Value> values_;
   std::vector<std::string> symbol_order_;              // the graph's symbols, first appearance first
   std::map<std::string, std::int64_t> symbol_values_;  // bound value or hint per symbol
   std::vector<std::int64_t> hints_;                    // the hint primes of unbound symbols
   std::map<std::string, Evaluated> sizes_;             // size expression text -> value
   std::map<std::string, Evaluated> sym_values_;        // symbolic-integer node -> value
-  std::vector<std::pair<std::pair<std::string, RuleSet>, StrategyEnumerator>> enumerators_;
-  std::unique_ptr<StrategyEnumerator> uncached_;
+  struct CachedCall {
+    OpCall call;
+    StrategyEnumerator enumerator;
+  };
+  std::vector<CachedCall> calls_;                              // one enumerator per distinct call
+  std::unordered_multimap<std::size_t, std::size_t> call_index_;  // hash_of(call) -> index in calls_
+  std::size_t last_call_ = 0;
 };
 
 }  // namespace

@@ -200,6 +200,46 @@ def test_choose_is_the_chosen_row_of_the_table(op, shapes, mesh, inputs, args):
     assert all(_same_cost(a, b) for a, b in zip(chosen["cost"], row["cost"])) and _same_cost(chosen["total"], row["total"])
 
 
+@pytest.mark.parametrize("op, shapes, mesh, inputs, args", [
+    ("mm", [[1024, 512], [512, 2048]], [2, 2, 2], ["S(0)RR", "S(0)S(1)R"], None),
+    ("mm", [[1024, 512], [512, 2048]], [2, 2, 2], ["P(sum)S(1)R", "S(1)RS(0)"], None),
+    ("pointwise:add", [[4, 6, 8, 10], [8, 10]], [2, 2, 2, 2], ["S(0)RP(sum)S(3)", "RS(1)RR"], None),
+    ("aten.view.default", [[4, 6, 8]], [2, 2], ["S(0)S(2)"], [[24, 8]]),
+])
+def test_algo_search_gives_the_enumerated_choice(tool, op, shapes, mesh, inputs, args):
+    full = ctshard.table(op, shapes, mesh, inputs, args=args)
+    searched = ctshard.table(op, shapes, mesh, inputs, args=args, algo="search")
+    assert full["algo"] == "enumerate" and searched["algo"] == "search"
+    for key in ("choice", "plain_min_index", "filtered", "num_combinations", "rules"):
+        assert searched[key] == full[key], key
+    assert searched["strategies"] == [full["strategies"][full["choice"]["index"]]]
+    assert ctshard.choose(op, shapes, mesh, inputs, args=args, algo="enumerate") == ctshard.choose(op, shapes, mesh, inputs, args=args)
+    cli_args = ["table", "--op", op, "--shapes", ",".join("x".join(map(str, s)) for s in shapes), "--mesh", "x".join(map(str, mesh)),
+                "--inputs", ";".join(inputs), "--algo", "search"]
+    if args is not None:
+        cli_args += ["--args", json.dumps(args)]
+    assert searched == _cli_json(tool, *cli_args)
+
+
+def test_algo_on_an_8_dim_mesh_and_bad_names(tool):
+    p = ctshard.plan(mesh=[2] * 8)
+    assert p["algo"] == "search" and p["nodes_fallback"] == 0
+    assert p == _cli_json(tool, "plan", "--mesh", "2x2x2x2x2x2x2x2")
+    assert ctshard.plan(mesh=[2] * 8, algo="enumerate")["nodes_fallback"] > 0  # tables above 2^20 rows
+    small = ctshard.plan(mesh=[2, 2, 2], algo="enumerate")
+    assert small["algo"] == "enumerate" and dict(small, algo="search") == ctshard.plan(mesh=[2, 2, 2])
+    big = ctshard.choose("mm", [[64, 64], [64, 64]], [2] * 8, ["S(0)RRRRRRR", "RRRRRRRR"])
+    assert big["choice"] == {"rule": "no_redistribute"}  # no index above 2^20 candidate rows
+    with pytest.raises(ValueError, match="above the enumeration limit"):
+        ctshard.table("mm", [[64, 64], [64, 64]], [2] * 8, ["S(0)RRRRRRR", "RRRRRRRR"])
+    t = ctshard.table("mm", [[64, 64], [64, 64]], [2] * 8, ["S(0)RRRRRRR", "RRRRRRRR"], algo="search")
+    assert t["num_combinations"] == 8 ** 8 and isinstance(t["choice"]["index"], int)
+    with pytest.raises(ValueError, match="algo must be 'search' or 'enumerate', got 'fast'"):
+        ctshard.choose("mm", [[4, 4], [4, 4]], [2], ["R", "R"], algo="fast")
+    with pytest.raises(ValueError, match="algo must be 'search' or 'enumerate', got 'fast'"):
+        ctshard.plan(mesh=[2], algo="fast")
+
+
 def test_cost_model_option_in_every_entry_point(tool):
     # R09: nothing moves on a size-1 mesh dim, so the consistent model charges nothing there
     c = ctshard.cost([8, 8], [1], "S(0)", "R", cost_model="consistent")
