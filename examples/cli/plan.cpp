@@ -145,7 +145,7 @@ class Planner {
   /// has no (non-negative integer) value.
   std::optional<TensorMeta> meta_of(const fx::TensorType& t, std::string* problem = nullptr) {
     TensorMeta m;
-    TensorShape shape(std::span<const std::int64_t>(t.shape));
+    std::vector<std::int64_t> shape = t.shape;  // symbolic dims hold -1 until evaluated
     for (std::size_t i = 0; i < t.dim_exprs.size() && i < shape.size(); ++i) {
       if (t.dim_exprs[i].empty()) continue;
       const Evaluated& e = size_of(t.dim_exprs[i]);
@@ -156,7 +156,7 @@ class Planner {
       }
       shape[i] = e.value;
     }
-    m.shape = shape;
+    m.shape = TensorShape(std::span<const std::int64_t>(shape));
     m.itemsize = t.known() ? t.itemsize() : 4;
     return m;
   }
