@@ -10,6 +10,7 @@
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/einsum/equation.hpp"
 #include "ctshard/rules/rule_set.hpp"
+#include "ctshard/rules/shard_regroup.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
 #include "ctshard/rules/einsum_rules.hpp"
 #include "ctshard/rules/pointwise_rules.hpp"

@@ -65,6 +65,16 @@ std::pair<std::size_t, std::size_t> chunk_bounds(std::size_t size, std::size_t n
   return {std::min(i * chunk, size), std::min((i + 1) * chunk, size)};
 }
 
+std::vector<std::pair<std::size_t, std::size_t>> strided_bounds(std::size_t size, std::size_t split_factor, std::size_t n, std::size_t i) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t b = 0; b < split_factor; ++b) {
+    const auto [block_begin, block_end] = chunk_bounds(size, split_factor, b);
+    const auto [lo, hi] = chunk_bounds(block_end - block_begin, n, i);
+    out.emplace_back(block_begin + lo, block_begin + hi);
+  }
+  return out;
+}
+
 Tensor slice_dim(const Tensor& t, std::size_t dim, std::size_t begin, std::size_t end) {
   Shape shape = shape_of(t);
   std::size_t outer = 1, inner = 1;
@@ -112,6 +122,16 @@ std::vector<Tensor> split_one(const Tensor& piece, const Placement& p, std::size
     for (std::size_t i = 0; i < n; ++i) {
       const auto [b, e] = chunk_bounds(piece.shape()[dim], n, i);
       parts.push_back(slice_dim(piece, dim, b, e));
+    }
+    return parts;
+  }
+  if (p.is_strided_shard()) {
+    const auto dim = static_cast<std::size_t>(p.dim);
+    if (dim >= piece.dimension()) throw error("sim::cut: " + to_string(p) + " on a " + std::to_string(piece.dimension()) + "-d tensor");
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<Tensor> blocks;
+      for (const auto& [b, e] : strided_bounds(piece.shape()[dim], p.split_factor, n, i)) blocks.push_back(slice_dim(piece, dim, b, e));
+      parts.push_back(concat(blocks, dim));
     }
     return parts;
   }
@@ -175,9 +195,15 @@ std::vector<Tensor> cut(const Tensor& global, const Spec& spec, const Mesh& mesh
 Shape local_shape(const Shape& global, const Spec& spec, const Mesh& mesh, std::span<const std::size_t> coords) {
   Shape s = global;
   for (std::size_t d = 0; d < mesh.ndim(); ++d) {
-    if (!spec[d].is_shard()) continue;
+    if (!spec[d].is_any_shard()) continue;
     const auto dim = static_cast<std::size_t>(spec[d].dim);
     if (dim >= s.size()) throw error("sim::local_shape: " + to_string(spec) + " shards a dim of a " + std::to_string(s.size()) + "-d tensor");
+    if (spec[d].is_strided_shard()) {
+      std::size_t local = 0;
+      for (const auto& [b, e] : strided_bounds(s[dim], spec[d].split_factor, mesh.size(d), coords[d])) local += e - b;
+      s[dim] = local;
+      continue;
+    }
     const auto [b, e] = chunk_bounds(s[dim], mesh.size(d), coords[d]);
     s[dim] = e - b;
   }
@@ -191,6 +217,36 @@ Reassembled fail(std::string why) { return {std::nullopt, std::move(why)}; }
 /// Combines the n local tensors of one group over one mesh dim.
 Reassembled combine(const std::vector<Tensor>& group, const Placement& p, std::size_t mesh_dim, double rtol) {
   const std::string where = "mesh dim " + std::to_string(mesh_dim) + " (" + to_string(p) + ")";
+  if (p.is_strided_shard()) {
+    // Every local piece is the concatenation over the split_factor blocks of its chunk of each block.
+    const auto dim = static_cast<std::size_t>(p.dim);
+    std::size_t total = 0;
+    for (const auto& t : group) {
+      if (t.dimension() != group[0].dimension() || dim >= t.dimension()) return fail(where + ": local outputs have ranks that cannot be concatenated");
+      total += t.shape()[dim];
+      for (std::size_t k = 0; k < t.dimension(); ++k)
+        if (k != dim && t.shape()[k] != group[0].shape()[k]) return fail(where + ": local outputs differ off the shard dim");
+    }
+    std::vector<std::vector<Tensor>> blocks(p.split_factor);  // [block][rank]
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      std::size_t at = 0;
+      const auto bounds = strided_bounds(total, p.split_factor, group.size(), i);
+      std::size_t expected = 0;
+      for (const auto& [b, e] : bounds) expected += e - b;
+      if (group[i].shape()[dim] != expected)
+        return fail(where + ": local size " + std::to_string(group[i].shape()[dim]) + " on rank " + std::to_string(i) +
+                    " is not the strided chunk size " + std::to_string(expected) + " of " + std::to_string(total));
+      for (std::size_t b = 0; b < bounds.size(); ++b) {
+        const std::size_t len = bounds[b].second - bounds[b].first;
+        blocks[b].push_back(slice_dim(group[i], dim, at, at + len));
+        at += len;
+      }
+    }
+    std::vector<Tensor> ordered;
+    for (auto& per_rank : blocks)
+      for (auto& t : per_rank) ordered.push_back(std::move(t));
+    return {concat(ordered, dim), {}};
+  }
   if (p.is_shard()) {
     const auto dim = static_cast<std::size_t>(p.dim);
     std::size_t total = 0;

@@ -53,6 +53,12 @@ struct Mesh {
 /// trailing chunks may be smaller or empty (DTensor pads missing chunks with empty tensors).
 [[nodiscard]] std::pair<std::size_t, std::size_t> chunk_bounds(std::size_t size, std::size_t n, std::size_t i);
 
+/// DTensor `_StridedShard(dim, split_factor)._split_tensor`: a dim of `size` is chunked into
+/// `split_factor` blocks, each block into n chunks; device i holds chunk i of every block, in block
+/// order. The [begin, end) ranges of device i, one per block.
+[[nodiscard]] std::vector<std::pair<std::size_t, std::size_t>> strided_bounds(std::size_t size, std::size_t split_factor, std::size_t n,
+                                                                              std::size_t i);
+
 /// Elements [begin, end) of tensor dim `dim` (a copy).
 [[nodiscard]] Tensor slice_dim(const Tensor& t, std::size_t dim, std::size_t begin, std::size_t end);
 /// Concatenation along `dim`; every part has the same rank and the same sizes off `dim`.
@@ -60,12 +66,13 @@ struct Mesh {
 
 /// Local tensors of `global` placed by `spec` on `mesh`, one per device (row-major). Mesh dims are
 /// applied in order 0..N-1 to the piece produced so far: Shard(d) = torch.chunk on dim d,
+/// StridedShard(d, sf) = `strided_bounds` pieces of dim d concatenated,
 /// Replicate = copy, Partial(sum) = random parts summing to the value, Partial(avg) = random parts
 /// whose mean is the value, Partial(max) = parts <= the value with one random rank (per element)
 /// holding it exactly, Partial(min) symmetrically. Real max/min parts spread from just below the
 /// value to well past zero; Domain::positive parts stay positive; integer domains get integer
 /// parts (boolean max/min parts stay 0/1). Throws
-/// ctshard::error for StridedShard or a Shard on a dim the tensor lacks.
+/// ctshard::error for a Shard or StridedShard on a dim the tensor lacks.
 [[nodiscard]] std::vector<Tensor> cut(const Tensor& global, const Spec& spec, const Mesh& mesh, Rng& rng, Domain domain = Domain::real);
 
 /// Shape of the local tensor that `spec` gives the device at `coords` for a global `shape`.
@@ -78,7 +85,8 @@ struct Reassembled {
 };
 
 /// Inverse of `cut` for an output: mesh dims from last to first, Shard = concatenate (local sizes
-/// must be the torch.chunk sizes of the total), Partial(op) = reduce, Replicate = all copies must
+/// must be the torch.chunk sizes of the total), StridedShard = interleave the blocks back (local
+/// sizes must be the strided chunk sizes of the total), Partial(op) = reduce, Replicate = all copies must
 /// agree (relative tolerance `rtol`), else an error naming the mesh dim.
 [[nodiscard]] Reassembled reassemble(std::vector<Tensor> locals, const Spec& spec, const Mesh& mesh, double rtol);
 

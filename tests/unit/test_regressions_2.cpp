@@ -68,6 +68,22 @@ TEST_CASE("R02: a collective passes only a Partial of its own reduce op, a sum n
   CHECK(vllm.filter);
 }
 
+TEST_CASE("R05: a view that splits a StridedShard dim moves the split factor to the dim it describes", "[regressions_2]") {
+  // ctshard table --op aten.view.default --shapes 16x4 --mesh 2 --inputs "_S(0, 2)" --args '[[2, 8, 4]]'
+  const OpCall call = make_call("aten.view.default", {meta({16, 4})}, {tensor_arg(0), ints_arg({2, 8, 4})});
+  const OpRule rule = rule_for(call);
+  const auto r05 = chosen(rule, mesh_of({2}), call.tensors, {parse_spec("_S(0, 2)")});
+  CHECK(r05 == std::pair<std::string, double>{"S(1) | _S(0, 2)", 0.0});
+  // never the label copied through unchanged
+  for (const auto& row : candidates(rule, mesh_of({2}), call.tensors, {parse_spec("_S(0, 2)")})) CHECK(row != "_S(0, 2) | _S(0, 2)");
+  // _S(0, 4) on [16, 4] viewed as [2, 8, 4] is _S(1, 2)
+  CHECK(chosen(rule, mesh_of({2}), call.tensors, {parse_spec("_S(0, 4)")}) == std::pair<std::string, double>{"_S(1, 2) | _S(0, 4)", 0.0});
+  // and the flatten back keeps the split factor where the blocks line up
+  const OpCall back = make_call("aten.view.default", {meta({2, 8, 4})}, {tensor_arg(0), ints_arg({16, 4})});
+  CHECK(chosen(rule_for(back), mesh_of({2}), back.tensors, {parse_spec("S(1)")}) == std::pair<std::string, double>{"_S(0, 2) | S(1)", 0.0});
+  CHECK(chosen(rule_for(back), mesh_of({2}), back.tensors, {parse_spec("_S(1, 2)")}) == std::pair<std::string, double>{"_S(0, 4) | _S(1, 2)", 0.0});
+}
+
 TEST_CASE("R06: cat of 70 tensors keeps S(1) at no cost", "[regressions_2]") {
   std::vector<TensorMeta> ts(70, meta({2, 6}));
   OpArg list;

@@ -86,18 +86,29 @@ TEST_CASE("view rules: view_groups dim maps", "[view]") {
   CHECK(s[2] == ViewDim{ViewDimKind::split, 0, 0, 1});
 }
 
-TEST_CASE("view rules: flatten keeps only the outermost dim, split only the first piece", "[view]") {
+TEST_CASE("view rules: one row per kept dim, regrouped rows for every dim of a flatten or split", "[view]") {
   CHECK(rows(view_single_dim_strategy(megatron_map)) == with_partials({"[S?(0), S?(0)]", "[S?(2), S?(1)]"}));
 
   const std::array<std::int64_t, 2> flat{12288, 768};
   const auto rules = view_single_dim_strategy(view_dim_map(TensorShape{1536, 8, 768}, flat));
-  CHECK(rows(rules) == with_partials({"[S?(0), S?(0)]", "[S?(1), S?(2)]"}));  // input dim 1 has no row: Replicate
+  // The inner flattened dim 1 gets a regrouped row after the others (Shard(1) -> _S(0, 1536)).
+  CHECK(rows(rules) == with_partials({"[S?(0), S?(0)]", "[S?(1), S?(2)]", "[S?(0), S?(1)]"}));
   CHECK(rules.rank(0) == 2);
   CHECK(rules.rank(1) == 3);
+  CHECK(rules.regroup(0) != nullptr);
+  CHECK(rules.regroup(1) == nullptr);  // kept one-to-one
+  REQUIRE(rules.regroup(2) != nullptr);
+  CHECK(rules.regroup(2)->input == TensorShape{1536, 8});
+  CHECK(rules.regroup(2)->output == TensorShape{12288});
+  CHECK(rules.regroup(2)->source == 1);
 
-  // (2, 3) -> (3, 2): both pieces come from flatten(0, 1); only input dim 0 keeps a row.
+  // (2, 3) -> (3, 2): both pieces come from flatten(0, 1); input dim 1 has a row that no shard
+  // kind of a 2 x 3 tensor can fill (3 is not a split factor that lands on a piece).
   const std::array<std::int64_t, 2> to_3x2{3, 2};
-  CHECK(rows(view_single_dim_strategy(view_dim_map(TensorShape{2, 3}, to_3x2))) == with_partials({"[S?(0), S?(0)]"}));
+  const auto resplit = view_single_dim_strategy(view_dim_map(TensorShape{2, 3}, to_3x2));
+  CHECK(rows(resplit) == with_partials({"[S?(0), S?(0)]", "[S?(0), S?(1)]"}));
+  CHECK(test::rows_text(fill_placeholders(resplit, plain_shard_kinds)) ==
+        std::vector<std::string>{"S(0),S(0)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
 
   // A dropped size-1 dim has no row; the dims after it shift.
   const std::array<std::int64_t, 2> squeeze_like{8, 768};
@@ -124,6 +135,83 @@ TEST_CASE("view rules: evenness of kept shards needs the mesh sizes", "[view]") 
   const std::array<std::int64_t, 2> mesh_2x2{2, 2};
   CHECK(view_shard_is_even(megatron_map, parse_spec("S(0)S(0)"), mesh_2x2));
   CHECK(view_shard_is_even(megatron_map, parse_spec("S(1)S(0)"), mesh_2x2));
+}
+
+TEST_CASE("view rules: a shard moves to the dim it describes, StridedShard split factors included", "[view][strided]") {
+  const auto filled = [](TensorShape in, std::vector<std::int64_t> to, const char* spec) {
+    const RuleSet raw = view_single_dim_strategy(view_dim_map(in, to));
+    const Spec specs[] = {parse_spec(spec)};
+    return test::rows_text(fill_placeholders(raw, shard_kinds_of(specs)));
+  };
+  const std::vector<std::string> partial_cells{"P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"};
+  const auto plus_partials = [&](std::vector<std::string> v) {
+    v.insert(v.end(), partial_cells.begin(), partial_cells.end());
+    return v;
+  };
+  // R05: [16, 4] _S(0, 2) viewed as [2, 8, 4]: rank r holds rows 4r..4r+3 of both halves = S(1).
+  CHECK(filled({16, 4}, {2, 8, 4}, "_S(0, 2)") == plus_partials({"S(1),_S(0, 2)", "_S(2, 2),_S(1, 2)"}));
+  // _S(0, 4): blocks of 4 rows, 2 per rank; in [2, 8, 4] that is two blocks per row of 8: _S(1, 2).
+  CHECK(filled({16, 4}, {2, 8, 4}, "_S(0, 4)") == plus_partials({"_S(1, 2),_S(0, 4)", "_S(2, 4),_S(1, 4)"}));
+  // _S(0, 16) of 16 rows has blocks of one row: nothing to split (no row).
+  CHECK(filled({16, 4}, {2, 8, 4}, "_S(0, 8)") == plus_partials({"_S(1, 4),_S(0, 8)", "_S(2, 8),_S(1, 8)"}));
+  CHECK(filled({16, 4}, {2, 8, 4}, "_S(0, 16)") == plus_partials({"_S(2, 16),_S(1, 16)"}));
+  // Flatten: Shard of an inner dim becomes _S(0, outer size); a StridedShard multiplies in.
+  CHECK(filled({3, 4}, {12}, "S(1)") == plus_partials({"S(0),S(0)", "_S(0, 3),S(1)"}));
+  CHECK(filled({3, 8}, {24}, "_S(1, 2)") == plus_partials({"_S(0, 6),_S(1, 2)"}));
+  CHECK(filled({4, 6}, {24}, "_S(0, 2)") == plus_partials({"_S(0, 2),_S(0, 2)", "_S(0, 8),_S(1, 2)"}));
+  // The flatten of a prior unflatten comes back: [2, 3, 4] S(1) -> [6, 4] is _S(0, 2), and
+  // [6, 4] _S(0, 2) -> [2, 3, 4] is S(1).
+  CHECK(filled({2, 3, 4}, {6, 4}, "S(1)") == plus_partials({"S(0),S(0)", "S(1),S(2)", "_S(0, 2),S(1)"}));
+  CHECK(filled({6, 4}, {2, 3, 4}, "_S(0, 2)") == plus_partials({"S(1),_S(0, 2)", "_S(2, 2),_S(1, 2)"}));
+  // Split of a flatten: [2, 6] S(1) viewed as [4, 3] is _S(0, 2).
+  CHECK(filled({2, 6}, {4, 3}, "S(1)") == plus_partials({"S(0),S(0)", "_S(0, 2),S(1)"}));
+  // A kept dim passes every kind unchanged; the split dim 6 -> (2, 3) takes _S(1, 2) to S(2).
+  CHECK(filled({4, 6}, {4, 2, 3}, "_S(0, 2)") == plus_partials({"_S(0, 2),_S(0, 2)", "S(2),_S(1, 2)"}));
+}
+
+TEST_CASE("view rules: the full-mesh check follows split factors and the mesh dims before", "[view][strided]") {
+  const std::array<std::int64_t, 3> to_2x8x4{2, 8, 4};
+  const auto r05 = view_dim_map(TensorShape{16, 4}, to_2x8x4);
+  const std::array<std::int64_t, 1> two{2}, three{3};
+  const std::array<std::int64_t, 2> two_two{2, 2};
+  CHECK(view_output_spec(r05, parse_spec("_S(0, 2)"), two) == parse_spec("S(1)"));
+  CHECK(view_output_spec(r05, parse_spec("_S(0, 4)"), two) == parse_spec("_S(1, 2)"));
+  CHECK(view_output_spec(r05, parse_spec("S(0)"), two) == parse_spec("S(0)"));
+  CHECK(view_output_spec(r05, parse_spec("_S(1, 2)"), two) == parse_spec("_S(2, 2)"));
+  // S(0) over 3 ranks: the first piece (2) does not split evenly.
+  CHECK_FALSE(view_output_spec(r05, parse_spec("S(0)"), three).has_value());
+  // _S(0, 2) over 3 ranks lands on the last piece of its group (8 rows of the [2, 8] run): the
+  // chunks 3, 3, 2 of every block coincide, so the uneven split is exact.
+  CHECK(view_output_spec(r05, parse_spec("_S(0, 2)"), three) == parse_spec("S(1)"));
+  // _S(0, 4) over 3: 4 rows per block chunk as 2, 2, 0, and so do the blocks of 4 of each row of 8.
+  CHECK(view_output_spec(r05, parse_spec("_S(0, 4)"), three) == parse_spec("_S(1, 2)"));
+  // S(1) of [16, 4] is kept one-to-one whatever the mesh; S(0) over 3 is not exact.
+  CHECK_FALSE(view_output_spec(r05, parse_spec("S(0)"), three).has_value());
+  // Two mesh dims on one group: the second sees the local sizes the first leaves. After S(0)
+  // each rank holds one row of 8 of the [2, 8] run, so a second S(0) splits the 8: S(1).
+  CHECK(view_output_spec(r05, parse_spec("S(0)_S(0, 2)"), two_two) == parse_spec("S(0)_S(1, 2)"));
+  CHECK(view_output_spec(r05, parse_spec("S(0)S(0)"), two_two) == parse_spec("S(0)S(1)"));
+  // [6] -> [3, 2] S(0) on 2: 3 rows over 2 do not split evenly.
+  const std::array<std::int64_t, 2> to_3x2{3, 2};
+  CHECK_FALSE(view_output_spec(view_dim_map(TensorShape{6}, to_3x2), parse_spec("S(0)"), two).has_value());
+  // view_shard_is_even: the same check without the output.
+  CHECK(view_shard_is_even(r05, parse_spec("_S(0, 2)"), two));
+  CHECK_FALSE(view_shard_is_even(r05, parse_spec("S(0)"), three));
+  // [5, 4] flattened, S(1) over 3: 4 columns chunk 2, 1, 1 in every row = _S(0, 5) chunked 2, 1, 1.
+  const std::array<std::int64_t, 1> to_20{20};
+  const auto flat = view_dim_map(TensorShape{5, 4}, to_20);
+  CHECK(view_output_spec(flat, parse_spec("S(1)"), three) == parse_spec("_S(0, 5)"));
+  CHECK_FALSE(view_output_spec(flat, parse_spec("S(0)"), three).has_value());
+  // the filter compares the candidate's output with the exact one
+  const FullMeshFilter filter = view_full_mesh_filter(r05);
+  REQUIRE(filter);
+  const std::vector<TensorMeta> metas{TensorMeta{TensorShape{16, 4}, 4}};
+  const std::array<std::int64_t, 2> sizes{2, 2};
+  const MeshTopology mesh = MeshTopology::build(sizes);
+  const std::vector<Spec> nested_ok{parse_spec("S(0)_S(1, 2)"), parse_spec("S(0)_S(0, 2)")};
+  const std::vector<Spec> nested_global{parse_spec("S(0)S(1)"), parse_spec("S(0)_S(0, 2)")};  // the global re-expression
+  CHECK(filter(nested_ok, metas, mesh));
+  CHECK_FALSE(filter(nested_global, metas, mesh));
 }
 
 TEST_CASE("view rules: permute, transpose, t, unsqueeze, squeeze, expand", "[view]") {

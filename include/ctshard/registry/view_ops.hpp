@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,15 +19,18 @@
 namespace ctshard {
 
 /// The full-mesh filter of a view (DTensor's `reject_redistribution` re-check with the real mesh):
-/// drops a candidate whose input spec keeps a shard through a flatten or split that the shard
-/// count does not divide (`view_shard_is_even`). Empty (no filter) when the map has no flatten
-/// and no split, so such views keep the planner's enumerator cache.
-[[nodiscard]] inline FullMeshFilter view_full_mesh_filter(const ViewDimMap& map) {
+/// keeps a candidate only when its output spec (operand 0) is exactly what the local view computes
+/// from its input spec (operand `input_operand`): `view_output_spec`, which drops shards kept
+/// through a flatten or split that the shard count (times a StridedShard's split factor) does not
+/// divide, and re-expressions that the mesh dims before them change. Empty (no filter) when the
+/// map has no flatten and no split, so such views keep the planner's enumerator cache.
+[[nodiscard]] inline FullMeshFilter view_full_mesh_filter(const ViewDimMap& map, std::size_t input_operand = 1) {
   bool needed = false;
   for (std::size_t o = 0; o < map.rank(); ++o) needed = needed || map[o].kind == ViewDimKind::flatten || map[o].kind == ViewDimKind::split;
   if (!needed) return {};
-  return [map](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
-    return view_shard_is_even(map, operands[1], mesh.sizes);
+  return [map, input_operand](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
+    const std::optional<Spec> out = view_output_spec(map, operands[input_operand], mesh.sizes);
+    return out.has_value() && *out == operands[0];
   };
 }
 

@@ -13,6 +13,7 @@
 
 #include "ctshard/core/placement.hpp"
 #include "ctshard/error.hpp"
+#include "ctshard/rules/shard_regroup.hpp"
 
 namespace ctshard {
 
@@ -21,11 +22,19 @@ namespace detail {
   throw error("ctshard::RuleSet: strategy length " + std::to_string(got) + " != expected " + std::to_string(expected) +
               " (outputs + inputs)");
 }
+[[noreturn]] inline void rule_regroup_source_invalid(std::size_t source) {
+  throw error("ctshard::RuleSet: a regrouped row needs a placeholder in its source column " + std::to_string(source) +
+              " on a dim of the regroup's input run");
+}
 }  // namespace detail
 
 /// A single-dim strategy: `size()` rows of `width() = num_outputs() + num_inputs()` placements.
 /// `rank(operand)` is the tensor rank of each operand when the generator knows it (-1 otherwise);
 /// mesh expansion and law checks use it to reject `Shard` on a missing dim.
+/// A row may carry a ShardRegroup (`add(row, regroup)`, `regroup(r)`): its placeholders are then
+/// filled per shard kind by re-expressing the source column's shard on the regrouped dims
+/// (`fill_placeholders`), as a view moves a shard (and a StridedShard's split factor) to the dim it
+/// now describes.
 class RuleSet {
  public:
   /// An empty rule set with no operands.
@@ -66,6 +75,7 @@ class RuleSet {
   /// Appends the all-Replicate row (the framework's row; rules themselves never list it).
   constexpr RuleSet& add_replicate_row() {
     cells_.insert(cells_.end(), width(), Replicate());
+    if (!row_regroup_.empty()) row_regroup_.push_back(-1);
     return *this;
   }
 
@@ -73,9 +83,48 @@ class RuleSet {
   constexpr RuleSet& add(std::span<const Placement> row) {
     if (row.size() != width()) detail::rule_row_width_mismatch(row.size(), width());
     cells_.insert(cells_.end(), row.begin(), row.end());
+    if (!row_regroup_.empty()) row_regroup_.push_back(-1);
     return *this;
   }
   constexpr RuleSet& add(std::initializer_list<Placement> row) { return add(std::span<const Placement>(row.begin(), row.size())); }
+
+  /// Appends a regrouped row: its placeholders are filled by re-expressing the shard of column
+  /// `regroup.source` on the regroup's output run (see ShardRegroup, `fill_placeholders`); the
+  /// dims the other placeholders name are only what `rules_raw` prints. Throws ctshard::error on a
+  /// wrong width, or when the source column holds no placeholder on a dim of the input run.
+  constexpr RuleSet& add(std::span<const Placement> row, const ShardRegroup& regroup) {
+    if (row.size() != width()) detail::rule_row_width_mismatch(row.size(), width());
+    const std::size_t src = regroup.source;
+    if (src >= width() || !row[src].is_placeholder() || row[src].dim < regroup.input_first ||
+        row[src].dim >= regroup.input_first + static_cast<int>(regroup.input.rank))
+      detail::rule_regroup_source_invalid(src);
+    if (row_regroup_.empty()) row_regroup_.assign(size(), -1);
+    cells_.insert(cells_.end(), row.begin(), row.end());
+    std::int32_t id = -1;
+    for (std::size_t k = 0; k < regroups_.size() && id < 0; ++k)
+      if (regroups_[k] == regroup) id = static_cast<std::int32_t>(k);
+    if (id < 0) {
+      id = static_cast<std::int32_t>(regroups_.size());
+      regroups_.push_back(regroup);
+    }
+    row_regroup_.push_back(id);
+    return *this;
+  }
+  constexpr RuleSet& add(std::initializer_list<Placement> row, const ShardRegroup& regroup) {
+    return add(std::span<const Placement>(row.begin(), row.size()), regroup);
+  }
+
+  /// Appends row `r` of `other` (same width), with its regroup.
+  constexpr RuleSet& add_row_of(const RuleSet& other, std::size_t r) {
+    const ShardRegroup* g = other.regroup(r);
+    return g == nullptr ? add(other.row(r)) : add(other.row(r), *g);
+  }
+
+  /// The regroup of row `r`, or nullptr for a plain row (r < size()).
+  [[nodiscard]] constexpr const ShardRegroup* regroup(std::size_t r) const noexcept {
+    if (row_regroup_.empty() || row_regroup_[r] < 0) return nullptr;
+    return &regroups_[static_cast<std::size_t>(row_regroup_[r])];
+  }
 
   /// Tensor rank of operand `k` (outputs first), -1 when unknown.
   [[nodiscard]] constexpr int rank(std::size_t operand) const noexcept { return ranks_[operand]; }
@@ -95,6 +144,8 @@ class RuleSet {
   std::size_t num_inputs_ = 0;
   std::vector<std::int8_t> ranks_;
   std::vector<Placement> cells_;
+  std::vector<ShardRegroup> regroups_;     // distinct regroups of the rows
+  std::vector<std::int32_t> row_regroup_;  // per row: index into regroups_ or -1; empty while no row has one
 };
 
 /// True when a row is all-Replicate (the row the framework inserts; rules must not list it).
@@ -121,7 +172,7 @@ namespace detail {
   out.add_replicate_row();
   for (std::size_t r = 0; r < rules.size(); ++r) {
     if (is_replicate_row(rules.row(r))) detail::rule_lists_replicate_row(r);
-    out.add(rules.row(r));
+    out.add_row_of(rules, r);
   }
   return out;
 }

@@ -7,13 +7,17 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ctshard/config.hpp"
+#include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/rules/rule_set.hpp"
+#include "ctshard/rules/shard_regroup.hpp"
 #include "ctshard/rules/tensor_dims.hpp"
 
 namespace ctshard {
@@ -250,51 +254,140 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
   return m;
 }
 
-/// The single-dim strategy of a view with dim map `map`, one output and one input, DTensor's
-/// one-mesh-dim view propagation with plain `Shard` semantics:
-/// - per output dim o, in order: `[S?(o), S?(first)]` for a kept dim, for a flatten (only its
-///   outermost input dim `first` may stay sharded), and for the first non-singleton piece of a split
-///   (split_id 0; the source's outermost input dim); singleton and broadcast dims have no row, and
-///   an input dim that is flattened non-first, split non-first or dropped gets none (it must be
-///   Replicate);
+/// One regrouping of a view (a flatten, a split, or a split of a flatten): input dims
+/// `[input_first, input_last]` hold the same elements as output dims `[output_first, output_last]`.
+struct ViewGroup {
+  int input_first = 0, input_last = 0;
+  int output_first = 0, output_last = 0;
+  friend constexpr bool operator==(const ViewGroup&, const ViewGroup&) = default;
+};
+
+/// The regroupings of `map` in output order: one per flatten output dim and one per split (its
+/// pieces from split_id 0 to the last piece, size-1 pieces between them included). Input dims kept
+/// one-to-one belong to none.
+[[nodiscard]] constexpr std::vector<ViewGroup> view_groups_of(const ViewDimMap& map) {
+  std::vector<ViewGroup> groups;
+  for (std::size_t o = 0; o < map.rank(); ++o) {
+    const ViewDim& d = map[o];
+    if (d.kind == ViewDimKind::flatten) groups.push_back({d.first, d.last, static_cast<int>(o), static_cast<int>(o)});
+    if (d.kind != ViewDimKind::split || d.split_id != 0) continue;
+    ViewGroup g{d.first, d.last, static_cast<int>(o), static_cast<int>(o)};
+    for (std::size_t q = o + 1; q < map.rank(); ++q)
+      if (map[q].kind == ViewDimKind::split && map[q].first == d.first && map[q].last == d.last) g.output_last = static_cast<int>(q);
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+/// The ShardRegroup of view group `g` (source column 1: the view's input).
+[[nodiscard]] constexpr ShardRegroup view_regroup(const ViewDimMap& map, const ViewGroup& g, std::uint8_t source = 1) {
+  ShardRegroup r;
+  for (int k = g.input_first; k <= g.input_last; ++k) r.input.push_back(map.input[static_cast<std::size_t>(k)]);
+  for (int k = g.output_first; k <= g.output_last; ++k) r.output.push_back(map.output[static_cast<std::size_t>(k)]);
+  r.input_first = static_cast<std::int8_t>(g.input_first);
+  r.output_first = static_cast<std::int8_t>(g.output_first);
+  r.source = source;
+  return r;
+}
+
+/// The single-dim strategy of a view with dim map `map`, one output and one input (DTensor's
+/// one-mesh-dim view propagation, `propagate_shape_and_sharding` / `_ViewShardingPropagator`):
+/// - per output dim o, in order: `[S?(o), S?(i)]` for an input dim i kept one-to-one (every shard
+///   kind passes unchanged), and at the first output dim o of a flatten or split group the
+///   regrouped row `[S?(o), S?(first)]` for the group's outermost input dim;
+/// - then, group by group, the regrouped rows `[S?(o), S?(j)]` of the group's inner input dims j
+///   of size > 1 (after the rows above, so that on equal cost DTensor's tie rules keep preferring
+///   a plain Shard output);
 /// - then `[P(r), P(r)]` for r = sum, avg, max, min (a view moves elements, so every pending
 ///   reduction commutes with it).
-/// A shard kept through a flatten or a split is exact only when the shard count divides the
-/// flatten's outermost input size / the split's first piece; like DTensor (`reject_redistribution`
-/// with the real mesh sizes) that is checked on the full mesh: `view_shard_is_even`.
+/// A regrouped row moves the shard to the dim it describes after the view (`regroup_shard`):
+/// Shard on the outermost flattened dim stays Shard, Shard on an inner one becomes
+/// `StridedShard(o, product of the outer flattened sizes)` (`[a, b]` S(1) flattened is `_S(0, a)`);
+/// a split moves `_S(d, sf)` to the piece it describes (`[16, 4]` `_S(0, 2)` viewed as `[2, 8, 4]` is
+/// `S(1)`, `_S(0, 4)` is `_S(1, 2)`); a kind no placement expresses emits no row. Singleton and
+/// broadcast output dims have no row; a dropped input dim gets none (it must be Replicate).
+/// Whether a regrouped shard gives an exact local view depends on the mesh sizes (and on the mesh
+/// dims before it): the full-mesh check `view_output_spec`.
 [[nodiscard]] constexpr RuleSet view_single_dim_strategy(const ViewDimMap& map) {
   RuleSet rules(1, 1);
   rules.set_rank(0, static_cast<int>(map.output.rank));
   rules.set_rank(1, static_cast<int>(map.input.rank));
+  const std::vector<ViewGroup> groups = view_groups_of(map);
   for (std::size_t o = 0; o < map.rank(); ++o) {
     const ViewDim& d = map[o];
-    const bool keeps = d.kind == ViewDimKind::input || d.kind == ViewDimKind::flatten || (d.kind == ViewDimKind::split && d.split_id == 0);
-    if (keeps) rules.add({ShardingPlaceholder(static_cast<int>(o)), ShardingPlaceholder(d.first)});
+    if (d.kind == ViewDimKind::input) rules.add({ShardingPlaceholder(static_cast<int>(o)), ShardingPlaceholder(d.first)});
+    for (const ViewGroup& g : groups)
+      if (g.output_first == static_cast<int>(o))
+        rules.add({ShardingPlaceholder(static_cast<int>(o)), ShardingPlaceholder(g.input_first)}, view_regroup(map, g));
   }
+  for (const ViewGroup& g : groups)
+    for (int j = g.input_first + 1; j <= g.input_last; ++j)
+      if (map.input[static_cast<std::size_t>(j)] > 1)
+        rules.add({ShardingPlaceholder(g.output_first), ShardingPlaceholder(j)}, view_regroup(map, g));
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) rules.add({Partial(r), Partial(r)});
   return rules;
 }
 
-/// The full-mesh evenness condition of a sharded view (DTensor `propagate_shape_and_sharding`
-/// with the real mesh): for every output dim that keeps a shard of input dim `first` through a
-/// flatten or a split of a flatten, the shard count must divide `input[first]`; through a split,
-/// it must also divide the first piece's size. The shard count is the product of the sizes of the
-/// mesh dims whose placement in `input_spec` shards `first` (`mesh_sizes`: one per mesh dim). Kept
-/// and unsharded dims always pass. `PlacementRange`: anything with `size()` and `operator[]`
-/// giving Placement (a Spec).
+/// The output spec a view computes locally from an input placed as `input_spec` (one placement per
+/// mesh dim, `mesh_sizes` one size per mesh dim), or nullopt when some mesh dim's shard cannot stay
+/// exact through the view. Mesh dims are taken in order on the local sizes left by the earlier
+/// ones (DTensor `rewrite_output_placements` with `local_tensor_shapes`): a shard of an input dim
+/// kept one-to-one moves to its output dim unchanged; a shard inside a flatten / split group is
+/// re-expressed on the group's local output sizes (`regroup_shard`) and must be exact for that mesh
+/// dim's size (`regroup_is_exact`, which accounts for split factors); once a mesh dim splits a group
+/// unevenly (local sizes then differ between ranks), no later mesh dim may shard that group.
+/// Replicate and Partial pass unchanged. nullopt too for a shard of an input dim the view drops.
 template <class PlacementRange, class Sizes>
-[[nodiscard]] constexpr bool view_shard_is_even(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) noexcept {
-  for (std::size_t o = 0; o < map.rank(); ++o) {
-    const ViewDim& d = map[o];
-    const bool split0 = d.kind == ViewDimKind::split && d.split_id == 0;
-    if (d.kind != ViewDimKind::flatten && !split0) continue;
-    std::int64_t shards = 1;
-    for (std::size_t m = 0; m < input_spec.size(); ++m)
-      if (input_spec[m].is_any_shard() && input_spec[m].dim == d.first) shards *= static_cast<std::int64_t>(mesh_sizes[m]);
-    if (d.first != d.last && map.input[static_cast<std::size_t>(d.first)] % shards != 0) return false;
-    if (split0 && map.output[o] % shards != 0) return false;
+[[nodiscard]] constexpr std::optional<Spec> view_output_spec(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) {
+  const std::vector<ViewGroup> groups = view_groups_of(map);
+  std::vector<ShardRegroup> local;
+  for (const ViewGroup& g : groups) local.push_back(view_regroup(map, g));
+  std::vector<bool> ragged(groups.size(), false);
+  Spec out;
+  for (std::size_t m = 0; m < input_spec.size(); ++m) {
+    const Placement& p = input_spec[m];
+    if (!p.is_any_shard()) {
+      out.push_back(p);
+      continue;
+    }
+    const std::int64_t n = static_cast<std::int64_t>(mesh_sizes[m]);
+    int one_to_one = -1;
+    for (std::size_t o = 0; o < map.rank(); ++o)
+      if (map[o].kind == ViewDimKind::input && map[o].first == p.dim) one_to_one = static_cast<int>(o);
+    if (one_to_one >= 0) {
+      out.push_back(p.is_strided_shard() ? StridedShard(one_to_one, p.split_factor) : Shard(one_to_one));
+      continue;
+    }
+    std::size_t k = 0;
+    while (k < groups.size() && !(groups[k].input_first <= p.dim && p.dim <= groups[k].input_last)) ++k;
+    if (k == groups.size() || ragged[k]) return std::nullopt;
+    ShardRegroup& g = local[k];
+    const RunShard from{static_cast<std::size_t>(p.dim - g.input_first), p.is_strided_shard() ? p.split_factor : 1};
+    const std::optional<RunShard> to = regroup_shard(g.input, from, g.output);
+    if (!to || to->split_factor > 65535 || !regroup_is_exact(g.input, from, g.output, *to, n)) return std::nullopt;
+    const int dim = g.output_first + static_cast<int>(to->dim);
+    out.push_back(to->split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to->split_factor)));
+    const std::int64_t y = g.input[from.dim] / from.split_factor, z = g.output[to->dim] / to->split_factor;
+    if (y % n != 0 || z % n != 0) {
+      ragged[k] = true;
+    } else {
+      g.input[from.dim] = from.split_factor * (y / n);
+      g.output[to->dim] = to->split_factor * (z / n);
+    }
   }
-  return true;
+  return out;
+}
+
+/// True when the local view of an input placed as `input_spec` is exact on a mesh of `mesh_sizes`
+/// (`view_output_spec` has a value): every shard kept through a flatten or split divides evenly
+/// where it must — the flattened outer dims and the split's pieces, counting a StridedShard's
+/// split factor — or lies on the innermost non-trivial dim on both sides (DTensor
+/// `propagate_shape_and_sharding` with the real mesh, `reject_redistribution`). Kept and
+/// unsharded dims always pass. `PlacementRange`: anything with `size()` and `operator[]` giving
+/// Placement (a Spec).
+template <class PlacementRange, class Sizes>
+[[nodiscard]] constexpr bool view_shard_is_even(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) {
+  return view_output_spec(map, input_spec, mesh_sizes).has_value();
 }
 
 }  // namespace ctshard
