@@ -70,7 +70,9 @@ inline OpRule attention_rule(const std::vector<AttentionOperand>& outputs, const
 }
 }  // namespace detail
 
-/// Registers `embedding`, `embedding_dense_backward`, `index.Tensor`, `index_put`, `convolution`,
+/// Registers `embedding`, `embedding_dense_backward`, `index.Tensor`, `index_put` and
+/// `_unsafe_index_put` (index_put without bounds checks: the same rule; DTensor 2.13 has none for
+/// it), `convolution`,
 /// the flash / efficient / cuDNN attention kernels and their backward, `native_dropout`,
 /// `native_dropout_backward` and `equal`.
 inline void register_nn_ops(OpRegistry& r) {
@@ -90,7 +92,7 @@ inline void register_nn_ops(OpRegistry& r) {
     const std::size_t self = op_args::tensor(call, 0, "self");
     return OpRule{index_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1)), UnevenInputs::reject};
   });
-  r.add({"aten.index_put.default"}, [](const OpCall& call) {
+  r.add({"aten.index_put.default", "aten._unsafe_index_put.default"}, [](const OpCall& call) {
     const std::size_t self = op_args::tensor(call, 0, "self"), values = op_args::tensor(call, 2, "values");
     return OpRule{index_put_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1), call.tensors[values].shape), UnevenInputs::reject};
   });

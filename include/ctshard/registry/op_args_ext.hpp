@@ -42,6 +42,25 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
   bad_argument(call, name, "must be a bool");
 }
 
+/// A number argument (integer, float or bool), `fallback` when absent / None. Throws
+/// ctshard::error for any other value.
+[[nodiscard]] inline double number_or(const OpCall& call, std::size_t index, std::string_view name, double fallback) {
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) return fallback;
+  if (a->kind == OpArg::Kind::floating) return a->floating;
+  if (a->kind == OpArg::Kind::integer || a->kind == OpArg::Kind::boolean) return static_cast<double>(a->integer);
+  bad_argument(call, name, "must be a number");
+}
+
+/// A string argument (`rounding_mode='floor'`), nullopt when absent / None. Throws
+/// ctshard::error for any other value.
+[[nodiscard]] inline std::optional<std::string> optional_string(const OpCall& call, std::size_t index, std::string_view name) {
+  const OpArg* a = find(call, index, name);
+  if (a == nullptr) return std::nullopt;
+  if (a->kind != OpArg::Kind::string) bad_argument(call, name, "must be a string");
+  return a->text;
+}
+
 /// A bool list such as `output_mask = [True, True, False]`, `fallback` when absent / None.
 /// Throws ctshard::error for other values.
 [[nodiscard]] inline std::vector<bool> bool_list_or(const OpCall& call, std::size_t index, std::string_view name, std::vector<bool> fallback) {

@@ -66,6 +66,15 @@ inline void register_pointwise_ops(OpRegistry& r) {
   r.add({"aten.maximum.default", "aten.fmax.default", "aten.clamp_min.Tensor"}, binary(maximum));
   r.add({"aten.minimum.default", "aten.fmin.default", "aten.clamp_max.Tensor"}, binary(minimum));
   r.add({"aten.logaddexp.default"}, binary(logaddexp));
+  // div with rounding_mode ('floor' / 'trunc' / None): DTensor 2.13 registers it without Partial
+  // rows (rounding is not linear, and the sign of the divisor decides monotonicity).
+  r.add({"aten.div.Tensor_mode"}, [generic = binary({})](const OpCall& call) {
+    const OpArg* mode = call.kwarg("rounding_mode");
+    if (mode == nullptr) mode = call.arg(2);
+    if (mode != nullptr && mode->kind != OpArg::Kind::none && !(mode->kind == OpArg::Kind::string && (mode->text == "floor" || mode->text == "trunc")))
+      throw error("ctshard: " + call.op + ": argument 'rounding_mode' must be 'floor', 'trunc' or None");
+    return generic(call);
+  });
 }
 
 }  // namespace ctshard

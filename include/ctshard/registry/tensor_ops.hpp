@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ctshard/registry/op_args.hpp"
+#include "ctshard/registry/op_args_ext.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/rules/factory_rules.hpp"
 #include "ctshard/rules/passthrough_rules.hpp"
@@ -55,9 +56,13 @@ inline TensorShape factory_size(const OpCall& call) {
 ///   cast_single_dim_strategy with cast_partials_for(dtype);
 /// - `aten.copy.default` (self = dst, src): copy_single_dim_strategy;
 /// - `aten.zeros_like/ones_like/full_like.default`: like_single_dim_strategy;
-/// - `aten.new_empty/new_zeros/new_ones/new_full.default` (self, size): new_factory_single_dim_strategy;
-/// - `aten.empty.memory_format`, `aten.zeros/ones/full.default` (size, ...) and
-///   `aten.arange.default/start/start_step`: factories, Replicate only (no row). Shard rows
+/// - `aten.new_empty/new_zeros/new_ones/new_full.default` (self, size) and
+///   `aten.new_empty_strided.default` (self, size, stride; uninitialised like new_empty, the stride
+///   only lays out memory): new_factory_single_dim_strategy;
+/// - `aten.empty.memory_format`, `aten.zeros/ones/full.default` (size, ...),
+///   `aten.arange.default/start/start_step`, `prims.iota.default` (length, *, start, step, ...) and
+///   `aten.scalar_tensor.default` (s, ...): factories, Replicate only (no row; DTensor 2.13 has
+///   no rule for iota and scalar_tensor, whose outputs no input places). Shard rows
 ///   (`factory_single_dim_strategy(size, true)`, autoparallel's choice) are not registered: with no
 ///   input every candidate costs 0 and "matches", so DTensor's tie rule takes the LAST one (a Shard
 ///   of the last dim on every mesh dim), which consumers then pay to undo; Replicate converts to
@@ -147,6 +152,10 @@ inline void register_tensor_ops(OpRegistry& r) {
       return new_factory_single_dim_strategy(c.tensors[0].shape, TensorShape(std::span<const std::int64_t>(sizes)), empty);
     };
     if (empty) r.add({"aten.new_empty.default"}, tensor_op_factory(1, follows_input, build));
+    if (empty) r.add({"aten.new_empty_strided.default"}, tensor_op_factory(1, follows_input, [build](const OpCall& c) {
+                 if (int_list(c, 2, "stride").size() != int_list(c, 1, "size").size()) bad_argument(c, "stride", "must have one entry per size");
+                 return build(c);
+               }));
     else r.add({"aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default"}, tensor_op_factory(1, follows_input, build));
   }
   r.add({"aten.empty.memory_format", "aten.zeros.default", "aten.ones.default", "aten.full.default"},
@@ -154,6 +163,18 @@ inline void register_tensor_ops(OpRegistry& r) {
   r.add({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
           const bool known = !c.outputs.empty() && c.outputs[0].shape.rank == 1;
           return factory_single_dim_strategy(known ? c.outputs[0].shape : TensorShape{0}, false);
+        }));
+  r.add({"prims.iota.default"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
+          const std::int64_t length = required_int(c, 0, "length");
+          if (length < 0) bad_argument(c, "length", "is negative");
+          (void)int_or(c, keyword_only, "start", 0);
+          (void)int_or(c, keyword_only, "step", 1);
+          return factory_single_dim_strategy(TensorShape{length}, false);
+        }));
+  r.add({"aten.scalar_tensor.default"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
+          (void)number_or(c, 0, "s", 0.0);
+          if (find(c, 0, "s") == nullptr) bad_argument(c, "s", "is missing");
+          return factory_single_dim_strategy(TensorShape{}, false);
         }));
 }
 

@@ -202,7 +202,7 @@ _DTYPES = {
     "float16": torch.float16, "bfloat16": torch.bfloat16, "int64": torch.int64,
     "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
     "uint64": torch.uint64,
-    "bool": torch.bool,
+    "bool": torch.bool, "complex64": torch.complex64, "complex128": torch.complex128,
 }
 
 

@@ -42,6 +42,7 @@ SIZE_ARG_OPS = {  # op -> positional index of the size argument localised from t
     "aten.view.default": 1, "aten.reshape.default": 1, "aten._unsafe_view.default": 1,
     "aten.expand.default": 1, "aten.new_empty.default": 1, "aten.new_zeros.default": 1,
     "aten.new_ones.default": 1, "aten.new_full.default": 1,
+    "aten.as_strided.default": 1, "aten.new_empty_strided.default": 1,
 }
 POSITIVE_OPS = {"aten.log.default", "aten.log1p.default", "aten.sqrt.default", "aten.rsqrt.default",
                 "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.reciprocal.default"}
@@ -121,6 +122,8 @@ def make_global_inputs(case: dict, gen: torch.Generator) -> list[torch.Tensor]:
             if positive:
                 x = x.abs() + 0.5
             out.append(x.to(dt))
+        elif dt.is_complex:
+            out.append(torch.randn(shape, generator=gen, dtype=torch.complex128).to(dt))
         elif dt == torch.bool:
             out.append(torch.rand(shape, generator=gen) < 0.5)
         elif dt in (torch.uint64,):
@@ -150,6 +153,14 @@ def _index_bound(case: dict, i: int) -> int:
 # layout
 
 def _decompose(x: torch.Tensor, k: int, op: str, gen: torch.Generator, positive: bool) -> list[torch.Tensor]:
+    if x.dtype.is_complex and op in ("sum", "avg"):
+        xc = x.to(torch.complex128)
+        noise = torch.randn((k,) + tuple(x.shape), generator=gen, dtype=torch.complex128) * 2
+        noise = noise - noise.mean(0)
+        parts = [xc / k + noise[j] for j in range(k)]
+        if op == "avg":
+            parts = [p * k for p in parts]
+        return [p.to(x.dtype) for p in parts]
     if not x.dtype.is_floating_point:
         raise ValueError("Partial of a non-floating tensor is not simulated")
     xd = x.to(torch.float64)
@@ -222,8 +233,13 @@ def layout(x: torch.Tensor, mesh: list[int], placements, gen: torch.Generator | 
     return level
 
 
+def _wide(dtype) -> torch.dtype:
+    """The dtype reassembly computes in: complex128 for complex tensors, else float64."""
+    return torch.complex128 if dtype.is_complex else torch.float64
+
+
 def _reduce(ts: list[torch.Tensor], op: str) -> torch.Tensor:
-    st = torch.stack([t.to(torch.float64) for t in ts])
+    st = torch.stack([t.to(_wide(ts[0].dtype)) for t in ts])
     if op == "sum":
         r = st.sum(0)
     elif op == "avg":
@@ -268,14 +284,14 @@ def assemble(locals_: dict[tuple, torch.Tensor], global_shape, mesh: list[int], 
     idx_pl = [Replicate() if isinstance(p, Partial) else p for p in placements]
     idx = torch.arange(numel, dtype=torch.int64).reshape(tuple(global_shape))
     idx_local = layout(idx, mesh, idx_pl, None)
-    out = torch.zeros(numel, dtype=torch.float64)
+    out = torch.zeros(numel, dtype=_wide(dtype))
     seen = torch.zeros(numel, dtype=torch.bool)
     for coord, t in cur.items():
         ix = idx_local[coord]
         if tuple(t.shape) != tuple(ix.shape):
             return None, f"rank {coord}: local output shape {tuple(t.shape)} != expected {tuple(ix.shape)}"
         flat_ix = ix.reshape(-1)
-        vals = t.reshape(-1).to(torch.float64)
+        vals = t.reshape(-1).to(_wide(dtype))
         prev = seen[flat_ix]
         if prev.any():
             a = out[flat_ix][prev]
@@ -466,7 +482,7 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
             got, why = assemble(locs, list(go.shape), mesh, pl, go.dtype)
             if got is None:
                 return {"verdict": "unsound", "detail": f"output {k} ({spec}): {why}"}
-            ref = go.to(torch.float64)
+            ref = go.to(_wide(go.dtype))
             tol = 1e-4 if go.dtype not in (torch.float16, torch.bfloat16) else 0.05
             if not torch.allclose(got, ref, rtol=tol, atol=tol, equal_nan=True):
                 nan_bad = int((got.isnan() != ref.isnan()).sum())
