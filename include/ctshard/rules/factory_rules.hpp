@@ -77,7 +77,9 @@ enum class CastPartials : std::uint8_t {
 /// for every input dim `[R, S?(d)]`, then, when `size` equals the input's shape, `[S?(d), S?(d)]`
 /// (the output follows the input's shards; listed after the Replicate output so that DTensor's
 /// "last matching row" tie rule prefers it, as DTensor's −0.1 cost does); then per reduce op r
-/// `[P(r), P(r)]` for an uninitialised (`new_empty`) output of the input's shape, else `[R, P(r)]`.
+/// `[R, P(r)]`, and for an uninitialised (`new_empty`, `new_empty_strided`) output of the input's
+/// shape also `[P(r), P(r)]` after them (DTensor lists both: the Replicate output and, for
+/// uninitialised factories, the input's own placement).
 [[nodiscard]] constexpr RuleSet new_factory_single_dim_strategy(const TensorShape& input, const TensorShape& size, bool uninitialized) {
   const bool same = input == size;
   RuleSet rules(1, 1);
@@ -86,7 +88,9 @@ enum class CastPartials : std::uint8_t {
   for (std::size_t d = 0; d < input.rank; ++d) rules.add({Replicate(), ShardingPlaceholder(static_cast<int>(d))});
   for (std::size_t d = 0; same && d < input.rank; ++d)
     rules.add({ShardingPlaceholder(static_cast<int>(d)), ShardingPlaceholder(static_cast<int>(d))});
-  for (ReduceOp r : pass_through_reduce_ops) rules.add({uninitialized && same ? Partial(r) : Replicate(), Partial(r)});
+  for (ReduceOp r : pass_through_reduce_ops) rules.add({Replicate(), Partial(r)});
+  for (ReduceOp r : pass_through_reduce_ops)
+    if (uninitialized && same) rules.add({Partial(r), Partial(r)});
   return rules;
 }
 

@@ -691,6 +691,72 @@ def gen_nn(b: Builder, op: str):
     raise KeyError(op)
 
 
+# -- layout ops, FFTs, complex views, rounding division, random ops
+
+def _contiguous(size):
+    out, acc = [], 1
+    for n in reversed(size):
+        out.append(acc)
+        acc *= n
+    return list(reversed(out))
+
+
+def gen_layout(b: Builder, op: str):
+    if op == "aten.constant_pad_nd.default":
+        shape = b.shape(lo_rank=1, hi_rank=4)
+        pad = []
+        for d in reversed(range(len(shape))[-b.rng.randint(1, len(shape)):]):
+            amounts = [0, 0, 0, 1, 2] + ([-1] if shape[d] >= 3 else [])
+            pad += [b.pick(amounts), b.pick(amounts)]
+        args = [b.t(shape), pad]
+        if b.chance(0.7):
+            args.append(b.pick([0.0, 0.0, 1.5, -100.0]))
+        return args, {}
+    if op == "aten.roll.default":
+        shape = b.shape(lo_rank=1, hi_rank=4)
+        if b.chance(0.2):
+            return [b.t(shape), [b.pick([1, -2, 3])]], {}
+        dims = b.dims(len(shape), 1, 2)
+        return [b.t(shape), [b.pick([1, -2, 3]) for _ in dims], dims], {}
+    if op == "aten.select_scatter.default":
+        shape = b.shape(lo_rank=1, hi_rank=4)
+        d = b.dim(len(shape))
+        src = [n for k, n in enumerate(shape) if k != d % len(shape)]
+        x = b.t(shape)
+        return [x, b.t(src), d, b.rng.randrange(shape[d]) - (shape[d] if b.chance(0.3) else 0)], {}
+    if op in ("aten._fft_c2c.default", "aten._fft_r2c.default", "aten._fft_c2r.default"):
+        shape = b.shape(lo_rank=1, hi_rank=3)
+        dims = b.dims(len(shape), 1, 2, negative_ok=False)  # aten._fft_* take wrapped dims (a negative one crashes the CPU kernel)
+        norm = b.pick([0, 1, 2])
+        if op == "aten._fft_c2c.default":
+            return [b.t(shape, "complex64"), dims, norm, b.chance(0.5)], {}
+        if op == "aten._fft_r2c.default":
+            return [b.t(shape), dims, norm, b.chance(0.7)], {}
+        n = shape[dims[-1]]
+        return [b.t(shape, "complex64"), dims, norm, b.pick([2 * n - 1] + ([2 * (n - 1)] if n >= 2 else []))], {}
+    if op == "aten.view_as_real.default":
+        return [b.t(b.shape(lo_rank=1, hi_rank=3), "complex64")], {}
+    if op == "aten.view_as_complex.default":
+        return [b.t(b.shape(lo_rank=0, hi_rank=3) + [2])], {}
+    if op == "aten.div.Tensor_mode":
+        shape = b.shape()
+        x = b.t(shape)
+        other = b.t(broadcast_variant(b, shape, allow_scalar=False), like=x) if b.chance(0.7) else b.pick([2, 3.5, 8])
+        return [x, other], {"rounding_mode": b.pick(["floor", "trunc", None])}
+    if op == "aten.new_empty_strided.default":
+        shape = b.shape(lo_rank=1, hi_rank=4)
+        size = list(shape) if b.chance(0.5) else b.shape(lo_rank=1, hi_rank=3)
+        return [b.t(shape), size, _contiguous(size)], {}
+    if op == "aten.bernoulli_.float":
+        return [b.t(b.shape()), b.pick([0.1, 0.5])], {}
+    if op == "aten.bernoulli.default":
+        return [b.t(b.shape())], {}
+    if op in ("aten.rand_like.default", "aten.randn_like.default"):
+        kw = {"dtype": "torch.float32"} if b.chance(0.3) else {}
+        return [b.t(b.shape(lo_rank=1, hi_rank=4))], kw
+    raise KeyError(op)
+
+
 # ---------------------------------------------------------------------------------------
 # registry: op -> (family, generator)
 
@@ -742,6 +808,13 @@ _reg("attention", gen_attention, [
     "aten._scaled_dot_product_cudnn_attention.default",
     "aten._scaled_dot_product_cudnn_attention_backward.default"])
 _reg("nn", gen_nn, ["aten.convolution.default", "aten.native_dropout.default"])
+_reg("layout", gen_layout, ["aten.constant_pad_nd.default", "aten.roll.default", "aten.select_scatter.default",
+                            "aten._fft_c2c.default", "aten._fft_r2c.default", "aten._fft_c2r.default",
+                            "aten.view_as_real.default", "aten.view_as_complex.default"])
+_reg("pointwise_binary", gen_layout, ["aten.div.Tensor_mode"])
+_reg("factory_copy", gen_layout, ["aten.new_empty_strided.default"])
+_reg("random", gen_layout, ["aten.bernoulli_.float", "aten.bernoulli.default", "aten.rand_like.default",
+                            "aten.randn_like.default"])
 
 
 def family_of(op: str) -> str:

@@ -37,7 +37,9 @@ import torch
 from dtensor_oracle import parse_spec, resolve_op, torch_dtype
 from torch.distributed.tensor.placement_types import Partial, Replicate, Shard, _StridedShard
 
-SHAPE_ONLY = {"aten.empty_like.default", "aten.new_empty.default", "aten.native_dropout.default"}
+SHAPE_ONLY = {"aten.empty_like.default", "aten.new_empty.default", "aten.native_dropout.default",
+              "aten.new_empty_strided.default", "aten.bernoulli.p", "aten.bernoulli_.float", "aten.bernoulli.default",
+              "aten.rand_like.default", "aten.randn_like.default"}
 SIZE_ARG_OPS = {  # op -> positional index of the size argument localised from the output shape
     "aten.view.default": 1, "aten.reshape.default": 1, "aten._unsafe_view.default": 1,
     "aten.expand.default": 1, "aten.new_empty.default": 1, "aten.new_zeros.default": 1,
@@ -152,7 +154,14 @@ def _index_bound(case: dict, i: int) -> int:
 # ---------------------------------------------------------------------------------------
 # layout
 
+class NoSuchLayout(ValueError):
+    """A placement a tensor cannot have (Partial(max) of complex values): a row asking for it is
+    unsound, not skipped."""
+
+
 def _decompose(x: torch.Tensor, k: int, op: str, gen: torch.Generator, positive: bool) -> list[torch.Tensor]:
+    if x.dtype.is_complex and op in ("max", "min"):
+        raise NoSuchLayout(f"Partial({op}) of a complex tensor: complex values have no order")
     if x.dtype.is_complex and op in ("sum", "avg"):
         xc = x.to(torch.complex128)
         noise = torch.randn((k,) + tuple(x.shape), generator=gen, dtype=torch.complex128) * 2
@@ -275,6 +284,8 @@ def assemble(locals_: dict[tuple, torch.Tensor], global_shape, mesh: list[int], 
             ts = [t for _, t in items]
             if any(t.shape != ts[0].shape for t in ts):
                 return None, f"Partial mesh dim {md}: local shapes differ {[tuple(t.shape) for t in ts]}"
+            if ts[0].dtype.is_complex and p.reduce_op in ("max", "min"):
+                return None, f"Partial({p.reduce_op}) of a complex tensor: complex values have no order"
             r = _reduce(ts, p.reduce_op)
             for j, _ in items:
                 nxt[key[:md] + (j,) + key[md:]] = r
@@ -422,6 +433,8 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
                 continue
             try:
                 per_in.append(layout(t, mesh, parse_spec(s), gen, positive))
+            except NoSuchLayout as e:
+                return {"verdict": "unsound", "detail": str(e)}
             except ValueError as e:
                 return {"verdict": "skipped", "detail": str(e)}
         # localised size args
