@@ -311,6 +311,9 @@ class SampleSim:
                 continue
             shape = tuple(t["shape"])
             dt = torch_dtype(t.get("dtype", "float32"))
+            if dt.is_complex:
+                out.append(torch.randn(shape, generator=gen, dtype=torch.complex128).to(dt))
+                continue
             if dt.is_floating_point:
                 vals = t.get("values", "normal")
                 if "range" in t:
@@ -369,8 +372,8 @@ class SampleSim:
             for p in pl:
                 if isinstance(p, (Shard, _StridedShard)) and p.dim >= x.ndim:
                     raise LocalError(f"input {i} spec {spec} shards dim {p.dim} of a {x.ndim}-d tensor")
-                if isinstance(p, Partial) and not x.dtype.is_floating_point:
-                    raise LocalError(f"input {i} spec {spec}: Partial of a {x.dtype} tensor")
+                if isinstance(p, Partial) and not (x.dtype.is_floating_point or (x.dtype.is_complex and p.reduce_op in ("sum", "avg"))):
+                    raise LocalError(f"input {i} spec {spec}: Partial({p.reduce_op}) of a {x.dtype} tensor")
             gen = torch.Generator().manual_seed(_seed(self.s.id, "layout", trial, mesh, i, spec))
             self._pieces[key] = _conf_sim.layout(x, mesh, pl, gen)
         return self._pieces[key]
@@ -451,8 +454,8 @@ class SampleSim:
                     return f"output {k} ({spec}): rank {r} local shape {tuple(local[r][k].shape)} != {shapes[r]}"
             return ""
         tol = _tol(go.dtype)
-        ref = go.to(torch.float64)
-        if len(mesh) == 1 and not isinstance(pl[0], _StridedShard):
+        ref = go.to(_conf_sim._wide(go.dtype))
+        if len(mesh) == 1 and not isinstance(pl[0], _StridedShard) and not go.dtype.is_complex:
             got, why = _assemble_1d(locs, go, pl[0], tol)
         else:
             got, why = _conf_sim.assemble({r: local[r][k] for r in local}, list(go.shape), mesh, pl, go.dtype)
@@ -514,8 +517,11 @@ def _assemble_1d(locs: list, go: torch.Tensor, p, tol: float) -> tuple[torch.Ten
 
 
 def _same_value(a: torch.Tensor, b) -> bool:
-    return isinstance(b, torch.Tensor) and a.shape == b.shape and bool(
-        torch.equal(a.to(torch.float64).nan_to_num(0.5), b.to(torch.float64).nan_to_num(0.5)))
+    if not (isinstance(b, torch.Tensor) and a.shape == b.shape):
+        return False
+    if a.is_complex() or b.is_complex():  # compare real and imaginary parts
+        a, b = (torch.view_as_real(x.to(torch.complex128)) for x in (a, b))
+    return bool(torch.equal(a.to(torch.float64).nan_to_num(0.5), b.to(torch.float64).nan_to_num(0.5)))
 
 
 def _reduce64(ts: list, op: str) -> torch.Tensor:

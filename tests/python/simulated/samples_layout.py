@@ -110,7 +110,8 @@ SAMPLES = [
     s("aten.constant_pad_nd.default", [t(4, 6, 3)], "$0", [0, 0, 1, 1], 1.5, note="non-zero value: no P(sum)"),
     s("aten.constant_pad_nd.default", [t(3, 5)], "$0", [-1, 0], note="negative pad slices"),
     s("aten.constant_pad_nd.default", [t(5, 6)], "$0", [0, 0, 0, 0], 0.0, note="all-zero pads: the identity"),
-    s("aten.constant_pad_nd.default", [t(4, 5, dtype="int64", range=[0, 9])], "$0", [0, 1], -100.0, note="qwen3: labels padded with -100"),
+    s("aten.constant_pad_nd.default", [t(4, 5, values="small_int")], "$0", [0, 1], -100.0,
+      note="qwen3 pads int64 labels with -100; float here so that its Partial rows (avg / max / min) are simulated too"),
     s("aten.constant_pad_nd.default", [t(4, 1, 6)], "$0", [1, 1], 2.0),
     # --- roll -----------------------------------------------------------------------------
     s("aten.roll.default", [t(4, 6)], "$0", [2], [1]),
