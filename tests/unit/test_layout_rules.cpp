@@ -46,6 +46,8 @@ const Rows partials2{"P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),
 // The generators are constant expressions.
 static_assert(roll_single_dim_strategy(TensorShape{4, 6}, std::array<std::int64_t, 1>{2}, std::array<std::int64_t, 1>{1}).size() == 5);
 static_assert(padded_dims(3, std::array<std::int64_t, 4>{0, 0, 1, 0}) == 0b010);
+static_assert(constant_pad_nd_single_dim_strategy(TensorShape{4, 6}, std::array<std::int64_t, 2>{1, 1}, PadValue::nonzero).size() == 4);
+static_assert(constant_pad_nd_single_dim_strategy(TensorShape{4, 6}, std::array<std::int64_t, 2>{1, 1}, PadValue::zero).size() == 5);
 static_assert(is_contiguous_stride(std::array<std::int64_t, 3>{2, 3, 4}, std::array<std::int64_t, 3>{12, 4, 1}));
 static_assert(is_contiguous_stride(std::array<std::int64_t, 2>{1, 4}, std::array<std::int64_t, 2>{99, 1}));  // size-1 strides ignored
 static_assert(!as_strided_is_view(24, std::array<std::int64_t, 2>{3, 3}, std::array<std::int64_t, 2>{6, 1}, 0));

@@ -231,17 +231,17 @@ TEST_CASE("tensor op rules: like and new_* factories never emit a Partial output
   CHECK(new_full.outputs == std::vector<std::string>{"S(0)"});  // follows the input (DTensor's -0.1 preference)
   CHECK(new_full.total_us == 0.0);
 
-  CHECK(rows(new_factory_single_dim_strategy(TensorShape{4, 8}, TensorShape{2, 2}, false)) ==
+  CHECK(rows(new_factory_single_dim_strategy(TensorShape{4, 8}, TensorShape{2, 2}, FactoryContents::filled)) ==
         std::vector<std::string>{"[R, S?(0)]", "[R, S?(1)]", "[R, P(sum)]", "[R, P(avg)]", "[R, P(max)]", "[R, P(min)]"});
-  CHECK(rows(new_factory_single_dim_strategy(TensorShape{4}, TensorShape{4}, true)) ==
+  CHECK(rows(new_factory_single_dim_strategy(TensorShape{4}, TensorShape{4}, FactoryContents::uninitialized)) ==
         concat({"[R, S?(0)]", "[S?(0), S?(0)]", "[R, P(sum)]", "[R, P(avg)]", "[R, P(max)]", "[R, P(min)]"}, partials(2)));
   // empty_like keeps Partial: its values are overwritten.
   CHECK(rows(rule_of(call_of("aten.empty_like.default", {TensorShape{4}}, {})).rules) == concat({"[S?(0), S?(0)]"}, partials(2)));
 }
 
 TEST_CASE("tensor op rules: size-only factories", "[view]") {
-  CHECK(rows(factory_single_dim_strategy(TensorShape{768, 1, 768}, true)) == std::vector<std::string>{"[S(0)]", "[S(2)]"});
-  CHECK(factory_single_dim_strategy(TensorShape{768, 1, 768}, false).size() == 0);
+  CHECK(rows(factory_single_dim_strategy(TensorShape{768, 1, 768}, FactoryShards::each_dim)) == std::vector<std::string>{"[S(0)]", "[S(2)]"});
+  CHECK(factory_single_dim_strategy(TensorShape{768, 1, 768}, FactoryShards::replicate_only).size() == 0);
   // Registered without Shard rows: a zero-input op would otherwise take the last (Shard) row.
   const OpRule empty = rule_of(call_of("aten.empty.memory_format", {}, {ints({768, 1, 768})}));
   CHECK(empty.rules.num_outputs() == 1);

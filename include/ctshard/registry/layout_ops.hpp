@@ -91,9 +91,8 @@ inline void register_layout_ops(OpRegistry& r) {
   r.add({"aten.constant_pad_nd.default"}, [](const OpCall& call) {
     expect_tensor_inputs(call, 1);
     const TensorShape& in = call.tensors[tensor(call, 0, "self")].shape;
-    const double value = number_or(call, 2, "value", 0.0);
-    return OpRule{in_op_context(call, [&] { return constant_pad_nd_single_dim_strategy(in, int_list(call, 1, "pad"), value == 0.0); }),
-                  UnevenInputs::reject};
+    const PadValue value = number_or(call, 2, "value", 0.0) == 0.0 ? PadValue::zero : PadValue::nonzero;
+    return OpRule{in_op_context(call, [&] { return constant_pad_nd_single_dim_strategy(in, int_list(call, 1, "pad"), value); }), UnevenInputs::reject};
   });
   r.add({"aten.roll.default"}, [](const OpCall& call) {
     expect_tensor_inputs(call, 1);

@@ -57,7 +57,7 @@ inline void register_random_ops(OpRegistry& r) {
     expect_tensor_inputs(call, 0);
     const std::int64_t count = required_int(call, 0, "count");
     if (count < 0) bad_argument(call, "count", "is negative");
-    return OpRule{factory_single_dim_strategy(TensorShape{count}, false), UnevenInputs::keep_current};
+    return OpRule{factory_single_dim_strategy(TensorShape{count}, FactoryShards::replicate_only), UnevenInputs::keep_current};
   });
   r.add({"prims.inductor_lookup_seed.default"}, [](const OpCall& call) {
     expect_tensor_inputs(call, 1);

@@ -63,10 +63,10 @@ inline TensorShape factory_size(const OpCall& call) {
 ///   `aten.arange.default/start/start_step`, `prims.iota.default` (length, *, start, step, ...) and
 ///   `aten.scalar_tensor.default` (s, ...): factories, Replicate only (no row; DTensor 2.13 has
 ///   no rule for iota and scalar_tensor, whose outputs no input places). Shard rows
-///   (`factory_single_dim_strategy(size, true)`, autoparallel's choice) are not registered: with no
-///   input every candidate costs 0 and "matches", so DTensor's tie rule takes the LAST one (a Shard
-///   of the last dim on every mesh dim), which consumers then pay to undo; Replicate converts to
-///   any placement for free, so it is never worse for a consumer.
+///   (`factory_single_dim_strategy(size, FactoryShards::each_dim)`, autoparallel's choice) are not
+///   registered: with no input every candidate costs 0 and "matches", so DTensor's tie rule takes
+///   the LAST one (a Shard of the last dim on every mesh dim), which consumers then pay to undo;
+///   Replicate converts to any placement for free, so it is never worse for a consumer.
 /// Bad arguments throw ctshard::error naming the op and the argument.
 inline void register_tensor_ops(OpRegistry& r) {
   using namespace op_args;
@@ -145,11 +145,12 @@ inline void register_tensor_ops(OpRegistry& r) {
   r.add({"aten.copy.default"}, tensor_op_factory(2, UnevenInputs::keep_current, [](const OpCall& c) { return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape); }));
   r.add({"aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default"},
         tensor_op_factory(1, follows_input, [](const OpCall& c) { return like_single_dim_strategy(c.tensors[0].shape); }));
-  for (const bool empty : {true, false}) {
-    auto build = [empty](const OpCall& c) {
+  for (const FactoryContents contents : {FactoryContents::uninitialized, FactoryContents::filled}) {
+    const bool empty = contents == FactoryContents::uninitialized;
+    auto build = [contents](const OpCall& c) {
       const auto sizes = int_list(c, 1, "size");
       if (sizes.size() > max_tensor_dims) bad_argument(c, "size", "has more than max_tensor_dims entries");
-      return new_factory_single_dim_strategy(c.tensors[0].shape, TensorShape(std::span<const std::int64_t>(sizes)), empty);
+      return new_factory_single_dim_strategy(c.tensors[0].shape, TensorShape(std::span<const std::int64_t>(sizes)), contents);
     };
     if (empty) r.add({"aten.new_empty.default"}, tensor_op_factory(1, follows_input, build));
     if (empty) r.add({"aten.new_empty_strided.default"}, tensor_op_factory(1, follows_input, [build](const OpCall& c) {
@@ -159,22 +160,22 @@ inline void register_tensor_ops(OpRegistry& r) {
     else r.add({"aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default"}, tensor_op_factory(1, follows_input, build));
   }
   r.add({"aten.empty.memory_format", "aten.zeros.default", "aten.ones.default", "aten.full.default"},
-        tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) { return factory_single_dim_strategy(detail::factory_size(c), false); }));
+        tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) { return factory_single_dim_strategy(detail::factory_size(c), FactoryShards::replicate_only); }));
   r.add({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
           const bool known = !c.outputs.empty() && c.outputs[0].shape.rank == 1;
-          return factory_single_dim_strategy(known ? c.outputs[0].shape : TensorShape{0}, false);
+          return factory_single_dim_strategy(known ? c.outputs[0].shape : TensorShape{0}, FactoryShards::replicate_only);
         }));
   r.add({"prims.iota.default"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
           const std::int64_t length = required_int(c, 0, "length");
           if (length < 0) bad_argument(c, "length", "is negative");
           (void)int_or(c, keyword_only, "start", 0);
           (void)int_or(c, keyword_only, "step", 1);
-          return factory_single_dim_strategy(TensorShape{length}, false);
+          return factory_single_dim_strategy(TensorShape{length}, FactoryShards::replicate_only);
         }));
   r.add({"aten.scalar_tensor.default"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
           (void)number_or(c, 0, "s", 0.0);
           if (find(c, 0, "s") == nullptr) bad_argument(c, "s", "is missing");
-          return factory_single_dim_strategy(TensorShape{}, false);
+          return factory_single_dim_strategy(TensorShape{}, FactoryShards::replicate_only);
         }));
 }
 

@@ -72,15 +72,21 @@ enum class CastPartials : std::uint8_t {
   return rules;
 }
 
+/// What a `new_*` factory writes into its output (`new_factory_single_dim_strategy`).
+enum class FactoryContents : unsigned char {
+  uninitialized,  ///< `new_empty`, `new_empty_strided`: any values, so a Partial output is as good
+  filled,         ///< `new_zeros`, `new_ones`, `new_full`: defined values
+};
+
 /// `new_empty` / `new_zeros` / `new_ones` / `new_full(input, size)` (DTensor
 /// `new_factory_strategy`): the input is only read for its dtype and device, so it is never moved:
 /// for every input dim `[R, S?(d)]`, then, when `size` equals the input's shape, `[S?(d), S?(d)]`
 /// (the output follows the input's shards; listed after the Replicate output so that DTensor's
 /// "last matching row" tie rule prefers it, as DTensor's −0.1 cost does); then per reduce op r
-/// `[R, P(r)]`, and for an uninitialised (`new_empty`, `new_empty_strided`) output of the input's
+/// `[R, P(r)]`, and for FactoryContents::uninitialized (`new_empty`, `new_empty_strided`) output of the input's
 /// shape also `[P(r), P(r)]` after them (DTensor lists both: the Replicate output and, for
 /// uninitialised factories, the input's own placement).
-[[nodiscard]] constexpr RuleSet new_factory_single_dim_strategy(const TensorShape& input, const TensorShape& size, bool uninitialized) {
+[[nodiscard]] constexpr RuleSet new_factory_single_dim_strategy(const TensorShape& input, const TensorShape& size, FactoryContents contents) {
   const bool same = input == size;
   RuleSet rules(1, 1);
   rules.set_rank(0, size.rank);
@@ -90,19 +96,25 @@ enum class CastPartials : std::uint8_t {
     rules.add({ShardingPlaceholder(static_cast<int>(d)), ShardingPlaceholder(static_cast<int>(d))});
   for (ReduceOp r : pass_through_reduce_ops) rules.add({Replicate(), Partial(r)});
   for (ReduceOp r : pass_through_reduce_ops)
-    if (uninitialized && same) rules.add({Partial(r), Partial(r)});
+    if (contents == FactoryContents::uninitialized && same) rules.add({Partial(r), Partial(r)});
   return rules;
 }
 
+/// Whether a factory without tensor inputs lists shard rows (`factory_single_dim_strategy`).
+enum class FactoryShards : unsigned char {
+  replicate_only,  ///< no row: only the framework's all-Replicate row
+  each_dim,        ///< `[S(d)]` for every dim of size > 1 (each rank fills its own shard)
+};
+
 /// A factory with no tensor input (`empty`, `zeros`, `ones`, `full` of `size`): one output, no
-/// input. With `shardable`, `[S(d)]` for every dim of size > 1 — each rank fills its own shard,
+/// input. With FactoryShards::each_dim, `[S(d)]` for every dim of size > 1 — each rank fills its own shard,
 /// at zero cost (autoparallel's `factory_rule`; DTensor has no rule since a factory never sees a
-/// DTensor); without (e.g. `arange`, whose values depend on the global index), no row, so only
-/// the framework's Replicate remains. No Partial row: it would only defer a reduction.
-[[nodiscard]] constexpr RuleSet factory_single_dim_strategy(const TensorShape& size, bool shardable) {
+/// DTensor); with FactoryShards::replicate_only (e.g. `arange`, whose values depend on the global
+/// index), no row, so only the framework's Replicate remains. No Partial row: it would only defer a reduction.
+[[nodiscard]] constexpr RuleSet factory_single_dim_strategy(const TensorShape& size, FactoryShards shards) {
   RuleSet rules(1, 0);
   rules.set_rank(0, size.rank);
-  if (shardable)
+  if (shards == FactoryShards::each_dim)
     for (std::size_t d = 0; d < size.rank; ++d)
       if (size[d] > 1) rules.add({Shard(static_cast<int>(d))});
   return rules;

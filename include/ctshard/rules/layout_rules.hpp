@@ -69,16 +69,22 @@ inline constexpr std::array<ReduceOp, 2> linear_reduce_ops{ReduceOp::sum, Reduce
   return mask;
 }
 
+/// The value `constant_pad_nd` writes at padded positions, as far as its Partial rows care.
+enum class PadValue : unsigned char {
+  zero,     ///< 0: a sum of zeros is zero, so P(sum) passes too
+  nonzero,  ///< anything else
+};
+
 /// `constant_pad_nd(input, pad, value)` (DTensor `constant_pad_nd_single_dim_strategy`):
 /// `[S?(d), S?(d)]` for every dim the pad leaves alone (a padded or sliced dim needs the global
 /// positions); then Partial rows: all four reductions when nothing is padded (the op is the
-/// identity) or `value_is_zero` (a sum of zeros is zero), else avg / max / min (every rank writes the
-/// same value at padded positions, and those reductions of equal values give the value back).
+/// identity) or the value is PadValue::zero, else avg / max / min (every rank writes the same value
+/// at padded positions, and those reductions of equal values give the value back).
 /// Throws as `padded_dims`.
-[[nodiscard]] constexpr RuleSet constant_pad_nd_single_dim_strategy(const TensorShape& input, std::span<const std::int64_t> pad, bool value_is_zero) {
+[[nodiscard]] constexpr RuleSet constant_pad_nd_single_dim_strategy(const TensorShape& input, std::span<const std::int64_t> pad, PadValue value) {
   const DimMask padded = padded_dims(input.rank, pad);
   RuleSet rules = shard_inactive_dims_strategy(input.rank, padded, 1, 1);
-  if (padded == 0 || value_is_zero) {
+  if (padded == 0 || value == PadValue::zero) {
     add_partial_rows(rules, pass_through_reduce_ops);
   } else {
     constexpr std::array<ReduceOp, 3> idempotent{ReduceOp::avg, ReduceOp::max, ReduceOp::min};
