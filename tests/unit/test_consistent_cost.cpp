@@ -98,7 +98,7 @@ TEST_CASE("consistent cost: worked numbers on a 2x4 mesh, 4096x4096 f32, 4 devic
   CHECK(h.cost_us < allreduce_cost(t.bytes() / 1024.0 / 1024.0 / 1024.0, m, 0));
 }
 
-TEST_CASE("consistent cost: triangle inequality over random specs", "[cost]") {
+TEST_CASE("consistent cost: triangle inequality over random specs (StridedShard included)", "[cost]") {
   std::mt19937 rng(20261130);
   std::size_t checked = 0;
   for (int trial = 0; trial < 20000; ++trial) {
@@ -111,8 +111,12 @@ TEST_CASE("consistent cost: triangle inequality over random specs", "[cost]") {
     const auto random_spec = [&] {
       Spec s;
       for (std::size_t i = 0; i < sizes.size(); ++i) {
-        const auto k = rng() % 7;
-        s.push_back(k < 2 ? Replicate() : k < 5 ? Shard(static_cast<int>(rng() % rank)) : Partial(static_cast<ReduceOp>(rng() % 4)));
+        const auto k = rng() % 9;
+        const int dim = static_cast<int>(rng() % rank);
+        s.push_back(k < 2   ? Replicate()
+                    : k < 5 ? Shard(dim)
+                    : k < 7 ? StridedShard(dim, 2 << (rng() % 2))  // _S(d, 2) or _S(d, 4)
+                            : Partial(static_cast<ReduceOp>(rng() % 4)));
       }
       return s;
     };
@@ -126,7 +130,7 @@ TEST_CASE("consistent cost: triangle inequality over random specs", "[cost]") {
   CHECK(checked == 20000);
 }
 
-TEST_CASE("consistent cost: equals the shortest path over every spec (brute force)", "[cost]") {
+TEST_CASE("consistent cost: equals the shortest path over every spec, StridedShard included (brute force)", "[cost]") {
   std::mt19937 rng(7);
   std::size_t compared = 0;
   for (int trial = 0; trial < 120; ++trial) {
@@ -138,6 +142,7 @@ TEST_CASE("consistent cost: equals the shortest path over every spec (brute forc
     for (std::size_t d = 0; d < rank; ++d) t.shape.push_back(std::int64_t{1} << (6 + rng() % 12));
     std::vector<Placement> placements{Replicate()};
     for (std::size_t d = 0; d < rank; ++d) placements.push_back(Shard(static_cast<int>(d)));
+    for (std::size_t d = 0; d < rank; ++d) placements.push_back(StridedShard(static_cast<int>(d), 2));
     for (int r = 0; r < 4; ++r) placements.push_back(Partial(static_cast<ReduceOp>(r)));
     const auto random_spec = [&] {
       Spec s;
@@ -154,4 +159,25 @@ TEST_CASE("consistent cost: equals the shortest path over every spec (brute forc
     }
   }
   CHECK(compared == 1200);
+}
+
+TEST_CASE("consistent cost: StridedShard moves are the one-mesh-dim collectives of Shard", "[cost][strided]") {
+  const TensorMeta t{{64, 64}, 4};
+  const auto m = consistent_mesh({2, 4});  // one host: 87.7 GB/s, 0.6 us per hop
+  const double gib = 64.0 * 64.0 * 4.0 / 1024.0 / 1024.0 / 1024.0;
+  const auto gather = [](double g, double n) { return 6.6 + (n - 1) * 0.6 + g * (n - 1) / n / 87.7 * 1e6; };
+  // all-gather of the same bytes as Shard; a local chunk from Replicate
+  CHECK_THAT(cost("_S(0, 2)R", "RR", t, m), WithinRel(gather(gib, 2), 1e-12));
+  CHECK(cost("RR", "_S(0, 2)R", t, m) == 0.0);
+  // _S(0, 2) <-> S(0) on one mesh dim is a permutation of the local blocks: an all-to-all of the
+  // local bytes (b(n-1)/n sent per rank), as S(0) -> S(1)
+  CHECK_THAT(cost("_S(0, 2)R", "S(0)R", t, m), WithinRel(gather(gib / 2, 2), 1e-12));
+  CHECK(cost("_S(0, 2)R", "S(0)R", t, m) == cost("S(0)R", "S(1)R", t, m));
+  CHECK(cost("S(0)R", "_S(0, 4)R", t, m) == cost("S(0)R", "S(1)R", t, m));
+  // Partial -> StridedShard: a reduce-scatter (of a permuted buffer), as Partial -> Shard
+  CHECK(cost("P(sum)R", "_S(0, 2)R", t, m) == cost("P(sum)R", "S(0)R", t, m));
+  // StridedShard -> Partial: through Replicate, finite
+  CHECK(cost("_S(0, 2)R", "P(sum)R", t, m) == cost("S(0)R", "P(sum)R", t, m));
+  // FSDP2 + TP: _S(0, 4)S(0) -> RR moves the bytes of S(0)S(0) -> RR
+  CHECK(cost("_S(0, 4)S(0)", "RR", t, m) == cost("S(0)S(0)", "RR", t, m));
 }

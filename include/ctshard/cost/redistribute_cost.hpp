@@ -3,7 +3,9 @@
 /// Redistribute cost: microseconds to turn a tensor's current spec into a target spec, following
 /// newest DTensor `redistribute_cost` with the greedy transform planner
 /// (`DTensorRedistributePlanner.generate_greedy_transform_infos`) and the per-step costs of
-/// `_compute_placement_transition_cost`.
+/// `_compute_placement_transition_cost`. A StridedShard step is priced as the collectives DTensor
+/// 2.13's `redistribute_local_tensor` issues for it (DTensor's cost model itself says +inf or 0
+/// there; docs/semantics.md, "StridedShard").
 
 #include <array>
 #include <cstddef>
@@ -20,15 +22,21 @@
 namespace ctshard {
 
 namespace detail {
-/// True when mesh dims [0, upto) shard tensor dim `d` identically in `a` and `b`.
+/// True when mesh dims [0, upto) shard tensor dim `d` identically in `a` and `b`: the same mesh
+/// dims, and a StridedShard of `d` with the same split factor (the nested-sharding check of
+/// `generate_greedy_transform_infos`, extended to StridedShard as its TODO says).
 constexpr bool same_shard_prefix(const Spec& a, const Spec& b, std::size_t upto, int d) noexcept {
-  for (std::size_t j = 0; j < upto; ++j)
-    if ((a[j].is_shard() && a[j].dim == d) != (b[j].is_shard() && b[j].dim == d)) return false;
+  for (std::size_t j = 0; j < upto; ++j) {
+    const bool sa = a[j].is_any_shard() && a[j].dim == d, sb = b[j].is_any_shard() && b[j].dim == d;
+    if (sa != sb || (sa && a[j] != b[j])) return false;
+  }
   return true;
 }
 
 /// One mesh-dim transition with comm volume `gb` (GiB units), updating it
-/// (`_compute_placement_transition_cost`).
+/// (`_compute_placement_transition_cost`). Also prices a StridedShard side the way
+/// `_compute_placement_transition_cost` would price a Shard (all-gather to Replicate, local chunk
+/// from Replicate); the two-step StridedShard moves are split by `transition_steps`.
 constexpr RedistributeStep transition(std::size_t mesh_dim, Placement from, Placement to, double& gb, const MeshTopology& mesh) noexcept {
   RedistributeStep s{mesh_dim, from, to, Collective::none, 0, 0};
   const double n = static_cast<double>(mesh.sizes[mesh_dim]);
@@ -61,6 +69,31 @@ constexpr RedistributeStep transition(std::size_t mesh_dim, Placement from, Plac
   s.comm_bytes *= 1024.0 * 1024.0 * 1024.0;
   return s;
 }
+
+/// True when DTensor 2.13 runs `from` -> `to` on one mesh dim through Replicate
+/// (`redistribute_local_tensor`): a StridedShard on either side of a shard -> shard move (all-gather,
+/// then a local chunk), or Partial -> StridedShard (all-reduce, then a local strided chunk).
+constexpr bool through_replicate(Placement from, Placement to) noexcept {
+  if (!from.is_strided_shard() && !to.is_strided_shard()) return false;
+  return (from.is_any_shard() && to.is_any_shard()) || (from.is_partial() && to.is_strided_shard());
+}
+
+/// Calls `on_step` for the steps of one mesh-dim transition (one, or two through Replicate: see
+/// `through_replicate`) and returns their cost (µs).
+template <class OnStep>
+constexpr double transition_steps(std::size_t mesh_dim, Placement from, Placement to, double& gb, const MeshTopology& mesh,
+                                  OnStep&& on_step) {
+  if (!through_replicate(from, to)) {
+    const RedistributeStep s = transition(mesh_dim, from, to, gb, mesh);
+    on_step(s);
+    return s.cost_us;
+  }
+  const RedistributeStep gather = transition(mesh_dim, from, Replicate(), gb, mesh);
+  const RedistributeStep chunk = transition(mesh_dim, Replicate(), to, gb, mesh);
+  on_step(gather);
+  on_step(chunk);
+  return gather.cost_us + chunk.cost_us;
+}
 }  // namespace detail
 
 namespace detail {
@@ -76,22 +109,18 @@ constexpr double greedy_redistribute(const Spec& current, const Spec& target, co
     check_shard_dims(target, meta.shape, "ctshard::redistribute_cost: target");
   }
   if (current.is_replicated() || current == target) return 0.0;
-  for (std::size_t d = 0; d < mesh.size(); ++d)
-    if (current[d].is_strided_shard() || target[d].is_strided_shard()) return infinite_cost;
   const std::int64_t shards = num_shards(current, mesh.sizes);
   double gb = meta.bytes() / static_cast<double>(shards) / 1024.0 / 1024.0 / 1024.0;
   double total = 0;
   Spec state = current;
   auto step = [&](std::size_t d, Placement to) {
-    const RedistributeStep s = transition(d, state[d], to, gb, mesh);
+    total += transition_steps(d, state[d], to, gb, mesh, on_step);
     state[d] = to;
-    total += s.cost_us;
-    on_step(s);
   };
   if (mesh.size() > 1 && shards > 1) {
     for (std::size_t d = mesh.size(); d-- > 0;) {
       Placement to = target[d];
-      if (to.is_shard() && !same_shard_prefix(state, target, d, to.dim)) to = Replicate();
+      if (to.is_any_shard() && !same_shard_prefix(state, target, d, to.dim)) to = Replicate();
       if (state[d] != to) step(d, to);
     }
   }
@@ -103,12 +132,17 @@ constexpr double greedy_redistribute(const Spec& current, const Spec& target, co
 
 /// The greedy redistribution plan from `current` to `target` for a tensor described by `meta` on
 /// `mesh`, with per-step collectives and costs (µs). DTensor rules: an all-Replicate source or an
-/// unchanged spec costs 0 with no step; a StridedShard on either side (other than unchanged) is
-/// +inf; otherwise comm volume starts at itemsize·numel/num_shards/1024³ and the greedy planner
-/// first walks mesh dims last→first (only when the source has more than one shard), sending a
-/// mesh dim whose target Shard(d) is nested differently (earlier mesh dims shard d differently)
-/// through Replicate, then walks first→last to reach the target. Shard→Partial and
-/// Partial(op)→Partial(other) are +inf.
+/// unchanged spec costs 0 with no step; otherwise comm volume starts at
+/// itemsize·numel/num_shards/1024³ and the greedy planner first walks mesh dims last→first (only
+/// when the source has more than one shard), sending a mesh dim whose target Shard(d) or
+/// StridedShard(d, sf) is nested differently (earlier mesh dims shard d differently, or with
+/// another split factor) through Replicate, then walks first→last to reach the target.
+/// Shard→Partial, StridedShard→Partial and Partial(op)→Partial(other) are +inf.
+/// StridedShard steps are priced as DTensor 2.13 runs them (`redistribute_local_tensor`), not as
+/// its cost model prices them (+inf for specs built from placements, 0 for view outputs):
+/// StridedShard→Replicate an all-gather of the same bytes as Shard→Replicate, Replicate→StridedShard
+/// a free local chunk, a shard→shard move with a StridedShard on either side an all-gather then a
+/// local chunk (two steps), Partial→StridedShard an all-reduce then a local chunk (two steps).
 /// Throws ctshard::error when the specs' ranks differ from the mesh's or a spec shards a tensor dim
 /// the tensor lacks.
 /// Under `CostModel::consistent` (`mesh.cost_model`), the cheapest step sequence instead
