@@ -26,9 +26,17 @@ std::string to_string(const SimRow& row) {
   return s + ")";
 }
 
-Expansion expand(const OpRule& rule, const OpCall& call, const Mesh& mesh) {
+bool has_strided_shard(const SimRow& row) {
+  for (const auto* specs : {&row.inputs, &row.outputs})
+    for (const Spec& spec : *specs)
+      for (const Placement& p : spec)
+        if (p.is_strided_shard()) return true;
+  return false;
+}
+
+Expansion expand(const OpRule& rule, const OpCall& call, const Mesh& mesh, const ShardKinds& kinds) {
   Expansion ex;
-  ex.filled = fill_placeholders(with_replicate_row(rule.rules), plain_shard_kinds);
+  ex.filled = fill_placeholders(with_replicate_row(rule.rules), kinds);
   const std::size_t s = ex.filled.size(), n = mesh.ndim(), width = ex.filled.width(), nout = ex.filled.num_outputs();
   const MeshTopology topo = mesh.topology();
   std::vector<std::size_t> digits(n, 0);
@@ -184,11 +192,25 @@ std::size_t FamilyReport::failed() const {
   return n;
 }
 
+std::size_t FamilyReport::strided_checked() const {
+  std::size_t n = 0;
+  for (const auto& m : per_mesh) n += m.strided_checked;
+  return n;
+}
+
+std::size_t FamilyReport::strided_failed() const {
+  std::size_t n = 0;
+  for (const auto& m : per_mesh) n += m.strided_failed;
+  return n;
+}
+
 std::string FamilyReport::summary() const {
   std::ostringstream os;
-  os << "sim: " << family << ": rows checked " << checked() << ", failed " << failed() << ", missing " << missing << "\n";
+  os << "sim: " << family << ": rows checked " << checked() << ", failed " << failed() << ", missing " << missing
+     << "; StridedShard rows checked " << strided_checked() << ", failed " << strided_failed() << "\n";
   for (const auto& m : per_mesh) {
-    os << "sim:   " << family << " on mesh " << m.mesh << ": rows checked " << m.checked << ", failed " << m.failed;
+    os << "sim:   " << family << " on mesh " << m.mesh << ": rows checked " << m.checked << ", failed " << m.failed
+       << " (StridedShard " << m.strided_checked << ", failed " << m.strided_failed << ")";
     if (m.known_unsound) os << " (+" << m.known_unsound << " known-unsound DTensor-fidelity rows failed)";
     if (m.sampled_out) os << " (" << m.sampled_out << " rows not sampled)";
     os << "\n";
@@ -338,38 +360,62 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
         rep.failures.push_back(name + " on mesh " + mesh.name() + ": expansion threw: " + e.what());
         continue;
       }
-      std::size_t stride = 1;
-      if (ex.rows.size() > options.max_rows_per_mesh) {
-        stride = (ex.rows.size() + options.max_rows_per_mesh - 1) / options.max_rows_per_mesh;
-        rep.notes.push_back(name + " on mesh " + mesh.name() + ": " + std::to_string(ex.rows.size()) + " rows, every " +
-                            std::to_string(stride) + "th simulated");
-      }
       const std::uint64_t base = fnv1a(mesh.name(), fnv1a(name));
-      for (std::size_t r = 0; r < ex.rows.size(); ++r) {
-        if (r % stride != 0) {
-          ++counts.sampled_out;
+      // Simulates `rows` (sampled evenly above max_rows_per_mesh); `strided` counts them apart too.
+      const auto run_rows = [&](const Expansion& expansion, const std::vector<const SimRow*>& rows, bool strided, std::uint64_t seed) {
+        std::size_t stride = 1;
+        if (rows.size() > options.max_rows_per_mesh) {
+          stride = (rows.size() + options.max_rows_per_mesh - 1) / options.max_rows_per_mesh;
+          rep.notes.push_back(name + " on mesh " + mesh.name() + ": " + std::to_string(rows.size()) + (strided ? " StridedShard" : "") +
+                              " rows, every " + std::to_string(stride) + "th simulated");
+        }
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+          if (r % stride != 0) {
+            ++counts.sampled_out;
+            continue;
+          }
+          const SimRow& row = *rows[r];
+          RowOutcome outcome;
+          try {
+            outcome = simulate_row(call, *op, row, mesh, seed + r, options.trials);
+          } catch (const std::exception& e) {
+            outcome = {false, std::string("simulation threw: ") + e.what()};
+          }
+          ++counts.checked;
+          if (strided) ++counts.strided_checked;
+          if (outcome.ok) continue;
+          bool uses_known = false;
+          for (auto ri : row.rules)
+            for (const auto& k : known) uses_known = uses_known || row_key(expansion.filled.row(ri)) == k;
+          const std::string text = name + " on mesh " + mesh.name() + ": " + to_string(row) + ": " + outcome.detail;
+          if (uses_known) {
+            ++counts.known_unsound;
+            rep.known_unsound.push_back(text);
+          } else {
+            ++counts.failed;
+            if (strided) ++counts.strided_failed;
+            rep.failures.push_back(text);
+          }
+        }
+      };
+      std::vector<const SimRow*> plain_rows;
+      for (const auto& row : ex.rows) plain_rows.push_back(&row);
+      run_rows(ex, plain_rows, false, base);
+      // StridedShard pass: placeholders filled with _S(d, sf), the rows that hold one simulated
+      for (std::uint16_t sf : options.strided_split_factors) {
+        ShardKinds kinds;
+        kinds.add(StridedShard(0, sf));
+        Expansion strided;
+        try {
+          strided = expand(rule, op_call, mesh, kinds);
+        } catch (const std::exception& e) {
+          rep.failures.push_back(name + " on mesh " + mesh.name() + ": StridedShard expansion threw: " + e.what());
           continue;
         }
-        const SimRow& row = ex.rows[r];
-        RowOutcome outcome;
-        try {
-          outcome = simulate_row(call, *op, row, mesh, base + r, options.trials);
-        } catch (const std::exception& e) {
-          outcome = {false, std::string("simulation threw: ") + e.what()};
-        }
-        ++counts.checked;
-        if (outcome.ok) continue;
-        bool uses_known = false;
-        for (auto ri : row.rules)
-          for (const auto& k : known) uses_known = uses_known || row_key(ex.filled.row(ri)) == k;
-        const std::string text = name + " on mesh " + mesh.name() + ": " + to_string(row) + ": " + outcome.detail;
-        if (uses_known) {
-          ++counts.known_unsound;
-          rep.known_unsound.push_back(text);
-        } else {
-          ++counts.failed;
-          rep.failures.push_back(text);
-        }
+        std::vector<const SimRow*> rows;
+        for (const auto& row : strided.rows)
+          if (has_strided_shard(row)) rows.push_back(&row);
+        run_rows(strided, rows, true, base ^ (0x5eedull * sf));
       }
       if (options.find_missing && mesh.ndim() == 1 && mesh.sizes[0] == 2) {
         try {

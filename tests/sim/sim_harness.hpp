@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ctshard/registry/op_registry.hpp"
+#include "ctshard/rules/placeholder_fill.hpp"
 #include "sim_cases.hpp"
 #include "sim_ops.hpp"
 #include "sim_tensor.hpp"
@@ -28,14 +29,18 @@ struct SimRow {
 [[nodiscard]] std::string to_string(const SimRow& row);
 
 /// An op's rule expanded on one mesh: the single-dim rules after inserting the all-Replicate row
-/// and filling placeholders with plain Shard, and the rows that survive the mixed-Partial filter,
+/// and filling placeholders with `kinds` (plain Shard unless told; the enumerator fills with the
+/// kinds its inputs use), and the rows that survive the mixed-Partial filter,
 /// `is_tensor_shardable` on every input and the op's own full-mesh filter.
 struct Expansion {
   RuleSet filled;
   std::vector<SimRow> rows;
   std::size_t total = 0, mixed_partial = 0, unshardable = 0, op_filter = 0;
 };
-[[nodiscard]] Expansion expand(const OpRule& rule, const OpCall& call, const Mesh& mesh);
+[[nodiscard]] Expansion expand(const OpRule& rule, const OpCall& call, const Mesh& mesh, const ShardKinds& kinds = plain_shard_kinds);
+
+/// True when a spec of the row (input or output) holds a StridedShard.
+[[nodiscard]] bool has_strided_shard(const SimRow& row);
 
 /// Outcome of simulating one row; `detail` says why it failed (with the global inputs and the
 /// first wrong element).
@@ -60,11 +65,16 @@ struct CheckOptions {
   /// Filled single-dim rows known to be unsound but kept for DTensor fidelity: a failing full-mesh
   /// row that uses one of them is reported under `known_unsound` instead of `failures`.
   std::function<std::vector<std::vector<Placement>>(const SampleCall&)> known_unsound;
+  /// Split factors to fill placeholders with a second time (kinds = these StridedShards only, as
+  /// when every sharded input is a `_S(d, sf)`); the rows that hold a StridedShard are simulated
+  /// and counted apart. Empty: no StridedShard pass.
+  std::vector<std::uint16_t> strided_split_factors{2};
 };
 
 struct MeshCounts {
   std::string mesh;
   std::size_t checked = 0, failed = 0, known_unsound = 0, sampled_out = 0;
+  std::size_t strided_checked = 0, strided_failed = 0;  ///< rows with a StridedShard (also in checked / failed)
 };
 
 struct FamilyReport {
@@ -75,7 +85,10 @@ struct FamilyReport {
 
   [[nodiscard]] std::size_t checked() const;
   [[nodiscard]] std::size_t failed() const;
-  /// `sim: <family>: rows checked N, failed F, missing M` plus one line per mesh.
+  [[nodiscard]] std::size_t strided_checked() const;
+  [[nodiscard]] std::size_t strided_failed() const;
+  /// `sim: <family>: rows checked N, failed F, missing M; StridedShard rows checked S, failed G`
+  /// plus one line per mesh.
   [[nodiscard]] std::string summary() const;
   /// Everything: summary, failures, known-unsound rows, missing rows, notes.
   [[nodiscard]] std::string full_text() const;

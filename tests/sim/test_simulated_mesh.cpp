@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
+#include <string>
 
 #include "ctshard/registry/builtin_registry.hpp"
 #include "sim_harness.hpp"
@@ -333,4 +335,45 @@ TEST_CASE("sim: the simulator catches what the view filter and squeeze canonical
   CHECK(simulate_row(squeeze, local_squeeze, SimRow{{s0}, {s0}, {}}, Mesh{{2}}, 5).ok);
   local_squeeze.localise = {};
   CHECK_FALSE(simulate_row(squeeze, local_squeeze, SimRow{{s0}, {s0}, {}}, Mesh{{2}}, 5).ok);
+}
+
+TEST_CASE("fill: no duplicate rows when placeholders take every shard kind the inputs use", "[sim][placeholder]") {
+  // Every sample call's rule, filled as the enumerator fills it for inputs using Shard, _S(d, 2)
+  // and _S(d, 4) (and each of those kinds alone): no two filled single-dim rows may be equal, or
+  // the enumerator would price and list the same strategy twice.
+  std::vector<ShardKinds> kind_sets;
+  const auto kinds_of = [](std::initializer_list<Placement> ps) {
+    ShardKinds k;
+    for (const Placement& p : ps) k.add(p);
+    return k;
+  };
+  kind_sets.push_back(kinds_of({Shard(0)}));
+  kind_sets.push_back(kinds_of({StridedShard(0, 2)}));
+  kind_sets.push_back(kinds_of({Shard(0), StridedShard(0, 2)}));
+  kind_sets.push_back(kinds_of({StridedShard(1, 2), Shard(0), StridedShard(0, 4)}));
+  std::size_t tables = 0, rows = 0;
+  for (const auto& call : sample_calls()) {
+    const RuleFactory* factory = builtin_registry().find(call.op);
+    if (factory == nullptr) continue;
+    OpRule rule;
+    try {
+      rule = (*factory)(to_op_call(call));
+    } catch (const std::exception&) {
+      continue;  // reported by the family checks
+    }
+    for (const ShardKinds& kinds : kind_sets) {
+      const RuleSet filled = fill_placeholders(with_replicate_row(rule.rules), kinds);
+      std::set<std::string> seen;
+      for (std::size_t r = 0; r < filled.size(); ++r) {
+        std::string key;
+        for (const Placement& p : filled.row(r)) key += to_string(p) + ";";
+        INFO(describe(call) << " with " << kinds.size() << " shard kinds: row " << r << " " << key);
+        CHECK(seen.insert(key).second);
+      }
+      ++tables;
+      rows += filled.size();
+    }
+  }
+  std::cout << "fill: " << tables << " filled tables, " << rows << " rows, no duplicates\n";
+  CHECK(tables > 400);
 }

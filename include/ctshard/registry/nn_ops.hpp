@@ -80,7 +80,8 @@ inline void register_nn_ops(OpRegistry& r) {
     op_args::expect_tensor_inputs(call, 2);
     const std::size_t weight = op_args::tensor(call, 0, "weight"), indices = op_args::tensor(call, 1, "indices");
     if (call.tensors[weight].shape.rank != 2) op_args::bad_argument(call, "weight", "must be 2-D");
-    return OpRule{embedding_single_dim_strategy(call.tensors[indices].shape.rank), UnevenInputs::reject};
+    return OpRule{embedding_single_dim_strategy(call.tensors[indices].shape.rank), UnevenInputs::reject,
+                  [](std::span<const Spec> specs, std::span<const TensorMeta>, const MeshTopology&) { return embedding_contiguous_vocab(specs); }};
   });
   r.add({"aten.embedding_dense_backward.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 2);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/rules/rule_set.hpp"
 
@@ -41,6 +42,17 @@ namespace ctshard {
     rules.add({s, Replicate(), s});
   }
   return rules;
+}
+
+/// Full-mesh check of `embedding_single_dim_strategy` (operands `[out, weight, indices]`): false
+/// when the weight's vocab dim 0 is a StridedShard on some mesh dim. The row-wise row's masked
+/// lookup needs each rank's weight rows to be one contiguous block (index minus block offset);
+/// a `_S(0, sf)` block is `sf` pieces, so the lookup reads the wrong rows (the simulated mesh
+/// shows it). DTensor writes that row with an explicit `Shard(0)`, never a StridedShard.
+[[nodiscard]] inline bool embedding_contiguous_vocab(std::span<const Spec> operand_specs) noexcept {
+  for (const Placement& p : operand_specs[1])
+    if (p.is_strided_shard() && p.dim == 0) return false;
+  return true;
 }
 
 /// `embedding_dense_backward(grad_out [*I, D], indices [*I], num_weights, padding_idx,
