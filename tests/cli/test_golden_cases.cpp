@@ -120,3 +120,52 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
   CHECK(total == 300);
   CHECK(matched == total);
 }
+
+TEST_CASE("golden: the StridedShard reference cases (regressions B12, R05) hold through `ctshard table --json`", "[golden][cli][strided]") {
+  const std::string dir = std::string(CTSHARD_SHARED_DIR) + "/cases";
+  if (!std::filesystem::exists(dir + "/regressions.json")) {
+    WARN("../shared not found (" << dir << "): skipping the StridedShard reference cases");
+    return;
+  }
+  // every reference case that names a StridedShard is one of the two checked here
+  std::size_t strided_cases = 0, golden_strided = 0;
+  for (const char* file : {"/regressions.json", "/regressions_2.json"}) {
+    std::ifstream in(dir + file);
+    const auto doc = nlohmann::json::parse(in);
+    const auto& cases = doc.is_array() ? doc : doc["cases"];
+    for (const auto& c : cases)
+      if (c.dump().find("_S(") != std::string::npos) {
+        ++strided_cases;
+        CHECK((c["id"] == "B12" || c["id"] == "R05"));
+      }
+  }
+  std::ifstream golden(dir + "/golden_dev.jsonl");
+  for (std::string line; std::getline(golden, line);) golden_strided += line.find("_S(") != std::string::npos;
+  std::printf("StridedShard reference cases: %zu in regressions*.json, %zu in golden_dev.jsonl\n", strided_cases, golden_strided);
+  CHECK(strided_cases == 2);
+
+  const auto chosen = [](const nlohmann::json& t) { return t["strategies"][t["choice"]["index"].get<std::size_t>()]; };
+  // B12: x = _S(0, 2)S(0), y = S(0)S(0) on 2x2 hold different blocks (rank (i, j) holds block 2j+i
+  // of x, 2i+j of y): no row may keep both as they are, and the choice moves one at a finite cost.
+  const auto b12 = nlohmann::json::parse(run_tool("table --json --op aten.add.Tensor --shapes 8,8 --mesh 2x2 --inputs '_S(0, 2)S(0);S(0)S(0)'"));
+  for (const auto& s : b12["strategies"]) CHECK_FALSE((s["in"][0] == "_S(0, 2)S(0)" && s["in"][1] == "S(0)S(0)"));
+  const auto pick = chosen(b12);
+  REQUIRE(pick["total"].is_number());
+  // x -> S(0)S(0) under DTensor's greedy order: mesh dim 1 all-gathers 16 bytes (its target is
+  // nested under a different mesh dim 0), mesh dim 0 all-gathers 32 bytes and chunks, mesh dim 1
+  // chunks again; 4 devices on one host (87.7 GB/s, 0.6 us per hop)
+  const auto ag = [](double bytes) { return 6.6 + 0.6 + bytes / 1024 / 1024 / 1024 * 0.5 / 87.7 * 1e6; };
+  CHECK(pick["in"][0] == "S(0)S(0)");
+  CHECK_THAT(pick["total"].get<double>(), Catch::Matchers::WithinRel(ag(16) + ag(32), 1e-9));
+  // controls: equal StridedShard inputs (and a unary op) keep them at no cost
+  const auto same = chosen(nlohmann::json::parse(run_tool("table --json --op aten.add.Tensor --shapes 8,8 --mesh 2x2 --inputs '_S(0, 2)S(0);_S(0, 2)S(0)'")));
+  CHECK(same["out"] == "_S(0, 2)S(0)");
+  CHECK(same["total"] == 0.0);
+  const auto neg = chosen(nlohmann::json::parse(run_tool("table --json --op aten.neg.default --shapes 8 --mesh 2x2 --inputs '_S(0, 2)S(0)'")));
+  CHECK(neg["out"] == "_S(0, 2)S(0)");
+  CHECK(neg["total"] == 0.0);
+  // R05: [16, 4] as _S(0, 2) on mesh 2 viewed as [2, 8, 4] is S(1), at no cost
+  const auto r05 = chosen(nlohmann::json::parse(run_tool("table --json --op aten.view.default --shapes 16x4 --mesh 2 --inputs '_S(0, 2)' --args '[[2, 8, 4]]'")));
+  CHECK(r05["out"] == "S(1)");
+  CHECK(r05["total"] == 0.0);
+}
