@@ -603,6 +603,8 @@ class OpResult:
     missing: int = 0
     known_unsound: int = 0
     filtered: int = 0
+    strided_checked: int = 0  # rows with a StridedShard spec (also counted in checked / failed)
+    strided_failed: int = 0
     per_mesh: dict = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     missing_rows: list[str] = field(default_factory=list)
@@ -614,8 +616,17 @@ class OpResult:
     def mesh_counts(self, mesh: list[int]) -> dict:
         return self.per_mesh.setdefault("x".join(map(str, mesh)), {"checked": 0, "failed": 0})
 
-    def fail(self, mesh: list[int] | None, text: str) -> None:
+    def count(self, mesh: list[int], strided: bool) -> None:
+        """One more row checked on `mesh` (`strided`: the row holds a StridedShard)."""
+        self.checked += 1
+        self.mesh_counts(mesh)["checked"] += 1
+        if strided:
+            self.strided_checked += 1
+
+    def fail(self, mesh: list[int] | None, text: str, strided: bool = False) -> None:
         self.failed += 1
+        if strided:
+            self.strided_failed += 1
         if mesh is not None:
             self.mesh_counts(mesh)["failed"] += 1
         self.failures.append(text)
@@ -704,14 +715,14 @@ def check_sample(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int
                     if verdict != "sound":
                         res.filtered_failing.append(text)
                     continue
-                res.checked += 1
-                mc["checked"] += 1
+                strided = _has_strided(row)
+                res.count(mesh, strided)
                 if verdict != "sound":
                     if sound_rows is not None and (outs, ins) not in sound_rows:
                         res.known_unsound += 1
                         res.known_unsound_rows.append(text)
                     else:
-                        res.fail(mesh, text)
+                        res.fail(mesh, text, strided)
         else:
             strategies = t["strategies"]
             rows = [strategy_row(st) for st in strategies]
@@ -719,10 +730,22 @@ def check_sample(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int
             if len(rows) > MAX_2D_ROWS:
                 step = len(rows) / MAX_2D_ROWS
                 rows = [rows[int(j * step)] for j in range(MAX_2D_ROWS)]
+            # the table of a StridedShard input (`_S(d, 2)` on mesh dim 0): its rows that hold one
+            scur = current_inputs(s, mesh, strided=True)
+            if scur != cur and any("_S(" in c for c in scur):
+                try:
+                    srows = [r for r in (strategy_row(st) for st in table(s, mesh, scur)["strategies"]) if _has_strided(r)]
+                except ValueError as e:
+                    srows = []
+                    res.notes.append(f"{s.id} on mesh {mesh}: table with a StridedShard input {scur} refused: {e}"[:300])
+                if len(srows) > MAX_2D_ROWS:
+                    step = len(srows) / MAX_2D_ROWS
+                    srows = [srows[int(j * step)] for j in range(MAX_2D_ROWS)]
+                rows = rows + [r for r in srows if r not in rows]
             for outs, ins in rows:
                 verdict, detail = sim.check(mesh, list(ins), list(outs))
-                res.checked += 1
-                mc["checked"] += 1
+                strided = _has_strided((outs, ins))
+                res.count(mesh, strided)
                 if verdict != "sound":
                     text = f"{s.describe()} on mesh {mesh}: row {row_text(list(outs), list(ins))}: {verdict}: {detail}"
                     if sound_rows is not None and any(
@@ -731,12 +754,17 @@ def check_sample(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int
                         res.known_unsound += 1
                         res.known_unsound_rows.append(text)
                     else:
-                        res.fail(mesh, text)
+                        res.fail(mesh, text, strided)
     if missing:
         try:
             find_missing(s, sim, res)
         except SampleError as e:
             res.notes.append(f"{s.id}: missing-row search: {e}"[:300])
+
+
+def _has_strided(row: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
+    """True when an output or input spec of the row holds a StridedShard."""
+    return any("_S(" in c for c in row[0] + row[1])
 
 
 def _split_each(specs: tuple[str, ...], n: int) -> list[list[str]]:
@@ -955,7 +983,9 @@ def coverage(suite: Suite) -> tuple[list[str], list[str]]:
 def family_lines(results: list[OpResult]) -> list[str]:
     fams: dict[str, dict] = {}
     for r in results:
-        f = fams.setdefault(r.family, {"checked": 0, "failed": 0, "missing": 0, "known": 0, "ops": 0})
+        f = fams.setdefault(r.family, {"checked": 0, "failed": 0, "missing": 0, "known": 0, "ops": 0, "strided": 0, "strided_failed": 0})
+        f["strided"] += r.strided_checked
+        f["strided_failed"] += r.strided_failed
         f["checked"] += r.checked
         f["failed"] += r.failed
         f["missing"] += r.missing
@@ -965,8 +995,15 @@ def family_lines(results: list[OpResult]) -> list[str]:
     for fam in sorted(fams):
         f = fams[fam]
         extra = f" (+{f['known']} known-unsound DTensor-fidelity rows failed)" if f["known"] else ""
-        lines.append(f"sim(py): {fam}: rows checked {f['checked']}, failed {f['failed']}, missing {f['missing']}{extra}")
+        lines.append(f"sim(py): {fam}: rows checked {f['checked']}, failed {f['failed']}, missing {f['missing']}{extra}; "
+                     f"StridedShard rows checked {f['strided']}, failed {f['strided_failed']}")
     return lines
+
+
+def strided_line(results: list[OpResult]) -> str:
+    """`sim(py): StridedShard rows checked N, failed F` over every op."""
+    return (f"sim(py): StridedShard rows checked {sum(r.strided_checked for r in results)}, "
+            f"failed {sum(r.strided_failed for r in results)}")
 
 
 def report(results: list[OpResult], suite: Suite, elapsed: float) -> dict:
@@ -975,8 +1012,8 @@ def report(results: list[OpResult], suite: Suite, elapsed: float) -> dict:
     for r in results:
         f = fams.setdefault(r.family, {"ops": 0, "samples": 0, "checked": 0, "failed": 0, "missing": 0,
                                        "known_unsound": 0, "filtered": 0, "per_mesh": {}})
-        for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered"):
-            f[k] += getattr(r, k)
+        for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed"):
+            f[k] = f.get(k, 0) + getattr(r, k)
         f["ops"] += 1
         for m, c in r.per_mesh.items():
             pm = f["per_mesh"].setdefault(m, {"checked": 0, "failed": 0})
@@ -985,7 +1022,8 @@ def report(results: list[OpResult], suite: Suite, elapsed: float) -> dict:
     return {
         "meshes": MESHES, "trials": TRIALS, "max_2d_rows": MAX_2D_ROWS, "missing_budget": MISSING_BUDGET,
         "elapsed_s": round(elapsed, 2),
-        "totals": {k: sum(getattr(r, k) for r in results) for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered")},
+        "totals": {k: sum(getattr(r, k) for r in results)
+                   for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed")},
         "families": fams,
         "ops": {r.op: r.to_json() for r in results},
         "not_simulated": NOT_SIMULATED,
@@ -1041,6 +1079,7 @@ def main(argv: list[str] | None = None) -> int:
     results = suite.results()
     for line in family_lines(results):
         print(line)
+    print(strided_line(results))
     nops = len({r.op.split("[")[0] for r in results})
     print(f"sim(py): {nops} ops ({len(results)} groups: higher-order ops per wrapped op), "
           f"{sum(r.samples for r in results)} samples, {elapsed:.1f} s")

@@ -43,6 +43,7 @@ def sim_results(summary):
     done = list(results.values())
     for line in rs.family_lines(done):
         summary(line)
+    summary(rs.strided_line(done))
     nops = len({r.op.split("[")[0] for r in done})
     summary(f"sim(py): {nops} ops ({len(done)} test groups), {sum(r.samples for r in done)} samples on meshes "
             f"{', '.join('x'.join(map(str, m)) for m in rs.MESHES)}, {sum(r.seconds for r in done):.1f} s")
@@ -140,6 +141,20 @@ def test_strided_shard_layouts_reassemble():
     assert add.check([2, 2], ["S(0)_S(0, 2)", "S(0)_S(0, 2)"], ["S(0)_S(0, 2)"])[0] == "sound"
     assert add.check([2], ["_S(0, 2)", "S(0)"], ["S(0)"])[0] == "unsound"
     assert add.check([2], ["_S(0, 2)", "_S(0, 2)"], ["S(0)"])[0] == "unsound"
+
+
+def test_strided_shard_rows_are_checked_on_every_mesh():
+    """Rows with a StridedShard (placeholders filled from a `_S(d, 2)` input) are simulated on the
+    1-D and the 2-D meshes and counted apart."""
+    r = SUITE.result("aten.add.Tensor", missing=False)
+    assert r.strided_checked > 0 and r.strided_failed == 0, r.failures[:5]
+    meshes = {m for m in r.per_mesh}
+    assert len(meshes) >= 2
+    sample = SUITE.by_op["aten.add.Tensor"][0]
+    table = rs.table(sample, [2, 2], rs.current_inputs(sample, [2, 2], strided=True))
+    rows_2d = [row for row in map(rs.strategy_row, table["strategies"]) if rs._has_strided(row)]
+    assert rows_2d, "a StridedShard input on a 2x2 mesh gives StridedShard rows"
+    assert rs.strided_line([r]).startswith(f"sim(py): StridedShard rows checked {r.strided_checked}, failed 0")
 
 
 def test_equal_ands_the_ranks_answers():
