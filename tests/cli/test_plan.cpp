@@ -171,6 +171,11 @@ TEST_CASE("plan: batch-sharded Megatron inputs make StridedShard values and a fi
     }
     CHECK(strided_values >= 5);
     CHECK_THAT(sum, Catch::Matchers::WithinRel(total, 1e-9));
+    // the search gives full enumeration's plan with StridedShard values too
+    auto enumerated = nlohmann::json::parse(run_tool(args + " --cost-model " + model + " --algo enumerate"));
+    CHECK(enumerated["algo"] == "enumerate");
+    enumerated["algo"] = j["algo"];
+    CHECK(enumerated == j);
   }
   // The loss: mul(view_38, view_37) with view_38 = _S(0, 8)_S(0, 8) (f32[12288], a transposed
   // [8, 1536] flattened) and view_37 = S(0)R. Under DTensor's model view_37 moves to

@@ -119,6 +119,19 @@ TEST_CASE("search: on 5..8-dim meshes the answer survives and no sampled row bea
     };
     const std::span<const std::uint8_t> chosen(got.digits.data(), n);
     const std::vector<Spec> best = specs_of(chosen);
+    // Known limit: under the DTensor model a StridedShard (in an input or a filled cell) makes
+    // the greedy costs non-separable per mesh dim; tables of at most max_enumerated_rows rows are
+    // walked (exact, property-tested on meshes of 1..4 dims), larger ones only get a surviving row.
+    bool strided_dtensor = c.mesh.cost_model == CostModel::dtensor;
+    if (strided_dtensor) {
+      bool any = false;
+      for (const Spec& sp : specs)
+        for (const Placement& p : sp) any = any || p.is_strided_shard();
+      const RuleSet& filled = e.filled_rules(specs);
+      for (std::size_t r = 0; r < filled.size(); ++r)
+        for (std::size_t k = 0; k < filled.width(); ++k) any = any || filled.cell(r, k).is_strided_shard();
+      strided_dtensor = any;
+    }
     REQUIRE(survives(c.rule, c.metas, specs, best, c.mesh));
     CHECK(total_of(best) == got.total_us);
     bool matches = true;
@@ -141,7 +154,7 @@ TEST_CASE("search: on 5..8-dim meshes the answer survives and no sampled row bea
         bool m = true;
         for (std::size_t i = 0; i < c.metas.size(); ++i) m = m && row[nout + i] == specs[i];
         CHECK((!m || !std::lexicographical_compare(chosen.begin(), chosen.end(), digits.begin(), digits.end())));  // the last match
-      } else {
+      } else if (!strided_dtensor) {
         CHECK(total >= got.total_us);
         if (total == got.total_us) CHECK(!earlier);
       }
@@ -170,7 +183,7 @@ TEST_CASE("search: a redistribution costs 0 exactly when every mesh dim is free 
       bool strided = false;
       for (std::size_t d = 0; d < mesh.size(); ++d) strided = strided || current[d].is_strided_shard() || target[d].is_strided_shard();
       const bool nested = mesh.size() > 1 && num_shards(current, mesh.sizes) > 1;
-      free = !strided;
+      if (strided) continue;  // not per-dim: DimCosts::zero_cost_is_per_dim() is false then
       for (std::size_t d = 0; d < mesh.size() && free; ++d) {
         free = current[d] == target[d] || current[d].is_replicate();
         if (nested && current[d].is_replicate() && target[d].is_shard())
@@ -195,6 +208,7 @@ TEST_CASE("search: prefix bounds never exceed the priced total of a row below th
     const SearchQuery query = SearchQuery::make(c.metas, specs, c.metas.size(), c.mesh);
     const FilledTable table(with_replicate_row(c.rule.rules), shard_kinds_of(specs), c.mesh, c.rule.uneven_inputs, c.rule.filter);
     if (table.num_rows() > 4096) continue;
+    if (walks_for_strided_costs(table, query)) continue;  // walked, not bounded (search_choice.hpp)
     CostMemo memo(table);
     std::vector<std::vector<std::uint8_t>> rows;
     std::vector<double> totals;

@@ -85,6 +85,7 @@ class DimCosts {
     const MeshTopology& mesh = t.mesh();
     const std::size_t n = mesh.size(), nin = t.num_inputs(), s = t.num_rules();
     consistent_ = mesh.cost_model == CostModel::consistent;
+    strided_ = !consistent_ && t.has_strided_cells();
     double all = 1;
     for (std::size_t d = 0; d < n; ++d) {
       const double size = static_cast<double>(mesh.sizes[d]);
@@ -99,6 +100,7 @@ class DimCosts {
       f.strict = false;
       for (const Placement& p : c) f.strict = f.strict || p.is_strided_shard();
       f.strict = f.strict && !consistent_ && !f.all_replicate;
+      strided_ = strided_ || f.strict;
       f.nested = !consistent_ && !f.all_replicate && !f.strict && n > 1 && num_shards(c, mesh.sizes) > 1;
       f.ordered = !consistent_ && !f.all_replicate && !f.strict && !f.nested;
       double suffix = 1;
@@ -142,7 +144,10 @@ class DimCosts {
   }
 
   /// True when the zero-cost characterisation above is exact for this mesh (positive collectives).
-  [[nodiscard]] bool zero_cost_is_per_dim() const noexcept { return t_->mesh().link.base_latency_us > 0; }
+  /// Not under the DTensor model with a StridedShard in play (a current spec or a filled cell): its
+  /// greedy steps (e.g. Replicate -> StridedShard, a local chunk, free after a gather elsewhere)
+  /// are not separable per mesh dim; those cells bound 0 and the branch and bound decides.
+  [[nodiscard]] bool zero_cost_is_per_dim() const noexcept { return t_->mesh().link.base_latency_us > 0 && !strided_; }
   /// Rule `r` on mesh dim `d` costs nothing for every input (given the current specs).
   [[nodiscard]] bool free_rule(std::size_t d, std::size_t r) const noexcept { return free_rule_[d * t_->num_rules() + r] != 0; }
   /// Sum over inputs of the least cost of rule `r` on mesh dim `d` (DimCosts::flat); plain: over
@@ -189,9 +194,8 @@ class DimCosts {
       flat_[k] = gather + (from.is_any_shard() && to.is_any_shard() ? b / all : b * size / all);
       return;
     }
-    if (f.strict || to.is_strided_shard()) {  // DTensor: a StridedShard involved and the specs differ
-      free_[k] = 0;
-      fixed_[k] = flat_[k] = infinite_cost;
+    if (f.strict || to.is_strided_shard()) {  // DTensor: a StridedShard involved and the specs differ:
+      free_[k] = 0;                            // not separable per mesh dim, so the bound is 0
       return;
     }
     if (from.is_replicate()) {
@@ -229,6 +233,7 @@ class DimCosts {
   const FilledTable* t_ = nullptr;
   const SearchQuery* q_ = nullptr;
   bool consistent_ = false;
+  bool strided_ = false;  // DTensor model with a StridedShard in the query or the table
   std::size_t max_col_ = 1;
   std::array<double, max_mesh_dims> coef_{};
   std::vector<std::uint8_t> rep_;                // [input * max_col + column id]: a rule with that placement

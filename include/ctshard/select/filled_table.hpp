@@ -60,6 +60,7 @@ class FilledTable {
       std::uint32_t distinct = 0;
       for (std::size_t r = 0; r < s; ++r) {
         const Placement& p = rules_.cell(r, k);
+        has_strided_ = has_strided_ || p.is_strided_shard();
         partial_mask_[r * width + k] = p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u;
         std::uint32_t id = distinct;
         for (std::size_t q = 0; q < r && id == distinct; ++q)
@@ -73,6 +74,9 @@ class FilledTable {
     for (std::size_t d = 0; d < mesh_.size(); ++d) rows_ *= s;  // <= 255^8 < 2^64
   }
 
+  /// Some filled cell is a StridedShard (the search's per-mesh-dim bounds do not cover its
+  /// DTensor-model costs; see first_minimum_choice).
+  [[nodiscard]] bool has_strided_cells() const noexcept { return has_strided_; }
   /// The shard kinds this table is filled for.
   [[nodiscard]] const ShardKinds& kinds() const noexcept { return kinds_; }
   /// The filled rules, all-Replicate row first.
@@ -127,6 +131,7 @@ class FilledTable {
   std::vector<std::uint32_t> column_id_;  // [rule * width + operand]
   std::vector<std::uint32_t> distinct_;   // per operand
   std::uint64_t rows_ = 1;
+  bool has_strided_ = false;
 };
 
 }  // namespace ctshard
