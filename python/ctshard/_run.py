@@ -261,9 +261,26 @@ def _redistribute(value: DTensor, mesh: DeviceMesh, placements: Sequence[Placeme
     API refuses it as "for internal use only"), the ``redistribute_local_tensor`` DTensor's op
     dispatcher calls for the same move."""
     if not any(isinstance(p, Partial) and p != q for p, q in zip(placements, value.placements)):
-        return value.redistribute(mesh, placements)
+        try:
+            return value.redistribute(mesh, placements)
+        except RuntimeError:
+            # DTensor 2.13 fails on some moves into a StridedShard (e.g. S(0)R -> R_S(0, 4) of
+            # [16, 8, 8] on 2x2: its planner routes through a _StridedShard gather whose unpadding
+            # check fails). The same collectives ctshard priced: all-gather the mesh dims that
+            # change to Replicate, then each rank chunks its StridedShard locally.
+            if not any(isinstance(p, _StridedShard) for p in list(placements) + list(value.placements)):
+                raise
+            full = value.redistribute(mesh, [Replicate()] * mesh.ndim)
+            return distribute_tensor(full._local_tensor, mesh, placements, src_data_rank=None)
     from torch.distributed.tensor._dtensor_spec import DTensorSpec
     from torch.distributed.tensor._redistribute import redistribute_local_tensor
+
+    if any(isinstance(p, Partial) and q.is_shard() for p, q in zip(placements, value.placements)):
+        # Shard -> Partial has no collective (ctshard prices it +inf and never plans it; it happens
+        # in "dtensor" mode when DTensor's rule returned a Shard where ctshard predicted the Partial
+        # the plan goes on with): gather that mesh dim, then Replicate -> Partial is local.
+        value = value.redistribute(mesh, [Replicate() if isinstance(p, Partial) and q.is_shard() else q
+                                          for p, q in zip(placements, value.placements)])
 
     target = DTensorSpec(mesh, tuple(placements), tensor_meta=value._spec.tensor_meta)
     local = redistribute_local_tensor(value._local_tensor, value._spec, target)
