@@ -16,6 +16,10 @@ namespace ctshard {
 /// yields S^N rows, so N = 8 is already far past what enumeration can price.
 inline constexpr std::size_t max_mesh_dims = 8;
 
+/// Most operands (outputs + tensor inputs) one single-dim strategy row may have: `split` of a
+/// dim into size-1 pieces or `unbind` of a long dim make one output per piece, so a user size
+/// would otherwise decide the allocation. RuleSet refuses more with ctshard::error.
+inline constexpr std::size_t max_rule_operands = 65536;
 /// Largest tensor rank a TensorShape can hold (aten graphs of transformer models use <= 5).
 inline constexpr std::size_t max_tensor_dims = 8;
 

@@ -4,6 +4,7 @@
 
 #include "ctshard/config.hpp"
 #include "ctshard/error.hpp"
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/fixed_string.hpp"
 #include "ctshard/core/placement.hpp"
 #include "ctshard/core/spec.hpp"

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "ctshard/config.hpp"
+#include "ctshard/core/checked.hpp"
 #include "ctshard/error.hpp"
 
 namespace ctshard {
@@ -32,10 +33,15 @@ struct TensorShape {
   constexpr explicit TensorShape(std::span<const std::int64_t> sizes) {
     for (auto s : sizes) push_back(s);
   }
-  /// Appends a dim. Throws ctshard::error for a negative size or past max_tensor_dims.
+  /// Appends a dim. Throws ctshard::error for a negative size, past max_tensor_dims, or when the
+  /// product of the nonzero sizes no longer fits in int64 (so every partial product of a shape's
+  /// sizes fits).
   constexpr void push_back(std::int64_t size) {
     if (rank == max_tensor_dims) throw error("ctshard::TensorShape: rank above max_tensor_dims (" + std::to_string(max_tensor_dims) + ")");
     if (size < 0) throw error("ctshard::TensorShape: negative size " + std::to_string(size));
+    std::int64_t n = size == 0 ? 1 : size;
+    for (std::size_t d = 0; d < rank; ++d)
+      if (dims[d] != 0) n = checked_mul(n, dims[d], "TensorShape: product of sizes");
     dims[rank++] = size;
   }
   /// Tensor rank.
@@ -43,10 +49,11 @@ struct TensorShape {
   /// Size of dim d (unchecked, d < rank).
   [[nodiscard]] constexpr std::int64_t operator[](std::size_t d) const noexcept { return dims[d]; }
   [[nodiscard]] constexpr std::int64_t& operator[](std::size_t d) noexcept { return dims[d]; }
-  /// Number of elements (1 for a 0-d tensor).
-  [[nodiscard]] constexpr std::int64_t numel() const noexcept {
+  /// Number of elements (1 for a 0-d tensor). Throws ctshard::error when it does not fit in int64
+  /// (possible only after sizes were set through operator[]).
+  [[nodiscard]] constexpr std::int64_t numel() const {
     std::int64_t n = 1;
-    for (std::size_t d = 0; d < rank; ++d) n *= dims[d];
+    for (std::size_t d = 0; d < rank; ++d) n = checked_mul(n, dims[d], "TensorShape::numel");
     return n;
   }
   friend constexpr bool operator==(const TensorShape&, const TensorShape&) = default;
@@ -56,8 +63,9 @@ struct TensorShape {
 struct TensorMeta {
   TensorShape shape{};
   std::size_t itemsize = 4;
-  /// Total bytes of the global tensor (DTensor `spec_to_bytes`).
-  [[nodiscard]] constexpr double bytes() const noexcept {
+  /// Total bytes of the global tensor (DTensor `spec_to_bytes`); a double, so itemsize x numel
+  /// never wraps. Throws ctshard::error when numel does not fit in int64.
+  [[nodiscard]] constexpr double bytes() const {
     return static_cast<double>(itemsize) * static_cast<double>(shape.numel());
   }
   friend constexpr bool operator==(const TensorMeta&, const TensorMeta&) = default;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/config.hpp"
 #include "ctshard/error.hpp"
 
@@ -57,7 +58,7 @@ struct MeshTopology {
   [[nodiscard]] constexpr std::size_t size() const noexcept { return ndim; }
   /// Devices on `mesh_dim` (unchecked).
   [[nodiscard]] constexpr std::int64_t operator[](std::size_t mesh_dim) const noexcept { return sizes[mesh_dim]; }
-  /// Devices in the whole mesh (product of sizes).
+  /// Devices in the whole mesh (product of sizes; build() refuses a product past int64).
   [[nodiscard]] constexpr std::int64_t num_devices() const noexcept {
     std::int64_t n = 1;
     for (std::size_t d = 0; d < ndim; ++d) n *= sizes[d];
@@ -65,7 +66,7 @@ struct MeshTopology {
   }
 
   /// Builds the topology. Throws ctshard::error for an empty mesh, more than max_mesh_dims dims, a
-  /// size < 1, or devices_per_host < 1.
+  /// size < 1, devices_per_host < 1, or sizes whose product overflows int64.
   [[nodiscard]] static constexpr MeshTopology build(std::span<const std::int64_t> mesh_sizes, std::int64_t devices_per_host = 8,
                                                     const LinkModel& link = {}, CostModel cost_model = CostModel::dtensor) {
     if (mesh_sizes.empty() || mesh_sizes.size() > max_mesh_dims)
@@ -81,7 +82,7 @@ struct MeshTopology {
     for (std::size_t d = mesh_sizes.size(); d-- > 0;) {
       if (mesh_sizes[d] < 1) throw error("ctshard::MeshTopology: mesh dim " + std::to_string(d) + " has size " + std::to_string(mesh_sizes[d]));
       t.sizes[d] = mesh_sizes[d];
-      running *= mesh_sizes[d];
+      running = checked_mul(running, mesh_sizes[d], "MeshTopology: number of devices");
       const bool inter_host = running > devices_per_host;
       t.bandwidth_gbps[d] = inter_host ? link.intra_host_bandwidth_gbps * link.inter_host_bandwidth_factor : link.intra_host_bandwidth_gbps;
       t.latency_us[d] = inter_host ? link.inter_host_latency_us : link.intra_host_latency_us;

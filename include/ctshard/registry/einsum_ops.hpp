@@ -12,13 +12,16 @@
 namespace ctshard {
 
 namespace detail {
+/// Throws ctshard::error "ctshard: op '<op>' takes n tensor inputs, got m" unless the call has n.
 inline void expect_tensors(const OpCall& call, std::size_t n) {
   if (call.tensors.size() != n)
     throw error("ctshard: op '" + call.op + "' takes " + std::to_string(n) + " tensor inputs, got " + std::to_string(call.tensors.size()));
 }
 
-/// Rules of a two-operand einsum over the call's last two tensors, checking ranks.
+/// Rules of a two-operand einsum over tensors `first` and `first + 1`, the call's last two.
+/// Throws ctshard::error unless the call has exactly first + 2 tensors of the equation's ranks.
 inline RuleSet einsum_rules_for(const OpCall& call, const EinsumEquation& eq, std::size_t first, EinsumLinearity linearity) {
+  expect_tensors(call, first + 2);
   (void)einsum_output_shape(eq, call.tensors[first].shape, call.tensors[first + 1].shape);  // throws on rank mismatch
   return einsum_single_dim_strategy(eq, linearity);
 }

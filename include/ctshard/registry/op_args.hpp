@@ -65,13 +65,16 @@ namespace ctshard::op_args {
   return a == nullptr ? std::string() : a->text;
 }
 
-/// Shapes of a tensor-list argument, in list order. Throws ctshard::error when absent or not a
-/// list of tensors.
+/// Shapes of a tensor-list argument, in list order. Throws ctshard::error when absent, not a
+/// list of tensors, or naming a tensor the call does not have.
 [[nodiscard]] inline std::vector<TensorShape> tensor_list_shapes(const OpCall& call, std::size_t index, std::string_view name) {
   const OpArg* a = find(call, index, name);
   if (a == nullptr || a->kind != OpArg::Kind::tensor_list) bad_argument(call, name, "must be a list of tensors");
   std::vector<TensorShape> shapes;
-  for (auto t : a->ints) shapes.push_back(call.tensors.at(static_cast<std::size_t>(t)).shape);
+  for (auto t : a->ints) {
+    if (t < 0 || static_cast<std::size_t>(t) >= call.tensors.size()) bad_argument(call, name, "refers to a missing tensor");
+    shapes.push_back(call.tensors[static_cast<std::size_t>(t)].shape);
+  }
   return shapes;
 }
 

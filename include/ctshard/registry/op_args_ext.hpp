@@ -136,8 +136,9 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
   const OpArg* a = find(call, index, name);
   if (a == nullptr) bad_argument(call, name, "is missing");
   std::vector<std::optional<std::size_t>> out;
-  if (a->kind == OpArg::Kind::tensor) return {static_cast<std::size_t>(a->integer)};
-  if (a->kind == OpArg::Kind::tensor_list) {
+  if (a->kind == OpArg::Kind::tensor) {
+    out.emplace_back(static_cast<std::size_t>(a->integer));
+  } else if (a->kind == OpArg::Kind::tensor_list) {
     for (auto i : a->ints) out.emplace_back(static_cast<std::size_t>(i));
   } else if (a->kind == OpArg::Kind::list) {
     for (std::size_t i = 0; i < a->items.size(); ++i) {

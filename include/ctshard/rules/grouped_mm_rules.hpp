@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
@@ -119,7 +120,7 @@ namespace detail {
       for (std::size_t k = 0; k < count; ++k) {
         const std::int64_t x = sizes[k];
         if (p.is_strided_shard()) {
-          if (x % (n * p.split_factor) != 0) return false;
+          if (x % saturating_mul(n, p.split_factor) != 0) return false;
           keep(x / n);
           continue;
         }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/error.hpp"
 #include "ctshard/rules/rule_set.hpp"
@@ -197,7 +198,7 @@ enum class PadValue : unsigned char {
   std::int64_t expected = 1;
   for (std::size_t k = size.size(); k-- > 0;) {
     if (size[k] != 1 && stride[k] != expected) return false;
-    expected *= size[k];
+    expected = saturating_mul(expected, size[k]);
   }
   return true;
 }
@@ -207,7 +208,7 @@ enum class PadValue : unsigned char {
 [[nodiscard]] constexpr bool as_strided_is_view(std::int64_t numel, std::span<const std::int64_t> size, std::span<const std::int64_t> stride,
                                                 std::int64_t offset) noexcept {
   std::int64_t n = 1;
-  for (auto s : size) n *= s;
+  for (auto s : size) n = saturating_mul(n, s < 0 ? 0 : s);
   return offset == 0 && n == numel && is_contiguous_stride(size, stride);
 }
 

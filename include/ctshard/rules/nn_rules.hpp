@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
@@ -82,8 +83,8 @@ struct ConvolutionParams {
     std::int64_t shards = 1;
     for (std::size_t i = 0; i < spec.size(); ++i)
       if (spec[i].is_any_shard() && static_cast<std::size_t>(spec[i].dim) == last)
-        shards *= mesh.sizes[i] * (spec[i].is_strided_shard() ? spec[i].split_factor : 1);
-    return shards == 1 || shape[last] % (shards * stride_last) == 0;
+        shards = saturating_mul(shards, saturating_mul(mesh.sizes[i], spec[i].is_strided_shard() ? spec[i].split_factor : 1));
+    return shards == 1 || shape[last] % saturating_mul(shards, stride_last) == 0;
   };
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
@@ -104,8 +105,8 @@ struct ReductionKind {
     for (std::size_t i = 0; i < spec.size(); ++i) {
       const Placement& p = spec[i];
       if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
-      shards *= mesh.sizes[i];
-      if (p.is_strided_shard()) shards *= p.split_factor;
+      shards = saturating_mul(shards, mesh.sizes[i]);
+      if (p.is_strided_shard()) shards = saturating_mul(shards, p.split_factor);
     }
     if (shape[d] % shards != 0) return false;
   }
@@ -134,8 +135,8 @@ struct ReductionKind {
     for (std::size_t i = 0; i < spec.size(); ++i) {
       const Placement& p = spec[i];
       if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
-      const std::int64_t n = mesh.sizes[i] * (p.is_strided_shard() ? p.split_factor : 1);
-      const std::int64_t chunk = (smallest + n - 1) / n;
+      const std::int64_t n = saturating_mul(mesh.sizes[i], p.is_strided_shard() ? p.split_factor : 1);
+      const std::int64_t chunk = smallest / n + (smallest % n != 0 ? 1 : 0);
       // torch.chunk: pieces of `chunk`, the last one smaller; fewer than n pieces leave empties
       if (chunk == 0 || (smallest + chunk - 1) / chunk < n) return false;
       smallest = smallest - chunk * (n - 1);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ctshard/config.hpp"
 #include "ctshard/core/placement.hpp"
 #include "ctshard/error.hpp"
 #include "ctshard/rules/shard_regroup.hpp"
@@ -21,6 +22,13 @@ namespace detail {
 [[noreturn]] inline void rule_row_width_mismatch(std::size_t got, std::size_t expected) {
   throw error("ctshard::RuleSet: strategy length " + std::to_string(got) + " != expected " + std::to_string(expected) +
               " (outputs + inputs)");
+}
+/// `outputs + inputs`, or throws ctshard::error past max_rule_operands.
+[[nodiscard]] constexpr std::size_t checked_rule_width(std::size_t num_outputs, std::size_t num_inputs) {
+  if (num_outputs > max_rule_operands || num_inputs > max_rule_operands || num_outputs + num_inputs > max_rule_operands)
+    throw error("ctshard::RuleSet: " + std::to_string(num_outputs) + " outputs + " + std::to_string(num_inputs) +
+                " inputs exceed max_rule_operands (" + std::to_string(max_rule_operands) + ")");
+  return num_outputs + num_inputs;
 }
 [[noreturn]] inline void rule_regroup_source_invalid(std::size_t source) {
   throw error("ctshard::RuleSet: a regrouped row needs a placeholder in its source column " + std::to_string(source) +
@@ -40,8 +48,9 @@ class RuleSet {
   /// An empty rule set with no operands.
   constexpr RuleSet() = default;
   /// An empty rule set for rows of `num_outputs` + `num_inputs` placements, ranks unknown.
+  /// Throws ctshard::error when their sum exceeds max_rule_operands.
   constexpr RuleSet(std::size_t num_outputs, std::size_t num_inputs)
-      : num_outputs_(num_outputs), num_inputs_(num_inputs), ranks_(num_outputs + num_inputs, -1) {}
+      : num_outputs_(num_outputs), num_inputs_(num_inputs), ranks_(detail::checked_rule_width(num_outputs, num_inputs), -1) {}
 
   /// Number of rows.
   [[nodiscard]] constexpr std::size_t size() const noexcept { return width() == 0 ? 0 : cells_.size() / width(); }

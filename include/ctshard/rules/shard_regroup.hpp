@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 
 namespace ctshard {
@@ -54,7 +55,8 @@ struct RunShard {
   const std::int64_t s = shard.split_factor;
   if (j >= input.rank || s < 1 || input[j] % s != 0 || input[j] / s < 2) return std::nullopt;
   std::int64_t blocks = s;
-  for (std::size_t k = 0; k < j; ++k) blocks *= input[k];
+  for (std::size_t k = 0; k < j; ++k) blocks = saturating_mul(blocks, input[k]);
+  if (blocks == INT64_MAX) return std::nullopt;  // more blocks than any shape holds
   std::int64_t before = 1;
   for (std::size_t i = 0; i < output.rank && before <= blocks; ++i) {
     const std::int64_t g = output[i];
@@ -63,7 +65,7 @@ struct RunShard {
       const std::int64_t m = blocks / before;
       if (m < g && g % m == 0) return RunShard{i, m};
     }
-    before *= g;
+    before = saturating_mul(before, g);
   }
   return std::nullopt;
 }
@@ -79,8 +81,8 @@ struct RunShard {
                                               std::int64_t n) noexcept {
   if (from.dim >= input.rank || to.dim >= output.rank || n < 1) return false;
   std::int64_t inner_in = 1, inner_out = 1;
-  for (std::size_t k = from.dim + 1; k < input.rank; ++k) inner_in *= input[k];
-  for (std::size_t k = to.dim + 1; k < output.rank; ++k) inner_out *= output[k];
+  for (std::size_t k = from.dim + 1; k < input.rank; ++k) inner_in = saturating_mul(inner_in, input[k]);
+  for (std::size_t k = to.dim + 1; k < output.rank; ++k) inner_out = saturating_mul(inner_out, output[k]);
   const std::int64_t y = input[from.dim] / from.split_factor, z = output[to.dim] / to.split_factor;
   return (y % n == 0 && z % n == 0) || inner_in == inner_out;
 }

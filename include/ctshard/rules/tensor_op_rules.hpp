@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/rules/pointwise_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
@@ -42,9 +43,12 @@ constexpr void add_repeated(RuleSet& rules, Placement out, Placement in) {
 
 /// Piece sizes of `split(input, split_size, dim)` along a dim of `dim_size` elements: full pieces
 /// of `split_size` and a smaller last one (PyTorch: one empty piece when dim_size is 0).
-/// Throws ctshard::error for split_size < 1.
+/// Throws ctshard::error for split_size < 1, or more pieces than max_rule_operands allows.
 [[nodiscard]] constexpr std::vector<std::int64_t> split_piece_sizes(std::int64_t dim_size, std::int64_t split_size) {
   if (split_size < 1) throw error("ctshard::split: split_size must be >= 1, got " + std::to_string(split_size));
+  if (dim_size < 0 || dim_size / split_size >= static_cast<std::int64_t>(max_rule_operands))
+    throw error("ctshard::split: " + std::to_string(dim_size) + " elements in pieces of " + std::to_string(split_size) +
+                " make more outputs than max_rule_operands (" + std::to_string(max_rule_operands) + ")");
   std::vector<std::int64_t> pieces(static_cast<std::size_t>(dim_size / split_size), split_size);
   if (dim_size % split_size != 0 || dim_size == 0) pieces.push_back(dim_size % split_size);
   return pieces;
@@ -57,7 +61,7 @@ constexpr void add_repeated(RuleSet& rules, Placement out, Placement in) {
 [[nodiscard]] constexpr RuleSet split_single_dim_strategy(const TensorShape& input, std::span<const std::int64_t> pieces, std::int64_t dim) {
   const std::size_t split_dim = normalize_dim(dim, input.rank, "ctshard::split");
   std::int64_t total = 0;
-  for (auto s : pieces) total += s;
+  for (auto s : pieces) total = checked_add(total, s, "split: sum of the piece sizes");
   if (input.rank > 0 && total != input[split_dim])
     throw error("ctshard::split: piece sizes add up to " + std::to_string(total) + ", dim " + std::to_string(split_dim) + " has size " +
                 std::to_string(input[split_dim]));

@@ -94,7 +94,7 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
     } else if (target[i] < 0) {
       detail::view_error(api, "invalid size " + std::to_string(target[i]));
     } else {
-      known *= target[i];
+      known = checked_mul(known, target[i], "view: product of the target sizes");
     }
   }
   const std::int64_t numel = input.numel();
@@ -134,11 +134,11 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
       while (f != t) {
         if (f < t) {
           if (fi >= from.rank) detail::view_error(api, "internal: input dims exhausted");
-          f *= from[fi];
+          f = checked_mul(f, from[fi], "view: product of input sizes");
           from_last = static_cast<int>(fi++);
         } else {
           if (ti >= to.rank) detail::view_error(api, "internal: output dims exhausted");
-          t *= to[ti++];
+          t = checked_mul(t, to[ti++], "view: product of output sizes");
         }
       }
     }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
@@ -25,8 +26,8 @@ namespace ctshard {
     if (!p.is_any_shard()) continue;
     if (p.dim < 0 || p.dim >= shape.rank) return false;
     const auto d = static_cast<std::size_t>(p.dim);
-    shards[d] *= mesh.sizes[i];
-    const std::int64_t needed = p.is_strided_shard() ? shards[d] * p.split_factor : shards[d];
+    shards[d] = saturating_mul(shards[d], mesh.sizes[i]);
+    const std::int64_t needed = p.is_strided_shard() ? saturating_mul(shards[d], p.split_factor) : shards[d];
     if (shape[d] < needed) return false;
   }
   return true;
@@ -74,8 +75,8 @@ enum class UnevenInputs : unsigned char {
     if (!p.is_any_shard()) continue;
     if (p.dim < 0 || p.dim >= shape.rank) return false;
     const auto d = static_cast<std::size_t>(p.dim);
-    shards[d] *= mesh.sizes[i];
-    if (shape[d] < (p.is_strided_shard() ? shards[d] * p.split_factor : shards[d])) crowded |= std::uint32_t{1} << d;
+    shards[d] = saturating_mul(shards[d], mesh.sizes[i]);
+    if (shape[d] < (p.is_strided_shard() ? saturating_mul(shards[d], p.split_factor) : shards[d])) crowded |= std::uint32_t{1} << d;
   }
   for (std::size_t i = 0; i < target.size() && crowded != 0; ++i) {
     const auto splits = [&](const Placement& p) { return p.is_any_shard() && p.dim >= 0 && p.dim < 32 && (crowded >> p.dim & 1u) != 0; };
