@@ -15,14 +15,15 @@
 #include <limits>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ctshard::fx {
 
 namespace {
 
 constexpr std::size_t kMaxShownText = 200;         // longer offending lines are cut in what()
-constexpr std::int64_t kMaxGetitemIndex = 1 << 16;  // larger indices do not fill Node::outputs
-constexpr std::size_t kMaxNesting = 64;           // deeper nested lists are rejected
+constexpr std::int64_t kMaxGetitemIndex = max_getitem_index;  // larger indices do not fill Node::outputs
+constexpr std::size_t kMaxNesting = max_nesting;                 // deeper nested lists / indices are rejected
 constexpr std::string_view kOpsPrefix = "torch.ops.";
 
 struct DtypeSize {
@@ -66,12 +67,16 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
-std::vector<std::string_view> split_lines(std::string_view text) {
+std::vector<std::string_view> split_lines(std::string_view text, std::string_view source) {
   std::vector<std::string_view> lines;
   while (!text.empty()) {
     const std::size_t end = text.find('\n');
     std::string_view line = text.substr(0, end);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > max_line_bytes)
+      throw parse_error(std::string(source), lines.size() + 1,
+                        "line of " + std::to_string(line.size()) + " bytes (at most " + std::to_string(max_line_bytes) + ")",
+                        std::string(line.substr(0, kMaxShownText)));
     lines.push_back(line);
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
@@ -176,9 +181,9 @@ std::size_t skip_string(std::string_view s, std::size_t start) {
   return std::string_view::npos;
 }
 
-/// Net number of brackets left open at the end of `s` (quotes respected, never negative).
-std::size_t open_brackets(std::string_view s) {
-  std::size_t depth = 0;
+/// Net number of brackets left open at the end of `s` when `depth` were open before it (quotes
+/// respected, a `#` comment ends the count, never negative).
+std::size_t open_brackets(std::string_view s, std::size_t depth = 0) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (is_quote(c)) {
@@ -492,7 +497,7 @@ std::optional<std::pair<std::string_view, std::string>> declaration_of(std::stri
 class GraphBuilder {
  public:
   GraphBuilder(std::string_view text, std::string_view source)
-      : source_(source), lines_(split_lines(text)) {
+      : source_(source), lines_(split_lines(text, source)) {
     graph_.source_name = std::string(source);
   }
 
@@ -519,10 +524,17 @@ class GraphBuilder {
   std::size_t parse_signature(std::size_t def) {
     std::string text(lines_[def]);
     std::size_t end = def + 1;
-    while (open_brackets(text) > 0) {
+    // Brackets are counted line by line, so a long signature is read in linear time. A line that
+    // ends inside a string literal counts as closed (open_brackets), as it did for the whole text.
+    std::size_t open = open_brackets(text);
+    while (open > 0) {
       if (end >= lines_.size()) fail(where(def), "unterminated 'def forward(' signature");
+      if (end - def >= max_statement_lines)
+        fail(where(def), "the forward signature spans more than " + std::to_string(max_statement_lines) + " lines");
+      const std::string_view line = lines_[end++];
       text += '\n';
-      text += lines_[end++];
+      text += line;
+      open = open_brackets(text.substr(text.size() - line.size() - 1), open);
     }
     const Where at = where(def);
     const std::vector<std::string_view> statements = scan_line(text, at);
@@ -639,8 +651,7 @@ class GraphBuilder {
       std::string problem;
       std::optional<Annotation> annotation = parse_annotation(declaration->second, &problem);
       if (!annotation) fail(at, "unsupported type annotation \"" + declaration->second + "\" of '" + name + "': " + problem);
-      for (const Declaration& d : declarations_)
-        if (d.name == name) fail(at, "duplicate declaration of '" + name + "'");
+      if (!declared_.emplace(name, declarations_.size()).second) fail(at, "duplicate declaration of '" + name + "'");
       declarations_.push_back({name, std::move(*annotation), at.line});
     }
   }
@@ -667,13 +678,14 @@ class GraphBuilder {
     for (const Node& n : graph_.nodes) index_.erase(n.name);
     graph_.nodes.clear();
     annotated_.clear();
+    const std::unordered_set<std::string_view> unpacked(names.begin(), names.end());
     for (const Declaration& d : declarations_)
-      if (std::find(names.begin(), names.end(), d.name) == names.end())
+      if (unpacked.count(d.name) == 0)
         fail(at, "'" + d.name + "' is declared but not unpacked by fx_pytree.tree_flatten_spec");
     for (const std::string& name : names) {
-      const auto d = std::find_if(declarations_.begin(), declarations_.end(), [&](const Declaration& x) { return x.name == name; });
-      if (d == declarations_.end()) add_placeholder(name, Annotation{}, at.line, c);
-      else add_placeholder(name, d->annotation, d->line, c);
+      const auto d = declared_.find(name);
+      if (d == declared_.end()) add_placeholder(name, Annotation{}, at.line, c);
+      else add_placeholder(name, declarations_[d->second].annotation, declarations_[d->second].line, c);
     }
     signature_placeholders_ = graph_.nodes.size();
     unpacked_ = true;
@@ -765,6 +777,8 @@ class GraphBuilder {
   void parse_call_arguments(Cursor& c, Node& node) {
     c.expect('(');
     while (!c.eat(')')) {
+      if (node.args.size() + node.kwargs.size() >= max_call_arguments)
+        c.fail("more than " + std::to_string(max_call_arguments) + " arguments in one call");
       const std::size_t start = c.pos();
       const std::string_view key = c.ident();
       if (!key.empty() && c.eat_assign()) {
@@ -852,16 +866,18 @@ class GraphBuilder {
       c.fail("unknown name '" + std::string(name) + "' (only torch.* names are accepted)");
     Arg ref = node_reference(c, name);
     if (c.eat('[')) {
+      if (++nesting_ > kMaxNesting) c.fail("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
       const Arg index = parse_value(c);
       if (index.kind != ArgKind::integer) c.fail("expected an integer index");
       ref.index = index.int_value;
       c.expect(']');
+      --nesting_;
     }
     return ref;
   }
 
   Arg parse_sequence(Cursor& c, char close) {
-    if (++nesting_ > kMaxNesting) c.fail("lists nested too deeply");
+    if (++nesting_ > kMaxNesting) c.fail("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
     c.expect(close == ']' ? '[' : '(');
     std::vector<Arg> items;
     while (!c.eat(close)) {
@@ -896,8 +912,11 @@ class GraphBuilder {
     return name;
   }
 
-  /// Types the outputs of un-annotated nodes from their annotated getitem children.
+  /// Types the outputs of un-annotated nodes from their annotated getitem children. Throws
+  /// parse_error when the slots this adds pass max_getitem_slots + the number of nodes.
   void fill_multi_outputs() {
+    std::size_t added = 0;
+    const std::size_t budget = max_getitem_slots + graph_.nodes.size();
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
       const Node& item = graph_.nodes[i];
       if (item.kind != "call_function" || item.target != "getitem" || !annotated_[i] || item.outputs.empty()) continue;
@@ -906,7 +925,13 @@ class GraphBuilder {
       if (annotated_[parent] || k < 0 || k >= kMaxGetitemIndex) continue;
       std::vector<TensorType>& outputs = graph_.nodes[parent].outputs;
       const auto slot = static_cast<std::size_t>(k);
-      if (outputs.size() <= slot) outputs.resize(slot + 1);
+      if (outputs.size() <= slot) {
+        added += slot + 1 - outputs.size();
+        if (added > budget)
+          fail(Where{source_, item.line, trim(lines_[item.line - 1])},
+               "getitem indices make output lists of more than " + std::to_string(budget) + " entries in total");
+        outputs.resize(slot + 1);
+      }
       if (!outputs[slot].known()) outputs[slot] = item.outputs.front();
     }
   }
@@ -924,6 +949,7 @@ class GraphBuilder {
     std::size_t line;
   };
   std::vector<Declaration> declarations_;  // pytree format: `name: "T"` before the unpacking
+  std::unordered_map<std::string, std::size_t> declared_;  // declared name -> position in declarations_
   bool unpacked_ = false;                  // the fx_pytree.tree_flatten_spec line was read
 };
 

@@ -294,6 +294,24 @@ struct Graph {
   std::vector<std::string> symbols() const;
 };
 
+/// Deepest nesting of lists, tuples and `node[index]` subscripts in one argument (`[[a[0]]]` is 3
+/// levels); deeper input raises parse_error (the reader is recursive-descent).
+inline constexpr std::size_t max_nesting = 64;
+/// Longest line of graph text, in bytes (1 MiB); a longer line raises parse_error.
+inline constexpr std::size_t max_line_bytes = std::size_t{1} << 20;
+/// Most lines one statement (the `def forward(` signature) may span; more raise parse_error.
+inline constexpr std::size_t max_statement_lines = 100000;
+/// Most arguments (positional + keyword) of one call; more raise parse_error.
+inline constexpr std::size_t max_call_arguments = 4096;
+/// `y[k]` with k >= max_getitem_index does not type slot k of y's outputs (its own output type is
+/// still read); a node's output list grows through getitem at most to this size.
+inline constexpr std::int64_t max_getitem_index = 1 << 16;
+/// Total output-list entries all getitem nodes of a graph may create, beyond one per node: the
+/// slots filled in by `y[k]` lines make at most max_getitem_slots + (number of nodes) entries;
+/// past that parse_error is raised (a few sparse huge indices would otherwise cost memory
+/// quadratic in the text).
+inline constexpr std::size_t max_getitem_slots = std::size_t{1} << 20;
+
 /// Parses the text of an FX graph printout. `source_name` only appears in error messages and in
 /// Graph::source_name. Throws parse_error on malformed input (unbalanced brackets or quotes, a
 /// body line that is neither an assignment nor a return, a reference to an unknown node, a
