@@ -97,10 +97,22 @@ nlohmann::json ops_json();
 /// for another name.
 const OpRegistry& registry_for(const std::string& einsum_linearity);
 
+/// Deepest nesting of lists (and objects) in table arguments: `[[1]]` is 2 levels. Deeper
+/// --args / --kwargs JSON (or Python arguments) is refused with ctshard::error.
+inline constexpr std::size_t max_arg_nesting = 64;
+/// Longest --args / --kwargs JSON text, in bytes (64 MiB).
+inline constexpr std::size_t max_arg_text_bytes = std::size_t{64} << 20;
+
 /// A JSON value as an op argument: integer, float, bool, null (None), string, "$i" (tensor input
 /// i: `integer` holds i), or a list of these (int_list, tensor_list, or a mixed `list`). Throws
-/// ctshard::error naming the value otherwise (objects).
+/// ctshard::error naming the value otherwise (objects, integers beyond int64, lists nested deeper
+/// than max_arg_nesting).
 OpArg op_arg_from_json(const nlohmann::ordered_json& value);
+
+/// Parses the JSON text of `table --args` / `--kwargs` (`option` names it in errors). Throws
+/// ctshard::error for invalid JSON (message cut to 200 characters of the text), nesting deeper
+/// than max_arg_nesting, or text longer than max_arg_text_bytes.
+nlohmann::ordered_json parse_arg_json(std::string_view option, const std::string& text);
 
 /// A cost as JSON: a number, or the string "inf" (reference-case convention).
 nlohmann::json cost_value(double us);

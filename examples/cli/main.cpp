@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -74,12 +75,32 @@ constexpr const char* kSymFooter =
     "  its hinted value that is no symbol's hint. Shapes and costs use these values (DTensor itself prices\n"
     "  unbacked sizes as 8192). The plan lists every symbol's value.";
 
-nlohmann::ordered_json parse_json_option(const char* option, const std::string& text) {
-  try {
-    return nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw error(std::string("ctshard table: ") + option + " is not valid JSON ('" + text + "'): " + e.what());
+/// The text of --args / --kwargs: `@FILE` reads FILE, `-` reads standard input (for argument
+/// lists beyond the system's command-line limit), anything else is the JSON itself. Throws
+/// ctshard::error for an unreadable file or text past max_arg_text_bytes.
+std::string json_option_text(const char* option, const std::string& text) {
+  if (text != "-" && !text.starts_with("@")) return text;
+  const std::string name = text == "-" ? std::string("standard input") : text.substr(1);
+  std::ifstream file;
+  if (text != "-") {
+    if (std::filesystem::is_directory(name)) throw error(std::string("ctshard table: ") + option + ": '" + name + "' is a directory");
+    file.open(name, std::ios::binary);
+    if (!file) throw error(std::string("ctshard table: ") + option + ": cannot open '" + name + "'");
   }
+  std::istream& in = text == "-" ? std::cin : file;
+  std::string out;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    out.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (out.size() > max_arg_text_bytes)
+      throw error(std::string("ctshard table: ") + option + ": " + name + " is longer than " + std::to_string(max_arg_text_bytes) + " bytes");
+  }
+  if (in.bad()) throw error(std::string("ctshard table: ") + option + ": cannot read " + name);
+  return out;
+}
+
+nlohmann::ordered_json parse_json_option(const char* option, const std::string& text) {
+  return parse_arg_json(option, json_option_text(option, text));
 }
 
 }  // namespace
@@ -147,9 +168,9 @@ int main(int argc, char** argv) {
   add_cost_model(table_cmd, table.cost_model);
   table_cmd->add_option("--args", table.args,
                         "non-tensor arguments after the tensors, as a JSON array: '[[24, 8]]'; with \"$i\" for tensor i the array is "
-                        "the whole argument list: '[\"$0\", 1, \"$1\"]'")
+                        "the whole argument list: '[\"$0\", 1, \"$1\"]'; @FILE reads the JSON from FILE, - from standard input")
       ->capture_default_str();
-  table_cmd->add_option("--kwargs", table.kwargs, "keyword arguments as a JSON object: '{\"keepdim\": true}'")->capture_default_str();
+  table_cmd->add_option("--kwargs", table.kwargs, "keyword arguments as a JSON object: '{\"keepdim\": true}'; @FILE or - as for --args")->capture_default_str();
   add_algo(table_cmd, table.algo,
            "enumerate: list every surviving row (at most 2^20 candidate rows); search: the same document with the chosen row "
            "only, found by exact search on any table");
@@ -185,6 +206,7 @@ int main(int argc, char** argv) {
       options.devices_per_host = table.devices_per_host;
       options.dtypes = split(table.dtype, ',');
       options.einsum_linearity = table_sound ? "sound" : table.einsum_linearity;
+      if (table.args == "-" && table.kwargs == "-") throw error("ctshard table: --args and --kwargs cannot both read standard input");
       options.args = parse_json_option("--args", table.args);
       options.kwargs = parse_json_option("--kwargs", table.kwargs);
       options.cost_model = parse_cost_model(table.cost_model);

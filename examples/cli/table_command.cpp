@@ -72,7 +72,32 @@ std::optional<std::int64_t> tensor_reference(const std::string& text) {
 }
 }  // namespace
 
-OpArg op_arg_from_json(const nlohmann::ordered_json& v) {
+namespace {
+std::string shown_text(const std::string& text) { return text.size() > 200 ? text.substr(0, 200) + "..." : text; }
+
+OpArg op_arg_from_json_at(const nlohmann::ordered_json& v, std::size_t depth);
+}  // namespace
+
+nlohmann::ordered_json parse_arg_json(std::string_view option, const std::string& text) {
+  const std::string api = "ctshard table: " + std::string(option);
+  if (text.size() > max_arg_text_bytes)
+    throw error(api + " is " + std::to_string(text.size()) + " bytes long (at most " + std::to_string(max_arg_text_bytes) + ")");
+  try {
+    return nlohmann::ordered_json::parse(text, [&](int depth, nlohmann::ordered_json::parse_event_t event, nlohmann::ordered_json&) {
+      if ((event == nlohmann::ordered_json::parse_event_t::array_start || event == nlohmann::ordered_json::parse_event_t::object_start) &&
+          static_cast<std::size_t>(depth) >= max_arg_nesting)
+        throw error(api + " nests lists deeper than " + std::to_string(max_arg_nesting) + " levels");
+      return true;
+    });
+  } catch (const nlohmann::json::exception& e) {
+    throw error(api + " is not valid JSON ('" + shown_text(text) + "'): " + shown_text(e.what()));
+  }
+}
+
+OpArg op_arg_from_json(const nlohmann::ordered_json& v) { return op_arg_from_json_at(v, 0); }
+
+namespace {
+OpArg op_arg_from_json_at(const nlohmann::ordered_json& v, std::size_t depth) {
   OpArg a;
   if (v.is_null()) {
     a.kind = OpArg::Kind::none;
@@ -80,6 +105,8 @@ OpArg op_arg_from_json(const nlohmann::ordered_json& v) {
     a.kind = OpArg::Kind::boolean;
     a.integer = v.get<bool>() ? 1 : 0;
   } else if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      throw error("ctshard table: integer argument " + std::to_string(v.get<std::uint64_t>()) + " does not fit in int64");
     a.kind = OpArg::Kind::integer;
     a.integer = v.get<std::int64_t>();
   } else if (v.is_number()) {
@@ -95,7 +122,9 @@ OpArg op_arg_from_json(const nlohmann::ordered_json& v) {
       a.text = text;
     }
   } else if (v.is_array()) {
-    for (const auto& x : v) a.items.push_back(op_arg_from_json(x));
+    if (depth + 1 > max_arg_nesting)
+      throw error("ctshard table: arguments nest lists deeper than " + std::to_string(max_arg_nesting) + " levels");
+    for (const auto& x : v) a.items.push_back(op_arg_from_json_at(x, depth + 1));
     const auto all = [&](OpArg::Kind k) { return std::all_of(a.items.begin(), a.items.end(), [&](const OpArg& x) { return x.kind == k; }); };
     if (all(OpArg::Kind::integer)) {
       a.kind = OpArg::Kind::int_list;
@@ -108,11 +137,12 @@ OpArg op_arg_from_json(const nlohmann::ordered_json& v) {
     for (const auto& x : a.items) a.ints.push_back(x.integer);
     a.items.clear();
   } else {
-    throw error("ctshard table: unsupported argument " + v.dump() +
+    throw error("ctshard table: unsupported argument " + shown_text(v.dump()) +
                 " (use numbers, booleans, null, strings, \"$i\" for tensor input i, or lists of these)");
   }
   return a;
 }
+}  // namespace
 
 nlohmann::json cost_value(double us) {
   if (std::isinf(us)) return "inf";

@@ -29,24 +29,27 @@ namespace {
 
 using namespace ctshard;
 
-/// Python value -> JSON (None, bool, int, float, str, list/tuple, dict in insertion order). Raises ValueError naming
+/// Python value -> JSON (None, bool, int, float, str, list/tuple, dict in insertion order; at most
+/// cli::max_arg_nesting levels of lists). Raises ValueError naming
 /// the value for anything else.
-nlohmann::ordered_json to_json(nb::handle h) {
+nlohmann::ordered_json to_json(nb::handle h, std::size_t depth = 0) {
   if (h.is_none()) return nullptr;
   if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
   if (nb::isinstance<nb::int_>(h)) return nb::cast<std::int64_t>(h);
   if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if ((nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::dict>(h)) && depth >= cli::max_arg_nesting)
+    throw error("ctshard: arguments nest lists deeper than " + std::to_string(cli::max_arg_nesting) + " levels");
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
-    for (nb::handle item : h) a.push_back(to_json(item));
+    for (nb::handle item : h) a.push_back(to_json(item, depth + 1));
     return a;
   }
   if (nb::isinstance<nb::dict>(h)) {
     nlohmann::ordered_json o = nlohmann::ordered_json::object();
     for (auto [k, v] : nb::borrow<nb::dict>(h)) {
       if (!nb::isinstance<nb::str>(k)) throw error("ctshard: keyword names must be strings, got " + nb::cast<std::string>(nb::repr(k)));
-      o[nb::cast<std::string>(k)] = to_json(v);
+      o[nb::cast<std::string>(k)] = to_json(v, depth + 1);
     }
     return o;
   }
