@@ -91,10 +91,20 @@ Tensor einsum2(std::string_view equation, const Tensor& lhs, const Tensor& rhs) 
         size.push_back(0);
         slot_of(c) = size.size();  // 1-based while building
       }
+  std::vector<bool> sized(size.size(), false);
   for (int k = 0; k < 2; ++k) {
     if (labels[k].size() != operands[k]->dimension()) throw error("sim::einsum2: operand rank does not match the equation");
-    for (std::size_t i = 0; i < labels[k].size(); ++i) size[slot_of(labels[k][i]) - 1] = operands[k]->shape()[i];
+    for (std::size_t i = 0; i < labels[k].size(); ++i) {
+      const std::size_t j = slot_of(labels[k][i]) - 1;
+      const std::size_t n = operands[k]->shape()[i];
+      if (sized[j] && size[j] != n)
+        throw error(std::string("sim::einsum2: label '") + labels[k][i] + "' has sizes " + std::to_string(size[j]) + " and " + std::to_string(n));
+      size[j] = n;
+      sized[j] = true;
+    }
   }
+  for (char c : labels[2])
+    if (!sized[slot_of(c) - 1]) throw error(std::string("sim::einsum2: output label '") + c + "' is in no operand");
   // Row-major strides of each operand and of the output per slot; 0 where the label is absent.
   auto strides_for = [&](std::string_view lab) {
     std::vector<std::size_t> st(size.size(), 0);
@@ -136,6 +146,7 @@ std::size_t wrap_dim(std::int64_t dim, std::size_t rank) {
 }
 
 Tensor take_along(const Tensor& t, std::size_t dim, const std::vector<std::size_t>& indices) {
+  require_rank(t, dim + 1, "take_along");
   Shape shape = shape_of(t);
   std::size_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < dim; ++d) outer *= shape[d];
@@ -150,6 +161,22 @@ Tensor take_along(const Tensor& t, std::size_t dim, const std::vector<std::size_
       dst = std::copy_n(t.data() + (o * n + i) * inner, inner, dst);
     }
   return out;
+}
+
+void require_shape(const Tensor& t, const Shape& expected, std::string_view what) {
+  const Shape got = shape_of(t);
+  if (got == expected) return;
+  const auto text = [](const Shape& s) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  };
+  throw error("sim: " + std::string(what) + ": shape " + text(got) + ", expected " + text(expected));
+}
+
+void require_rank(const Tensor& t, std::size_t rank, std::string_view what) {
+  if (t.dimension() < rank)
+    throw error("sim: " + std::string(what) + ": rank " + std::to_string(t.dimension()) + ", expected at least " + std::to_string(rank));
 }
 
 Tensor reshaped(const Tensor& t, const Shape& shape) {

@@ -67,6 +67,12 @@ struct RefOp {
 [[nodiscard]] std::size_t wrap_dim(std::int64_t dim, std::size_t rank);
 /// The elements at `indices` along `dim` (a gather of whole slices; repeats allowed).
 [[nodiscard]] Tensor take_along(const Tensor& t, std::size_t dim, const std::vector<std::size_t>& indices);
+/// Throws ctshard::error "sim: <what>: shape A, expected B" unless `t` has shape `expected`:
+/// reference ops that index raw element arrays check their local shards with it first, so a
+/// row that hands a device mismatched shards fails cleanly instead of reading out of bounds.
+void require_shape(const Tensor& t, const Shape& expected, std::string_view what);
+/// Throws ctshard::error unless `t` has at least `rank` dims (`what` names the operand).
+void require_rank(const Tensor& t, std::size_t rank, std::string_view what);
 /// A copy of `t` reshaped to `shape` (same element count).
 [[nodiscard]] Tensor reshaped(const Tensor& t, const Shape& shape);
 

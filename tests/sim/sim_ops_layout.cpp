@@ -212,7 +212,9 @@ void add_tensor_ops(RefTable& t) {
                                        const Tensor src = a.tensor(1);
                                        const std::size_t dim = wrap_dim(a.integer(2, 0), out.dimension());
                                        const auto idx = slice_indices(out.shape()[dim], a, 3, 4, 5);
-                                       if (idx.size() != src.shape()[dim]) throw error("sim: slice_scatter: src does not fit the slice");
+                                       Shape fits = shape_of(out);
+                                       fits[dim] = idx.size();
+                                       require_shape(src, fits, "slice_scatter: src");
                                        std::size_t outer = 1, inner = 1;
                                        for (std::size_t d = 0; d < dim; ++d) outer *= out.shape()[d];
                                        for (std::size_t d = dim + 1; d < out.dimension(); ++d) inner *= out.shape()[d];

@@ -107,6 +107,8 @@ double var_of(const std::vector<double>& v, double correction) {
 template <class F>
 Tensor map_lanes(const std::vector<Tensor>& ts, std::size_t dim, F f) {
   const Shape shape = shape_of(ts.at(0));
+  for (std::size_t k = 1; k < ts.size(); ++k) require_shape(ts[k], shape, "lane operand " + std::to_string(k));
+  if (!shape.empty()) require_rank(ts[0], dim + 1, "lane operand 0");
   std::size_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < dim; ++d) outer *= shape[d];
   for (std::size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
@@ -241,6 +243,7 @@ void add_softmax(RefTable& t) {
 
 /// Number of rows (leading elements) and row length (normalized elements) of a layer norm input.
 std::pair<std::size_t, std::size_t> rows_cols(const Tensor& x, std::size_t normalized) {
+  require_rank(x, normalized, "layer norm input");
   std::size_t cols = 1;
   for (std::size_t d = x.dimension() - normalized; d < x.dimension(); ++d) cols *= x.shape()[d];
   return {cols == 0 ? 0 : x.size() / cols, cols};
@@ -262,6 +265,9 @@ void add_layer_norm(RefTable& t) {
                                            Tensor out = Tensor::from_shape(x.shape()), mean = Tensor::from_shape(stats_shape(x, k)),
                                                   rstd = Tensor::from_shape(stats_shape(x, k));
                                            const Tensor w = a.has(2) ? a.tensor(2) : Tensor(1.0), b = a.has(3) ? a.tensor(3) : Tensor(0.0);
+                                           require_rank(x, k, "native_layer_norm: input");
+                                           if ((w.size() != 1 && w.size() != cols) || (b.size() != 1 && b.size() != cols))
+                                             throw error("sim: native_layer_norm: weight / bias do not match the normalized shape");
                                            for (std::size_t r = 0; r < rows; ++r) {
                                              const double* row = x.data() + r * cols;
                                              double m = 0, v = 0;
@@ -289,6 +295,10 @@ void add_layer_norm(RefTable& t) {
                                                     gw.fill(0.0);
                                                     gb.fill(0.0);
                                                     const Tensor w = has_w ? a.tensor(5) : Tensor(1.0);
+                                                    require_rank(x, k, "native_layer_norm_backward: input");
+                                                    require_shape(g, shape_of(x), "native_layer_norm_backward: grad_out");
+                                                    if (mean.size() != rows || rstd.size() != rows || (w.size() != 1 && w.size() != cols))
+                                                      throw error("sim: native_layer_norm_backward: mean / rstd / weight do not match the input");
                                                     std::vector<double> xhat(cols), gw_row(cols);
                                                     for (std::size_t r = 0; r < rows; ++r) {
                                                       double mg = 0, mgx = 0;
@@ -330,6 +340,7 @@ void add_nn(RefTable& t) {
   // (weight [V, D], indices [*I], padding_idx, scale_grad_by_freq, sparse) -> [*I, D]
   t["aten.embedding.default"] = {[](const ArgPack& a) {
                                    const Tensor w = a.tensor(0), idx = a.tensor(1);
+                                   if (w.dimension() != 2) throw error("sim: embedding: weight must be 2-D");
                                    const OpArg* offset = a.kwarg("__row_offset");
                                    const std::size_t rows = w.shape()[0], dim = w.shape()[1];
                                    Shape shape = shape_of(idx);
@@ -354,6 +365,9 @@ void add_nn(RefTable& t) {
                                                   const std::int64_t padding = a.integer(3, -1);
                                                   const bool by_freq = a.integer(4, 0) != 0;
                                                   const std::size_t dim = g.dimension() ? g.shape()[g.dimension() - 1] : 1;
+                                                  Shape expected = shape_of(idx);
+                                                  expected.push_back(dim);
+                                                  require_shape(g, expected, "embedding_dense_backward: grad_output");
                                                   Tensor out = Tensor::from_shape({rows, dim});
                                                   out.fill(0.0);
                                                   std::vector<double> count(rows, 0.0);

@@ -377,3 +377,55 @@ TEST_CASE("fill: no duplicate rows when placeholders take every shard kind the i
   std::cout << "fill: " << tables << " filled tables, " << rows << " rows, no duplicates\n";
   CHECK(tables > 400);
 }
+
+namespace {
+OpArg sim_tensor_arg(std::int64_t i) {
+  OpArg a;
+  a.kind = OpArg::Kind::tensor;
+  a.integer = i;
+  return a;
+}
+OpArg sim_int_arg(std::int64_t v) {
+  OpArg a;
+  a.kind = OpArg::Kind::integer;
+  a.integer = v;
+  return a;
+}
+/// Runs reference op `name` on `tensors` (arguments: the tensors in order, then `ints`) and
+/// returns the error text, or "" when it ran.
+std::string ref_op_error(const std::string& name, std::vector<Tensor> tensors, const std::vector<std::int64_t>& ints) {
+  ArgPack pack;
+  for (std::size_t i = 0; i < tensors.size(); ++i) pack.args.push_back(sim_tensor_arg(static_cast<std::int64_t>(i)));
+  for (auto v : ints) pack.args.push_back(sim_int_arg(v));
+  pack.tensors = std::move(tensors);
+  const RefOp* op = find_ref_op(name);
+  REQUIRE(op != nullptr);
+  try {
+    (void)op->run(pack);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("sim: reference ops refuse mismatched local shard shapes before reading", "[sim]") {
+  using Catch::Matchers::Contains;
+  // mm: contracting sizes 4 and 2 (a device holding a [4, 4] block of one operand and a [2, 3] one of the other)
+  CHECK_THAT(ref_op_error("aten.mm.default", {iota({4, 4}), iota({2, 3})}, {}), Contains("label 'k' has sizes 4 and 2"));
+  CHECK(ref_op_error("aten.mm.default", {iota({4, 2}), iota({2, 3})}, {}).empty());
+  // slice_scatter: src [2, 3] into a [5, 4] slice of rows 0..2
+  CHECK_THAT(ref_op_error("aten.slice_scatter.default", {iota({5, 4}), iota({2, 3})}, {0, 0, 2}),
+             Contains("slice_scatter: src: shape [2, 3], expected [2, 4]"));
+  CHECK(ref_op_error("aten.slice_scatter.default", {iota({5, 4}), iota({2, 4})}, {0, 0, 2}).empty());
+  // _softmax_backward_data: grad [4, 5] with output [4, 2]
+  CHECK_THAT(ref_op_error("aten._softmax_backward_data.default", {iota({4, 5}), iota({4, 2})}, {1}),
+             Contains("lane operand 1: shape [4, 2], expected [4, 5]"));
+  CHECK(ref_op_error("aten._softmax_backward_data.default", {iota({4, 5}), iota({4, 5})}, {1}).empty());
+  // embedding_dense_backward: grad [3, 4] for 5 indices
+  Tensor idx = Tensor::from_shape({5});
+  idx.fill(1.0);
+  CHECK_THAT(ref_op_error("aten.embedding_dense_backward.default", {iota({3, 4}), idx}, {6, -1, 0}),
+             Contains("embedding_dense_backward: grad_output: shape [3, 4], expected [5, 4]"));
+  CHECK(ref_op_error("aten.embedding_dense_backward.default", {iota({5, 4}), idx}, {6, -1, 0}).empty());
+}
