@@ -113,3 +113,13 @@ TEST_CASE("hardening: checked size arithmetic", "[hardening]") {
   CHECK(split_piece_sizes(10, 4) == std::vector<std::int64_t>{4, 4, 2});
   CHECK_THROWS_WITH(RuleSet(70000, 1), "ctshard::RuleSet: 70000 outputs + 1 inputs exceed max_rule_operands (65536)");
 }
+
+TEST_CASE("hardening: chunk counts of sizes near 2^63 do not wrap (found by fuzz_rules)", "[hardening]") {
+  // torch.chunk of 7776568577364674889 rows over 2 devices: pieces of 3888284288682337445, two of
+  // them; ceil((size + chunk - 1) / chunk) overflowed int64 here.
+  const std::vector<std::int64_t> sizes{2};
+  const MeshTopology mesh = MeshTopology::build(sizes);
+  CHECK(has_no_empty_shard_on(TensorShape{7776568577364674889}, parse_spec("S(0)"), mesh, 1));
+  CHECK_FALSE(has_no_empty_shard_on(TensorShape{1}, parse_spec("S(0)"), mesh, 1));
+  CHECK(has_no_empty_shard_on(TensorShape{std::numeric_limits<std::int64_t>::max()}, parse_spec("S(0)"), mesh, 1));
+}

@@ -124,7 +124,7 @@ namespace detail {
           keep(x / n);
           continue;
         }
-        const std::int64_t chunk = (x + n - 1) / n;
+        const std::int64_t chunk = x / n + (x % n != 0 ? 1 : 0);  // ceil without overflow
         if (chunk > 0) keep(chunk);
         if (chunk > 0 && x % chunk != 0) keep(x % chunk);
       }

@@ -138,7 +138,7 @@ struct ReductionKind {
       const std::int64_t n = saturating_mul(mesh.sizes[i], p.is_strided_shard() ? p.split_factor : 1);
       const std::int64_t chunk = smallest / n + (smallest % n != 0 ? 1 : 0);
       // torch.chunk: pieces of `chunk`, the last one smaller; fewer than n pieces leave empties
-      if (chunk == 0 || (smallest + chunk - 1) / chunk < n) return false;
+      if (chunk == 0 || smallest / chunk + (smallest % chunk != 0 ? 1 : 0) < n) return false;  // ceil without overflow
       smallest = smallest - chunk * (n - 1);
     }
   }
