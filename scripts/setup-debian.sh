@@ -3,6 +3,9 @@
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
 packages=(g++ cmake make libboost-dev catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev xtensor-dev python3 python3-pip)
+# clang (second compiler, libFuzzer targets: libclang-rt-14-dev holds libFuzzer and the sanitizer
+# runtimes on Debian 12), clang-format and clang-tidy (the .clang-format / .clang-tidy configs)
+packages+=(clang libclang-rt-14-dev clang-format clang-tidy)
 # The Python extension needs the headers of the interpreter it is built for; Debian's python3
 # gets them from python3-dev (a pyenv or venv interpreter brings its own).
 py=${PYTHON:-python3}
