@@ -2,7 +2,8 @@
 # Installs the Python packages ctshard's package and tests need, into the environment of
 # ${PYTHON:-python3}: torch 2.13.0 (the CPU build; pinned, so that pip never resolves a newer
 # torch, which would download a multi-GB CUDA build), pytest, and the package's build tools
-# (scikit-build-core, nanobind). Installs nothing when everything is already there.
+# (scikit-build-core, nanobind); with CTSHARD_FUZZ=1 also atheris. Installs nothing when everything
+# is already there.
 set -euo pipefail
 py=${PYTHON:-python3}
 export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
@@ -22,6 +23,10 @@ except m.PackageNotFoundError:
 sys.exit(0 if have >= tuple(int(x) for x in low.split("."))[:2] else 1)
 PY
 done
+# atheris (the Python fuzz target tests/fuzz/python/fuzz_api.py) only when asked: CTSHARD_FUZZ=1.
+if [ "${CTSHARD_FUZZ:-0}" = 1 ]; then
+  "$py" -c "import atheris" 2>/dev/null || need+=("atheris==2.3.0")
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "pip installing: ${need[*]}"
   "$py" -m pip install -q "${need[@]}"

@@ -130,6 +130,13 @@ def test_ops_lists_the_registered_overloads(tool):
     (lambda: ctshard.plan(None, sym={"s0": "4"}), "sym must map symbol names to integers"),
     (lambda: ctshard.plan('def forward(self, x: "f32[s0 +]"):\n    return x\n'), "bad size expression 's0 +'"),
     (lambda: ctshard.format_spec("S(0"), "S(0"),
+    # found by the atheris target (tests/fuzz/python/fuzz_api.py): a crash before the tensor-count check
+    (lambda: ctshard.table("einsum:ij,jk->ik", [], [4], []), "takes 2 tensor inputs, got 0"),
+    (lambda: ctshard.table("aten.view.default", [[4294967296]], [2], ["R"], args=[[4294967296, 4294967297]]),
+     "4294967296 * 4294967297 overflows a 64-bit size"),
+    (lambda: ctshard.cost([3037000500, 3037000500], [2], "S(0)", "R"), "overflows a 64-bit size"),
+    (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [2], ["R", "R"], args=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]),
+     "nest lists deeper than 64 levels"),
 ])
 def test_bad_input_raises_value_error_with_the_library_message(call, message):
     with pytest.raises(ValueError) as e:
