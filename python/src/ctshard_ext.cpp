@@ -201,16 +201,19 @@ nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const
 // ---- plan ------------------------------------------------------------------------------------
 
 /// One argument of a node record built by ctshard/_graph.py: plain values, lists, and the two
-/// tagged dicts {"node": name[, "index": i]} and {"opaque": text}.
-fx::Arg to_fx_arg(nb::handle h) {
+/// tagged dicts {"node": name[, "index": i]} and {"opaque": text}. Lists nest at most
+/// fx::max_nesting levels, as in graph text; deeper raises ctshard::error.
+fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
   if (h.is_none()) return fx::Arg::make_none();
   if (nb::isinstance<nb::bool_>(h)) return fx::Arg::make_bool(nb::cast<bool>(h));
   if (nb::isinstance<nb::int_>(h)) return fx::Arg::make_int(nb::cast<std::int64_t>(h));
   if (nb::isinstance<nb::float_>(h)) return fx::Arg::make_float(nb::cast<double>(h));
   if (nb::isinstance<nb::str>(h)) return fx::Arg::make_string(nb::cast<std::string>(h));
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    if (depth >= fx::max_nesting)
+      throw error("ctshard.plan: node arguments nest lists deeper than " + std::to_string(fx::max_nesting) + " levels");
     std::vector<fx::Arg> items;
-    for (nb::handle x : h) items.push_back(to_fx_arg(x));
+    for (nb::handle x : h) items.push_back(to_fx_arg(x, depth + 1));
     return fx::Arg::make_list(std::move(items));
   }
   if (nb::isinstance<nb::dict>(h)) {
