@@ -1370,10 +1370,11 @@ const Node* Graph::find(std::string_view name) const noexcept {
 
 std::vector<std::string> Graph::symbols() const {
   std::vector<std::string> out;
+  std::unordered_set<std::string> seen;  // linear in the number of symbols, not quadratic
   const auto add = [&](const std::string& text) {
     const SizeExpr expr = SizeExpr::parse(text);
     for (const std::string& name : expr.symbols())
-      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+      if (seen.insert(name).second) out.push_back(name);
   };
   for (const Node& node : nodes) {
     if (!node.sym_expr.empty()) add(node.sym_expr);

@@ -10,6 +10,8 @@
 #include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "ctshard/ctshard.hpp"
 #include "commands.hpp"
@@ -38,18 +40,49 @@ struct Evaluated {
   std::string problem;
 };
 
-bool is_prime(std::int64_t n) {
-  if (n < 2) return false;
-  for (std::int64_t d = 2; d <= n / d; ++d)
-    if (n % d == 0) return false;
+__extension__ using uint128 = unsigned __int128;  // g++ and clang; __extension__ keeps -Wpedantic quiet
+
+/// a * b mod m without overflow (m < 2^63).
+std::uint64_t mul_mod(std::uint64_t a, std::uint64_t b, std::uint64_t m) {
+  return static_cast<std::uint64_t>(static_cast<uint128>(a) * b % m);
+}
+
+std::uint64_t pow_mod(std::uint64_t a, std::uint64_t e, std::uint64_t m) {
+  std::uint64_t r = 1;
+  for (a %= m; e > 0; e >>= 1, a = mul_mod(a, a, m))
+    if ((e & 1u) != 0) r = mul_mod(r, a, m);
+  return r;
+}
+
+/// Deterministic Miller-Rabin for 64-bit n (these bases decide every n < 3.3e24): O(log n) per
+/// test, so a hint near 2^62 costs microseconds, not the 2^31 divisions of trial division.
+bool is_prime(std::int64_t value) {
+  if (value < 2) return false;
+  const auto n = static_cast<std::uint64_t>(value);
+  for (std::uint64_t p : {2u, 3u, 5u, 7u, 11u, 13u, 17u, 19u, 23u, 29u, 31u, 37u}) {
+    if (n % p == 0) return n == p;
+  }
+  std::uint64_t d = n - 1;
+  int s = 0;
+  for (; (d & 1u) == 0; d >>= 1) ++s;
+  for (std::uint64_t a : {2u, 3u, 5u, 7u, 11u, 13u, 17u, 19u, 23u, 29u, 31u, 37u}) {
+    std::uint64_t x = pow_mod(a, d, n);
+    if (x == 1 || x == n - 1) continue;
+    bool composite = true;
+    for (int r = 1; r < s && composite; ++r) {
+      x = mul_mod(x, x, n);
+      if (x == n - 1) composite = false;
+    }
+    if (composite) return false;
+  }
   return true;
 }
 
 /// The smallest prime above `n` not in `taken`.
-std::int64_t next_prime(std::int64_t n, const std::vector<std::int64_t>& taken) {
+std::int64_t next_prime(std::int64_t n, const std::unordered_set<std::int64_t>& taken) {
   if (n > (std::int64_t{1} << 62)) throw std::domain_error("is too large to take a prime hint");
   for (std::int64_t p = std::max<std::int64_t>(n + 1, 2);; ++p)
-    if (is_prime(p) && std::find(taken.begin(), taken.end(), p) == taken.end()) return p;
+    if (is_prime(p) && taken.count(p) == 0) return p;
 }
 
 class Planner {
@@ -70,6 +103,7 @@ class Planner {
     for (const auto& node : graph_.nodes) {
       if (!node.sym_expr.empty()) {
         sym_values_[node.name] = size_of(node.sym_expr);
+        sym_exprs_[node.name] = node.sym_expr;
       } else if (node.kind == "placeholder" || node.kind == "get_attr") {
         define_source(node);
       } else if (node.kind == "call_function" && node.target == "getitem") {
@@ -114,7 +148,7 @@ class Planner {
       } else {
         hint = next_prime(hint, {});
         symbol_values_[name] = hint;
-        hints_.push_back(hint);
+        hints_.insert(hint);
       }
     }
   }
@@ -225,7 +259,7 @@ class Planner {
     if (!a.is_node() || a.index) return a;
     const auto it = sym_values_.find(a.text);
     if (it == sym_values_.end()) return a;
-    return it->second.ok ? fx::Arg::make_int(it->second.value) : fx::Arg::make_opaque(graph_.find(a.text)->sym_expr);
+    return it->second.ok ? fx::Arg::make_int(it->second.value) : fx::Arg::make_opaque(sym_exprs_.at(a.text));
   }
 
   OpArg convert(const fx::Arg& a, OpCall& call, std::vector<Resolved>& inputs) const {
@@ -386,7 +420,8 @@ class Planner {
   std::unordered_map<std::string, Value> values_;
   std::vector<std::string> symbol_order_;              // the graph's symbols, first appearance first
   std::map<std::string, std::int64_t> symbol_values_;  // bound value or hint per symbol
-  std::vector<std::int64_t> hints_;                    // the hint primes of unbound symbols
+  std::unordered_set<std::int64_t> hints_;             // the hint primes of unbound symbols
+  std::unordered_map<std::string, std::string> sym_exprs_;  // symbolic-integer node -> its expression
   std::map<std::string, Evaluated> sizes_;             // size expression text -> value
   std::map<std::string, Evaluated> sym_values_;        // symbolic-integer node -> value
   struct CachedCall {
