@@ -3,6 +3,7 @@ ValueError on bad input, the GIL released around C++ work, GraphModule input, DT
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import subprocess
@@ -135,7 +136,7 @@ def test_ops_lists_the_registered_overloads(tool):
     (lambda: ctshard.table("aten.view.default", [[4294967296]], [2], ["R"], args=[[4294967296, 4294967297]]),
      "4294967296 * 4294967297 overflows a 64-bit size"),
     (lambda: ctshard.cost([3037000500, 3037000500], [2], "S(0)", "R"), "overflows a 64-bit size"),
-    (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [2], ["R", "R"], args=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]),
+    (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [2], ["R", "R"], args=[functools.reduce(lambda a, _: [a], range(70), [])]),
      "nest lists deeper than 64 levels"),
 ])
 def test_bad_input_raises_value_error_with_the_library_message(call, message):
