@@ -90,8 +90,15 @@ Tensor slice_dim(const Tensor& t, std::size_t dim, std::size_t begin, std::size_
 Tensor concat(const std::vector<Tensor>& parts, std::size_t dim) {
   // Row-major blocks: for every index before `dim`, each part contributes size[dim] * inner values.
   Shape shape = shape_of(parts.at(0));
+  if (dim >= shape.size()) throw error("sim: concat: dim " + std::to_string(dim) + " of a " + std::to_string(shape.size()) + "-d tensor");
   shape[dim] = 0;
-  for (const auto& p : parts) shape[dim] += p.shape()[dim];
+  for (const auto& p : parts) {
+    // every part must match the first one outside `dim` (a mismatched local shard would be read past its end)
+    bool fits = p.dimension() == shape.size();
+    for (std::size_t d = 0; fits && d < shape.size(); ++d) fits = d == dim || p.shape()[d] == shape[d];
+    if (!fits) throw error("sim: concat: parts differ outside dim " + std::to_string(dim));
+    shape[dim] += p.shape()[dim];
+  }
   std::size_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < dim; ++d) outer *= shape[d];
   for (std::size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];

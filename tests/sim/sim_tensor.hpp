@@ -62,6 +62,7 @@ struct Mesh {
 /// Elements [begin, end) of tensor dim `dim` (a copy).
 [[nodiscard]] Tensor slice_dim(const Tensor& t, std::size_t dim, std::size_t begin, std::size_t end);
 /// Concatenation along `dim`; every part has the same rank and the same sizes off `dim`.
+/// Throws ctshard::error when the parts differ outside `dim` (checked before any element is read).
 [[nodiscard]] Tensor concat(const std::vector<Tensor>& parts, std::size_t dim);
 
 /// Local tensors of `global` placed by `spec` on `mesh`, one per device (row-major). Mesh dims are

@@ -428,4 +428,7 @@ TEST_CASE("sim: reference ops refuse mismatched local shard shapes before readin
   CHECK_THAT(ref_op_error("aten.embedding_dense_backward.default", {iota({3, 4}), idx}, {6, -1, 0}),
              Contains("embedding_dense_backward: grad_output: shape [3, 4], expected [5, 4]"));
   CHECK(ref_op_error("aten.embedding_dense_backward.default", {iota({5, 4}), idx}, {6, -1, 0}).empty());
+  // cat (and reassembly) of local pieces that differ off the concatenated dim (found by the ASan build)
+  CHECK_THROWS_WITH(concat({iota({2, 3}), iota({2, 4})}, 0), Contains("sim: concat: parts differ outside dim 0"));
+  CHECK(shape_of(concat({iota({2, 3}), iota({2, 4})}, 1)) == Shape{2, 7});
 }
