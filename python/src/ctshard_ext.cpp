@@ -29,13 +29,22 @@ namespace {
 
 using namespace ctshard;
 
+/// A Python int as int64. Raises ValueError (ctshard::error) naming the value when it does not fit.
+std::int64_t int64_of(nb::handle h) {
+  try {
+    return nb::cast<std::int64_t>(h);
+  } catch (const std::exception&) {
+    throw error("ctshard: integer argument " + nb::cast<std::string>(nb::repr(h)) + " does not fit in int64");
+  }
+}
+
 /// Python value -> JSON (None, bool, int, float, str, list/tuple, dict in insertion order; at most
 /// cli::max_arg_nesting levels of lists). Raises ValueError naming
 /// the value for anything else.
 nlohmann::ordered_json to_json(nb::handle h, std::size_t depth = 0) {
   if (h.is_none()) return nullptr;
   if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
-  if (nb::isinstance<nb::int_>(h)) return nb::cast<std::int64_t>(h);
+  if (nb::isinstance<nb::int_>(h)) return int64_of(h);
   if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
   if ((nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::dict>(h)) && depth >= cli::max_arg_nesting)
@@ -98,7 +107,7 @@ std::vector<std::int64_t> int_list(nb::handle h, const char* what) {
   for (nb::handle x : h) {
     if (!nb::isinstance<nb::int_>(x) || nb::isinstance<nb::bool_>(x))
       throw error(std::string("ctshard: ") + what + " must be a list of integers, got " + nb::cast<std::string>(nb::repr(h)));
-    out.push_back(nb::cast<std::int64_t>(x));
+    out.push_back(int64_of(x));
   }
   return out;
 }
@@ -206,7 +215,7 @@ nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const
 fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
   if (h.is_none()) return fx::Arg::make_none();
   if (nb::isinstance<nb::bool_>(h)) return fx::Arg::make_bool(nb::cast<bool>(h));
-  if (nb::isinstance<nb::int_>(h)) return fx::Arg::make_int(nb::cast<std::int64_t>(h));
+  if (nb::isinstance<nb::int_>(h)) return fx::Arg::make_int(int64_of(h));
   if (nb::isinstance<nb::float_>(h)) return fx::Arg::make_float(nb::cast<double>(h));
   if (nb::isinstance<nb::str>(h)) return fx::Arg::make_string(nb::cast<std::string>(h));
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
@@ -220,7 +229,7 @@ fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
     nb::dict d = nb::borrow<nb::dict>(h);
     if (d.contains("node")) {
       std::optional<std::int64_t> index;
-      if (d.contains("index")) index = nb::cast<std::int64_t>(d["index"]);
+      if (d.contains("index")) index = int64_of(d["index"]);
       return fx::Arg::make_node(nb::cast<std::string>(d["node"]), index);
     }
     if (d.contains("opaque")) return fx::Arg::make_opaque(nb::cast<std::string>(d["opaque"]));
@@ -257,7 +266,7 @@ void shape_from_record(nb::handle h, fx::TensorType& type, const std::string& no
       exprs.push_back(std::move(text));
       symbolic = true;
     } else if (nb::isinstance<nb::int_>(x) && !nb::isinstance<nb::bool_>(x)) {
-      const auto value = nb::cast<std::int64_t>(x);
+      const auto value = int64_of(x);
       if (value < 0) throw bad();
       type.shape.push_back(value);
       exprs.emplace_back();

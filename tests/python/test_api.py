@@ -138,6 +138,7 @@ def test_ops_lists_the_registered_overloads(tool):
     (lambda: ctshard.cost([3037000500, 3037000500], [2], "S(0)", "R"), "overflows a 64-bit size"),
     (lambda: ctshard.table("mm", [[6, 8], [8, 2]], [2], ["R", "R"], args=[functools.reduce(lambda a, _: [a], range(70), [])]),
      "nest lists deeper than 64 levels"),
+    (lambda: ctshard.table("aten.view.default", [[32]], [2], ["R"], args=[[2**70]]), "integer argument 1180591620717411303424 does not fit in int64"),
 ])
 def test_bad_input_raises_value_error_with_the_library_message(call, message):
     with pytest.raises(ValueError) as e:
