@@ -33,31 +33,22 @@ std::string cycle(std::size_t n, int start, bool partial, int rank = 4) {
   return s;
 }
 
-OpCall add4d_call() {
+/// A call of binary op `op` on tensors `a` and `b` (float32), both passed positionally.
+OpCall binary_call(const char* op, TensorShape a, TensorShape b) {
   OpCall call;
-  call.op = "aten.add.Tensor";
-  call.tensors = {TensorMeta{{8, 16, 32, 64}, 4}, TensorMeta{{8, 16, 32, 64}, 4}};
-  OpArg a;
-  a.kind = OpArg::Kind::tensor;
+  call.op = op;
+  call.tensors = {TensorMeta{a, 4}, TensorMeta{b, 4}};
   for (std::int64_t i = 0; i < 2; ++i) {
-    a.integer = i;
-    call.args.push_back(a);
+    OpArg arg;
+    arg.kind = OpArg::Kind::tensor;
+    arg.integer = i;
+    call.args.push_back(arg);
   }
   return call;
 }
 
-OpCall mm_call() {
-  OpCall call;
-  call.op = "aten.mm.default";
-  call.tensors = {TensorMeta{{1024, 512}, 4}, TensorMeta{{512, 2048}, 4}};
-  OpArg a;
-  a.kind = OpArg::Kind::tensor;
-  for (std::int64_t i = 0; i < 2; ++i) {
-    a.integer = i;
-    call.args.push_back(a);
-  }
-  return call;
-}
+OpCall add4d_call() { return binary_call("aten.add.Tensor", TensorShape{8, 16, 32, 64}, TensorShape{8, 16, 32, 64}); }
+OpCall mm_call() { return binary_call("aten.mm.default", TensorShape{1024, 512}, TensorShape{512, 2048}); }
 
 /// Rows priced and prefixes expanded by the searches of the two queries (outside the timing).
 void search_counters(benchmark::State& state, const OpRule& rule, const MeshTopology& mesh, const std::vector<TensorMeta>& metas,
