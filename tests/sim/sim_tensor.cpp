@@ -221,6 +221,19 @@ namespace {
 
 Reassembled fail(std::string why) { return {std::nullopt, std::move(why)}; }
 
+/// The summed size of the local pieces along `dim` into `total`, or why they cannot be
+/// concatenated there (": ..." to append to the mesh dim's description).
+std::string concat_size(const std::vector<Tensor>& group, std::size_t dim, std::size_t& total) {
+  total = 0;
+  for (const auto& t : group) {
+    if (t.dimension() != group[0].dimension() || dim >= t.dimension()) return ": local outputs have ranks that cannot be concatenated";
+    total += t.shape()[dim];
+    for (std::size_t k = 0; k < t.dimension(); ++k)
+      if (k != dim && t.shape()[k] != group[0].shape()[k]) return ": local outputs differ off the shard dim";
+  }
+  return {};
+}
+
 /// Combines the n local tensors of one group over one mesh dim.
 Reassembled combine(const std::vector<Tensor>& group, const Placement& p, std::size_t mesh_dim, double rtol) {
   const std::string where = "mesh dim " + std::to_string(mesh_dim) + " (" + to_string(p) + ")";
@@ -228,12 +241,7 @@ Reassembled combine(const std::vector<Tensor>& group, const Placement& p, std::s
     // Every local piece is the concatenation over the split_factor blocks of its chunk of each block.
     const auto dim = static_cast<std::size_t>(p.dim);
     std::size_t total = 0;
-    for (const auto& t : group) {
-      if (t.dimension() != group[0].dimension() || dim >= t.dimension()) return fail(where + ": local outputs have ranks that cannot be concatenated");
-      total += t.shape()[dim];
-      for (std::size_t k = 0; k < t.dimension(); ++k)
-        if (k != dim && t.shape()[k] != group[0].shape()[k]) return fail(where + ": local outputs differ off the shard dim");
-    }
+    if (std::string why = concat_size(group, dim, total); !why.empty()) return fail(where + why);
     std::vector<std::vector<Tensor>> blocks(p.split_factor);  // [block][rank]
     for (std::size_t i = 0; i < group.size(); ++i) {
       std::size_t at = 0;
@@ -257,12 +265,7 @@ Reassembled combine(const std::vector<Tensor>& group, const Placement& p, std::s
   if (p.is_shard()) {
     const auto dim = static_cast<std::size_t>(p.dim);
     std::size_t total = 0;
-    for (const auto& t : group) {
-      if (t.dimension() != group[0].dimension() || dim >= t.dimension()) return fail(where + ": local outputs have ranks that cannot be concatenated");
-      total += t.shape()[dim];
-      for (std::size_t k = 0; k < t.dimension(); ++k)
-        if (k != dim && t.shape()[k] != group[0].shape()[k]) return fail(where + ": local outputs differ off the shard dim");
-    }
+    if (std::string why = concat_size(group, dim, total); !why.empty()) return fail(where + why);
     for (std::size_t i = 0; i < group.size(); ++i) {
       const auto [b, e] = chunk_bounds(total, group.size(), i);
       if (group[i].shape()[dim] != e - b)
