@@ -42,6 +42,13 @@ inline OpArg float_arg(double v) {
   a.floating = v;
   return a;
 }
+inline OpArg str_arg(std::string s) {
+  OpArg a;
+  a.kind = OpArg::Kind::string;
+  a.text = std::move(s);
+  return a;
+}
+
 inline OpArg none_arg() { return OpArg{}; }
 /// A list of tensors (indices into OpCall::tensors), as the FX reader gives `[a, b]`.
 inline OpArg tensors_arg(std::vector<std::int64_t> indices) {

@@ -18,12 +18,6 @@ using Rows = std::vector<std::string>;
 
 namespace {
 
-OpArg str_arg(std::string s) {
-  OpArg a;
-  a.kind = OpArg::Kind::string;
-  a.text = std::move(s);
-  return a;
-}
 
 /// One call with `shapes` as positional tensor arguments followed by `rest` (the FX order).
 OpCall call(std::string op, std::vector<TensorMeta> tensors, std::vector<OpArg> rest, std::vector<std::pair<std::string, OpArg>> kwargs = {}) {

@@ -13,15 +13,6 @@ using namespace ctshard;
 using namespace ctshard::test;
 using Rows = std::vector<std::string>;
 
-namespace {
-OpArg str_arg(std::string s) {
-  OpArg a;
-  a.kind = OpArg::Kind::string;
-  a.text = std::move(s);
-  return a;
-}
-}  // namespace
-
 TEST_CASE("R01: flattened layer-norm statistics keep S(0) only when the row chunks line up", "[regressions_2]") {
   // apex fused layer norm: mean / invvar come out flattened over the leading dims.
   const auto call_for = [](std::initializer_list<std::int64_t> x) {
