@@ -28,6 +28,7 @@ struct TableOptions {
   std::int64_t devices_per_host = 8;               ///< cost model: devices sharing a host
   std::vector<std::string> dtypes{"float32"};      ///< one dtype for every tensor, or one per tensor
   std::string einsum_linearity = "dtensor";        ///< "dtensor" (reference fidelity) or "sound"
+  std::string partial_passthrough = "ctshard";     ///< "ctshard" or "dtensor" (PartialPassthrough)
   CostModel cost_model = CostModel::dtensor;       ///< how redistributions are priced
   /// "enumerate" (table default: every row, DTensor's full expansion) or "search" (the exact
   /// search: only the chosen row, any table size; choice_json's default).
@@ -93,9 +94,10 @@ void print_cost(const nlohmann::json& cost, std::ostream& out);
 /// `ctshard ops --json`: {ops: [names], count}.
 nlohmann::json ops_json();
 
-/// The registry for an einsum-linearity policy name ("dtensor" or "sound"). Throws ctshard::error
-/// for another name.
-const OpRegistry& registry_for(const std::string& einsum_linearity);
+/// The registry for an einsum-linearity policy name ("dtensor" or "sound") and a Partial
+/// passthrough name ("ctshard" or "dtensor", PartialPassthrough). Throws ctshard::error for
+/// another name.
+const OpRegistry& registry_for(const std::string& einsum_linearity, const std::string& partial_passthrough = "ctshard");
 
 /// Deepest nesting of lists (and objects) in table arguments: `[[1]]` is 2 levels. Deeper
 /// --args / --kwargs JSON (or Python arguments) is refused with ctshard::error.

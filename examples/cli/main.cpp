@@ -144,10 +144,20 @@ int main(int argc, char** argv) {
                        "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
       ->check(CLI::IsMember({"dtensor", "sound"}))
       ->capture_default_str();
+  std::string plan_passthrough = "ctshard";
+  const auto add_partial_passthrough = [](CLI::App* cmd, std::string& passthrough) {
+    cmd->add_option("--partial-passthrough", passthrough,
+                    "ctshard: a Partial input passes through ops linear in it (clone, casts, activation backwards, "
+                    "native_layer_norm_backward); dtensor: those ops take no Partial input, as in DTensor 2.13 (for plans "
+                    "DTensor's own op dispatch executes)")
+        ->check(CLI::IsMember({"ctshard", "dtensor"}))
+        ->capture_default_str();
+  };
+  add_partial_passthrough(plan_cmd, plan_passthrough);
 
   struct TableText {
     std::string op, shapes, mesh, inputs, dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor",
-                algo = "enumerate";
+                algo = "enumerate", partial_passthrough = "ctshard";
     std::int64_t devices_per_host = 8;
   } table;
   bool table_json_flag = false;
@@ -165,6 +175,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"dtensor", "sound"}))
       ->capture_default_str();
   table_cmd->add_flag("--sound", table_sound, "same as --einsum-linearity sound");
+  add_partial_passthrough(table_cmd, table.partial_passthrough);
   add_cost_model(table_cmd, table.cost_model);
   table_cmd->add_option("--args", table.args,
                         "non-tensor arguments after the tensors, as a JSON array: '[[24, 8]]'; with \"$i\" for tensor i the array is "
@@ -206,6 +217,7 @@ int main(int argc, char** argv) {
       options.devices_per_host = table.devices_per_host;
       options.dtypes = split(table.dtype, ',');
       options.einsum_linearity = table_sound ? "sound" : table.einsum_linearity;
+      options.partial_passthrough = table.partial_passthrough;
       if (table.args == "-" && table.kwargs == "-") throw error("ctshard table: --args and --kwargs cannot both read standard input");
       options.args = parse_json_option("--args", table.args);
       options.kwargs = parse_json_option("--kwargs", table.kwargs);
@@ -252,11 +264,11 @@ int main(int argc, char** argv) {
     }
     options.symbols = parse_symbols(syms);
     if (!coverage_dir.empty()) {
-      return print_coverage(coverage_dir, options, registry_for(plan_linearity), json) ? 0 : 1;
+      return print_coverage(coverage_dir, options, registry_for(plan_linearity, plan_passthrough), json) ? 0 : 1;
     }
     const fx::Graph graph = graph_path.empty() ? default_graph() : fx::read_fx_graph_file(graph_path);
     if (graph_path.empty() && options.placements.empty()) options.placements = default_placements(options.mesh.size());
-    const Plan plan = plan_graph(graph, options, registry_for(plan_linearity));
+    const Plan plan = plan_graph(graph, options, registry_for(plan_linearity, plan_passthrough));
     if (json) std::cout << plan_json(plan, options).dump(2) << '\n';
     else print_plan(plan, options, std::cout);
     return 0;

@@ -50,13 +50,23 @@ nlohmann::json ops_json() {
   return {{"ops", names}, {"count", names.size()}};
 }
 
-const OpRegistry& registry_for(const std::string& einsum_linearity) {
-  if (einsum_linearity == "dtensor") return builtin_registry();
-  if (einsum_linearity == "sound") {
-    static const OpRegistry sound = make_builtin_registry(EinsumLinearity::per_input);
-    return sound;
+const OpRegistry& registry_for(const std::string& einsum_linearity, const std::string& partial_passthrough) {
+  if (einsum_linearity != "dtensor" && einsum_linearity != "sound")
+    throw error("ctshard: einsum linearity must be 'dtensor' or 'sound', got '" + einsum_linearity + "'");
+  if (partial_passthrough != "ctshard" && partial_passthrough != "dtensor")
+    throw error("ctshard: partial passthrough must be 'ctshard' or 'dtensor', got '" + partial_passthrough + "'");
+  const auto options = [](EinsumLinearity linearity, PartialPassthrough passthrough) {
+    return RegistryOptions{.einsum_linearity = linearity, .partial_passthrough = passthrough};
+  };
+  const bool sound = einsum_linearity == "sound";
+  if (partial_passthrough == "ctshard") {
+    if (!sound) return builtin_registry();
+    static const OpRegistry sound_ctshard = make_builtin_registry(options(EinsumLinearity::per_input, PartialPassthrough::ctshard));
+    return sound_ctshard;
   }
-  throw error("ctshard: einsum linearity must be 'dtensor' or 'sound', got '" + einsum_linearity + "'");
+  static const OpRegistry dtensor_dtensor = make_builtin_registry(options(EinsumLinearity::dtensor, PartialPassthrough::dtensor));
+  static const OpRegistry sound_dtensor = make_builtin_registry(options(EinsumLinearity::per_input, PartialPassthrough::dtensor));
+  return sound ? sound_dtensor : dtensor_dtensor;
 }
 
 namespace {
@@ -209,7 +219,7 @@ PreparedTable prepare_table(const TableOptions& o) {
   if (t.specs.size() != t.tensors.size())
     throw error("ctshard table: " + std::to_string(t.tensors.size()) + " shapes but " + std::to_string(t.specs.size()) + " input specs");
   t.call = table_call(o, t.tensors);
-  const OpRegistry& registry = registry_for(o.einsum_linearity);
+  const OpRegistry& registry = registry_for(o.einsum_linearity, o.partial_passthrough);
   t.factory = registry.find(t.call.op);
   if (t.factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + t.call.op + ") has no sharding rule");
   t.rule = (*t.factory)(t.call);

@@ -11,7 +11,9 @@
    ctshard plans). SDPA is traced with the math backend: the CPU flash kernel
    (``_scaled_dot_product_flash_attention_for_cpu``) has a sharding rule neither in DTensor 2.13
    nor in ctshard.
-3. Plans the forward with ``ctshard.plan``: data-parallel input (batch on mesh dim 0) and
+3. Plans the forward with ``ctshard.plan`` (in "dtensor" mode with
+   ``partial_passthrough="dtensor"``: DTensor's rows for the ops through which ctshard alone passes
+   a Partial, since DTensor's dispatch executes the ops): data-parallel input (batch on mesh dim 0) and
    Megatron-style tensor-parallel weights on the last mesh dim (QKV / MLP-up weights ``S(0)``,
    attention-out / MLP-down weights ``S(1)``, as ctshard's embedded default); plans the backward
    with every saved tensor where the forward plan leaves it and the output gradient laid out like
@@ -276,10 +278,14 @@ def run_case(model_name: str, mesh, mode: str, devices_per_host: int = 1) -> dic
     t0 = time.perf_counter()
     model, inputs, needs_grad, fw, bw, names, (out_ref, tangent, grads_ref) = prepare(model_name)
     ndim = mesh.ndim
+    # "dtensor" mode: DTensor's own op dispatch executes the plan, so plan with DTensor's rows where
+    # ctshard would pass a Partial through an op that DTensor reduces before (clone,
+    # native_layer_norm_backward, ...); "local" mode executes ctshard's own rules.
+    passthrough = "dtensor" if mode == "dtensor" else "ctshard"
     fw_plan = ctshard.plan(fw, mesh=list(mesh.shape), place=forward_placements(model, fw, names, len(inputs), ndim),
-                           devices_per_host=devices_per_host)
+                           devices_per_host=devices_per_host, partial_passthrough=passthrough)
     bw_plan = ctshard.plan(bw, mesh=list(mesh.shape), place=backward_placements(fw, fw_plan, bw),
-                           devices_per_host=devices_per_host)
+                           devices_per_host=devices_per_host, partial_passthrough=passthrough)
     t_setup = time.perf_counter() - t0
 
     params = [p.detach() for p in model.parameters()]

@@ -34,6 +34,7 @@ def table(
     einsum_linearity: str = "dtensor",
     cost_model: str = "dtensor",
     algo: str = "enumerate",
+    partial_passthrough: str = "ctshard",
 ) -> dict:
     """One op's strategy table, as ``ctshard table --json``.
 
@@ -56,12 +57,16 @@ def table(
         ``"search"`` (the same dict with only the chosen row in ``strategies``, found by the
         exact search on any table; ``choice["index"]`` and ``plain_min_index`` still count
         surviving rows).
+    partial_passthrough: ``"ctshard"`` (default: a Partial input passes through the ops linear in
+        it — clone, casts, the activation backwards' gradient, native_layer_norm_backward) or
+        ``"dtensor"`` (those ops take no Partial input, as in DTensor 2.13: for plans that
+        DTensor's own op dispatch executes, e.g. ``ctshard.torch.run_plan(..., mode="dtensor")``).
 
     Returns the dict with ``rules_raw``, ``rules``, ``num_combinations``, ``filtered``,
     ``strategies`` (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
     ``plain_min_index``. Raises ValueError on bad input.
     """
-    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo)
+    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough)
 
 
 def choose(
@@ -76,6 +81,7 @@ def choose(
     einsum_linearity: str = "dtensor",
     cost_model: str = "dtensor",
     algo: str = "search",
+    partial_passthrough: str = "ctshard",
 ) -> dict:
     """Only the strategy DTensor's selection picks, without listing the table (arguments as
     ``table``): ``{"out", "in", "cost", "total", "choice": {"rule", "index"}}`` — the row
@@ -83,7 +89,7 @@ def choose(
     any mesh up to 8 dims) or by pricing every row (``algo="enumerate"``). ``choice["index"]``
     is given when the table has at most 2^20 candidate rows (always with ``"enumerate"``).
     Raises ValueError on bad input."""
-    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo)
+    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough)
 
 
 def cost(
@@ -112,6 +118,7 @@ def plan(
     sym: Mapping[str, int] | None = None,
     cost_model: str = "dtensor",
     algo: str = "search",
+    partial_passthrough: str = "ctshard",
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -130,6 +137,10 @@ def plan(
         its sizes symbolic (``str(SymInt)``), exactly like its printout.
     algo: ``"search"`` (default: each node's choice by exact search, any mesh up to 8 dims) or
         ``"enumerate"`` (price every row; an op whose table exceeds 2^20 rows falls back).
+    partial_passthrough: ``"ctshard"`` (default: a Partial input passes through the ops linear in
+        it — clone, casts, the activation backwards' gradient, native_layer_norm_backward) or
+        ``"dtensor"`` (those ops take no Partial input, as in DTensor 2.13: for plans that
+        DTensor's own op dispatch executes, e.g. ``ctshard.torch.run_plan(..., mode="dtensor")``).
 
     Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
     ``fallback``), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``, ``fallback_ops``,
@@ -143,14 +154,14 @@ def plan(
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
     if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
     if isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
         if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
         raise ValueError(
             "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
             + repr(graph[:200])
@@ -159,7 +170,7 @@ def plan(
         from ._graph import node_records
 
         name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo)
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
     raise ValueError(
         "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
         + type(graph).__name__

@@ -256,6 +256,37 @@ def _distribute_global(t: torch.Tensor, mesh: DeviceMesh, placements: Sequence[P
 
 
 def _redistribute(value: DTensor, mesh: DeviceMesh, placements: Sequence[Placement]) -> DTensor:
+    """``_move`` followed by ``_strided_as_views_make_it``: every StridedShard the move produces is
+    in the form DTensor's view ops produce."""
+    return _strided_as_views_make_it(_move(value, mesh, placements))
+
+
+def _strided_as_views_make_it(value: DTensor) -> DTensor:
+    """``value`` with its StridedShards in the spec form DTensor 2.13's view ops give them: a
+    StridedShard that is a plain strided shard (``use_strided_shard_as_shard_order=False``, an
+    explicit ``shard_order``), which is what ctshard's ``_S(d, k)`` means. DTensor's own
+    ``redistribute`` and ``distribute_tensor`` into a StridedShard give the other form
+    (``use_strided_shard_as_shard_order=True``: StridedShards encode the order in which mesh dims
+    shard a tensor dim), and DTensor 2.13's sharding propagation does not match two inputs whose
+    StridedShards differ only in that form: ``bmm`` of two ``R_S(0, 4)`` inputs, one from a view
+    and one redistributed, all-gathers both inside the op and returns Replicate, while two of the
+    same form keep ``R_S(0, 4)``. When each tensor dim is sharded by at most one mesh dim the two
+    forms chunk the tensor the same way, so only the spec changes; otherwise ``value`` is returned
+    as it is."""
+    from torch.distributed.tensor._dtensor_spec import DTensorSpec
+
+    spec = value._spec
+    if not spec.use_strided_shard_as_shard_order or not any(isinstance(p, _StridedShard) for p in spec.placements):
+        return value
+    dims = [p.dim for p in spec.placements if isinstance(p, (Shard, _StridedShard))]
+    if len(dims) != len(set(dims)):
+        return value
+    target = DTensorSpec(spec.mesh, tuple(spec.placements), tensor_meta=spec.tensor_meta,
+                         use_strided_shard_as_shard_order=False)
+    return DTensor(value._local_tensor, target, requires_grad=value.requires_grad)
+
+
+def _move(value: DTensor, mesh: DeviceMesh, placements: Sequence[Placement]) -> DTensor:
     """``value`` moved to ``placements`` by DTensor: its public ``redistribute``, or, when a mesh dim
     becomes Partial (ctshard prices Replicate -> Partial as free, as DTensor's rules do; the public
     API refuses it as "for internal use only"), the ``redistribute_local_tensor`` DTensor's op

@@ -126,7 +126,8 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
 
 cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
                                 nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity,
-                                const std::string& cost_model, const std::string& algo = "enumerate") {
+                                const std::string& cost_model, const std::string& algo = "enumerate",
+                                const std::string& partial_passthrough = "ctshard") {
   cli::TableOptions o;
   o.op = op;
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
@@ -137,6 +138,8 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
   o.dtypes = nb::isinstance<nb::str>(dtype) ? std::vector<std::string>{nb::cast<std::string>(dtype)} : string_list(dtype, "table: dtype");
   o.devices_per_host = devices_per_host;
   o.einsum_linearity = einsum_linearity;
+  o.partial_passthrough = partial_passthrough;
+  (void)cli::registry_for(einsum_linearity, partial_passthrough);  // a bad name is an error before any work
   o.cost_model = cli::parse_cost_model(cost_model);
   (void)cli::parse_algo(algo);  // a bad name is an error before any work
   o.algo = algo;
@@ -147,15 +150,17 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
 
 nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
                  nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
-                 const std::string& algo) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo);
+                 const std::string& algo, const std::string& partial_passthrough) {
+  const cli::TableOptions o =
+      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
   return without_gil([&] { return cli::table_json(o); });
 }
 
 nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
                   nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
-                  const std::string& algo) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo);
+                  const std::string& algo, const std::string& partial_passthrough) {
+  const cli::TableOptions o =
+      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
   return without_gil([&] { return cli::choice_json(o); });
 }
 
@@ -359,7 +364,7 @@ enum class GraphSource { embedded_default, text, path, records };
 
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place,
                 std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model,
-                const std::string& algo) {
+                const std::string& algo, const std::string& partial_passthrough) {
   cli::PlanOptions options;
   options.algo = cli::parse_algo(algo);
   options.mesh = int_list(mesh, "plan: mesh");
@@ -367,7 +372,7 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   options.placements = placements_of(place);
   options.symbols = symbols_of(sym);
   options.cost_model = cli::parse_cost_model(cost_model);
-  const OpRegistry& registry = cli::registry_for(einsum_linearity);
+  const OpRegistry& registry = cli::registry_for(einsum_linearity, partial_passthrough);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
   const std::string text = kind == GraphSource::text || kind == GraphSource::path ? nb::cast<std::string>(graph) : std::string();
@@ -412,32 +417,38 @@ NB_MODULE(_ext, m) {
   });
   m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor",
-        nb::arg("algo") = "enumerate");
+        nb::arg("algo") = "enumerate", nb::arg("partial_passthrough") = "ctshard");
   m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor",
-        nb::arg("algo") = "search");
+        nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
   m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"), nb::arg("cost_model") = "dtensor");
   m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("cost_model") = "dtensor");
   m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
-                           const std::string& algo) { return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, algo); },
+                           const std::string& algo, const std::string& pp) {
+          return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, algo, pp);
+        },
         nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
+        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
   m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin,
                         nb::handle sym, const std::string& cm,
-                        const std::string& algo) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, algo); },
+                        const std::string& algo, const std::string& pp) {
+          return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, algo, pp);
+        },
         nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
   m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
-                        const std::string& cm, const std::string& algo) { return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, algo); },
+                        const std::string& cm, const std::string& algo, const std::string& pp) {
+          return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, algo, pp);
+        },
         nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
+        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
   m.def("plan_records", [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph,
-                           const std::string& lin, nb::handle sym, const std::string& cm, const std::string& algo) {
-          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, algo);
+                           const std::string& lin, nb::handle sym, const std::string& cm, const std::string& algo, const std::string& pp) {
+          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, algo, pp);
         },
         nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search");
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.

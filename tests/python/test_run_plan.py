@@ -37,7 +37,7 @@ import run_plan_cases  # noqa: E402
 import run_with_dtensor as rwd  # noqa: E402
 
 MESHES = ((2, 2), (2, 4))
-MIN_AGREEMENT = 0.98  # 0.99 before StridedShard views (R05): see docs/conformance.md
+MIN_AGREEMENT = 0.99
 
 
 def _mesh_id(mesh) -> str:
@@ -116,28 +116,18 @@ def _partial_gradient_passthrough(node: dict) -> bool:
 
 
 def _strided(specs) -> bool:
+    """True when a spec of ``specs`` holds a StridedShard (R05: a view regrouped a shard)."""
     return any("_S(" in s for s in specs if s)
-
-
-def _strided_rows(node: dict) -> bool:
-    """dtensor_strided: a node whose planned inputs hold a StridedShard (a view regrouped a shard,
-    R05). ctshard's rule takes the StridedShard through (e.g. ``mm`` of ``R_S(1, 4)`` x
-    ``R_S(0, 4)`` contracts a strided-sharded dim: ``RP(sum)``); DTensor 2.13's op strategies for
-    these ops list only plain Shard rows, so its dispatch gathers the StridedShard inputs and
-    returns Replicate (or the Shard its rows give)."""
-    return _strided(node["inputs"])
 
 
 def _fed_otherwise(node: dict) -> bool:
     """downstream: DTensor handed this node a value in another spec than the plan's (an earlier,
-    explained difference, e.g. a dtensor_strided node returning Replicate), so DTensor's own rule
-    saw other inputs than ctshard planned for."""
+    explained difference), so DTensor's own rule saw other inputs than ctshard planned for."""
     return node.get("sources") is not None and node["sources"] != node["planned_sources"]
 
 
 EXPLAINED_PLACEMENTS = {
     "ctshard_extension: Partial gradient through native_layer_norm_backward": _partial_gradient_passthrough,
-    "dtensor_strided: DTensor 2.13's op strategies have no StridedShard rows": _strided_rows,
     "downstream of an explained difference": _fed_otherwise,
 }
 
@@ -183,16 +173,14 @@ def test_dtensor_placements_agree_with_ctshard(results, mesh, model):
     unexplained = [f"{n['name']} {n['op']} in ({', '.join(n['inputs'])}): ctshard {n['predicted']}, DTensor {n['actual']}"
                    for n in differ if _explain(n) is None]
     assert not unexplained, "unexplained differences:\n" + "\n".join(unexplained)
-    # agreement over the nodes DTensor 2.13 has rows for: those whose planned inputs hold no
-    # StridedShard (its op strategies list none; dtensor_strided above)
-    plain = [n for n in nodes if not _strided(n["inputs"])]
-    agree = sum(1 for n in plain if n["agree"])
-    print(f"run_plan agreement {_mesh_id(mesh)} {model}: {agree}/{len(plain)} nodes without StridedShard inputs, "
-          f"{sum(1 for n in nodes if n['agree'])}/{len(nodes)} in all")
-    assert agree / len(plain) >= MIN_AGREEMENT, f"{agree}/{len(plain)}"
+    agree = sum(1 for n in nodes if n["agree"])
+    strided = [n for n in nodes if _strided(n["inputs"])]
+    print(f"run_plan agreement {_mesh_id(mesh)} {model}: {agree}/{len(nodes)} nodes "
+          f"({sum(1 for n in strided if n['agree'])}/{len(strided)} with StridedShard inputs)")
+    assert agree / len(nodes) >= MIN_AGREEMENT, f"{agree}/{len(nodes)}"
     # DTensor's own dispatch issued collectives only where it disagreed (explained above)
     for n in nodes:
-        if n["agree"] and not _strided(n["inputs"]):
+        if n["agree"]:
             assert not n["op_collectives"], f"{n['name']}: DTensor redistributed inside an agreeing op"
 
 
@@ -232,9 +220,9 @@ def test_collectives_are_the_steps_ctshard_priced(results, case):
             assert planned_us == pytest.approx(n["cost_us"], rel=1e-6, abs=1e-9), n["name"]
         # per graph: everything DTensor issued (redistributions and inside ops) = the steps ctshard
         # priced in its plan (from the planned source specs)
-        # (nodes with a StridedShard input, or fed another spec than planned, are compared by kind
-        # and mesh dim above; DTensor's dispatch gathers their StridedShard inputs itself)
-        exact = [n for n in g["nodes"] if not _strided(n["inputs"]) and not _fed_otherwise(n)
+        # (nodes with a redistribution into or out of a StridedShard, or fed another spec than
+        # planned, are compared by kind and mesh dim above)
+        exact = [n for n in g["nodes"] if not _fed_otherwise(n)
                  and not any(_strided([red["from"], red["to"]]) for red in n["redistributions"])]
         issued = _steps([c for n in exact for red in n["redistributions"] for c in red["collectives"]]
                         + [c for n in exact for c in n["op_collectives"]], mesh)

@@ -192,6 +192,32 @@ TEST_CASE("tensor op rules: stack inserts a dim", "[view]") {
   CHECK(rule_of(stack).rules.rank(0) == 3);
 }
 
+TEST_CASE("partial passthrough: DTensor's rows drop exactly the Partial-input rows", "[view]") {
+  const OpRegistry faithful = make_builtin_registry(RegistryOptions{.partial_passthrough = PartialPassthrough::dtensor});
+  const auto faithful_rule = [&](const OpCall& c) { return (*faithful.find(c.op))(c); };
+  // clone: ctshard passes every Partial through; DTensor 2.13 keeps the Shard rows only
+  const OpCall clone = call_of("aten.clone.default", {TensorShape{4, 8}}, {});
+  CHECK(rows(faithful_rule(clone).rules) == std::vector<std::string>{"[S?(0), S?(0)]", "[S?(1), S?(1)]"});
+  CHECK(rows(rule_of(clone).rules).size() == 6);
+  // gelu_backward(grad, self): ctshard's rows linear in the gradient go; the Shard rows stay
+  const OpCall gelu_bw = call_of("aten.gelu_backward.default", {TensorShape{4, 8}, TensorShape{4, 8}}, {});
+  const auto all = rows(rule_of(gelu_bw).rules);
+  const auto kept = rows(faithful_rule(gelu_bw).rules);
+  std::vector<std::string> expected;
+  for (const auto& r : all)
+    if (r.find(", P(") == std::string::npos) expected.push_back(r);
+  CHECK(kept == expected);
+  CHECK(kept.size() < all.size());
+  // an op outside partial_passthrough_ops is untouched (mm's Partial-input rows are DTensor's own)
+  const OpCall mm = call_of("aten.mm.default", {TensorShape{4, 8}, TensorShape{8, 4}}, {});
+  CHECK(rows(faithful_rule(mm).rules) == rows(rule_of(mm).rules));
+  // every name of the list has a rule to replace
+  for (const std::string_view op : partial_passthrough_ops) CHECK(faithful.contains(op));
+  OpRegistry empty;
+  CHECK_THROWS_WITH(empty.replace("aten.clone.default", [](const OpCall&) { return OpRule{}; }),
+                    Catch::Contains("cannot replace the rule of 'aten.clone.default': not registered"));
+}
+
 TEST_CASE("tensor op rules: copies and casts", "[view]") {
   CHECK(rows(rule_of(call_of("aten.clone.default", {TensorShape{4, 8}}, {})).rules) == concat({"[S?(0), S?(0)]", "[S?(1), S?(1)]"}, partials(2)));
   CHECK(rows(rule_of(call_of("aten.detach.default", {TensorShape{}}, {})).rules) == partials(2));

@@ -2,6 +2,10 @@
 /// \file registry/builtin_registry.hpp
 /// The registry of every rule family ctshard ships.
 
+#include <array>
+#include <cstdint>
+#include <string_view>
+
 #include "ctshard/registry/collective_ops.hpp"
 #include "ctshard/registry/einsum_ops.hpp"
 #include "ctshard/registry/fused_kernel_ops.hpp"
@@ -17,11 +21,41 @@
 
 namespace ctshard {
 
-/// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor ops, collectives, fused kernels, training ops, layout ops, random ops), einsum Partial rows as
-/// DTensor writes them (`EinsumLinearity::dtensor`) unless told otherwise.
-[[nodiscard]] inline OpRegistry make_builtin_registry(EinsumLinearity linearity = EinsumLinearity::dtensor) {
+/// Which rows ctshard gives the ops through which it passes a pending reduction that DTensor
+/// 2.13 reduces first (`partial_passthrough_ops`).
+enum class PartialPassthrough : std::uint8_t {
+  /// ctshard's rows: a Partial input passes through an op linear in it (`[P(r), P(r)]` for clone
+  /// and casts, the gradient of the activation backwards and of native_layer_norm_backward); sound
+  /// (docs/conformance.md, class ctshard_extension) and never more expensive.
+  ctshard,
+  /// DTensor 2.13's rows: those ops take no Partial input, so a plan reduces before them exactly
+  /// where DTensor's dispatch does. For plans that DTensor's own op dispatch executes
+  /// (`ctshard.torch.run_plan(..., mode="dtensor")`), whose output placements then match.
+  dtensor,
+};
+
+/// The ops that PartialPassthrough selects rows for: each lists `[.., P(r), ..]` input rows in
+/// ctshard and none in DTensor 2.13 (checked op by op against DTensor's tables in
+/// tests/python/test_partial_passthrough.py).
+inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
+    "aten.clone.default",          "prims.convert_element_type.default", "aten.native_dropout_backward.default",
+    "aten.gelu_backward.default",  "aten.sigmoid_backward.default",      "aten.tanh_backward.default",
+    "aten.threshold_backward.default", "aten.native_layer_norm_backward.default",
+};
+
+/// How the built-in registry is assembled (defaults: DTensor's einsum Partial rows, ctshard's
+/// Partial passthrough).
+struct RegistryOptions {
+  EinsumLinearity einsum_linearity = EinsumLinearity::dtensor;
+  PartialPassthrough partial_passthrough = PartialPassthrough::ctshard;
+};
+
+/// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor
+/// ops, collectives, fused kernels, training ops, layout ops, random ops), assembled as `options`
+/// say.
+[[nodiscard]] inline OpRegistry make_builtin_registry(const RegistryOptions& options) {
   OpRegistry r;
-  register_einsum_ops(r, linearity);
+  register_einsum_ops(r, options.einsum_linearity);
   register_pointwise_ops(r);
   register_math_ops(r);
   register_nn_ops(r);
@@ -32,7 +66,22 @@ namespace ctshard {
   register_training_ops(r);
   register_layout_ops(r);
   register_random_ops(r);
+  if (options.partial_passthrough == PartialPassthrough::dtensor) {
+    for (const std::string_view op : partial_passthrough_ops) {
+      r.replace(op, [rule = *r.find(op)](const OpCall& call) {
+        OpRule out = rule(call);
+        out.rules = without_partial_input_rows(out.rules);
+        return out;
+      });
+    }
+  }
   return r;
+}
+
+/// The built-in registry with einsum Partial rows as `linearity` says (DTensor's by default) and
+/// ctshard's Partial passthrough.
+[[nodiscard]] inline OpRegistry make_builtin_registry(EinsumLinearity linearity = EinsumLinearity::dtensor) {
+  return make_builtin_registry(RegistryOptions{.einsum_linearity = linearity});
 }
 
 /// The shared built-in registry (DTensor einsum linearity), built on first use.

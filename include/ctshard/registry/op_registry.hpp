@@ -40,6 +40,13 @@ class OpRegistry {
         throw error("ctshard::OpRegistry: op '" + std::string(name) + "' registered twice");
     }
   }
+  /// Replaces the factory of the registered op `name` by `factory`. Throws ctshard::error when
+  /// `name` has no rule.
+  void replace(std::string_view name, const RuleFactory& factory) {
+    const auto it = rules_.find(name);
+    if (it == rules_.end()) throw error("ctshard::OpRegistry: cannot replace the rule of '" + std::string(name) + "': not registered");
+    it->second = factory;
+  }
   /// The factory for `op`, or nullptr when the op has no rule.
   [[nodiscard]] const RuleFactory* find(std::string_view op) const {
     const auto it = rules_.find(std::string(op));

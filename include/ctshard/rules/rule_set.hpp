@@ -186,4 +186,19 @@ namespace detail {
   return out;
 }
 
+/// The rows of `rules` in which no input column holds a Partial (ranks and regroups kept): a rule
+/// set without the rows that pass a pending reduction through the op. Outputs may still be
+/// Partial (an op that creates a Partial from sharded inputs, e.g. a contraction, keeps that row).
+[[nodiscard]] constexpr RuleSet without_partial_input_rows(const RuleSet& rules) {
+  RuleSet out(rules.num_outputs(), rules.num_inputs());
+  for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
+  for (std::size_t r = 0; r < rules.size(); ++r) {
+    const auto row = rules.row(r);
+    bool partial_input = false;
+    for (std::size_t k = rules.num_outputs(); k < rules.width(); ++k) partial_input = partial_input || row[k].is_partial();
+    if (!partial_input) out.add_row_of(rules, r);
+  }
+  return out;
+}
+
 }  // namespace ctshard

@@ -135,7 +135,7 @@ def backend_name() -> str:
 
 
 def _call_cli(op: str, shapes: list[list[int]], mesh: list[int], inputs: list[str], args: list,
-              kwargs: dict, dtype: str | list[str], einsum_linearity: str) -> dict:
+              kwargs: dict, dtype: str | list[str], einsum_linearity: str, partial_passthrough: str = "ctshard") -> dict:
     cmd = [binary(), "table", "--op", op,
            "--shapes", ",".join(shape_text(s) for s in shapes),
            "--mesh", "x".join(str(m) for m in mesh),
@@ -143,6 +143,7 @@ def _call_cli(op: str, shapes: list[list[int]], mesh: list[int], inputs: list[st
            "--devices-per-host", str(DEVICES_PER_HOST),
            "--dtype", dtype if isinstance(dtype, str) else ",".join(dtype),
            "--einsum-linearity", einsum_linearity,
+           "--partial-passthrough", partial_passthrough,
            "--json"]
     if args:
         cmd += ["--args", json.dumps(args)]
@@ -157,11 +158,12 @@ def _call_cli(op: str, shapes: list[list[int]], mesh: list[int], inputs: list[st
         raise CtshardError(f"bad JSON from ctshard: {e}: {p.stdout[:200]}") from e
 
 
-def _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity) -> dict:
+def _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough="ctshard") -> dict:
     pkg = package()
     try:
         r = pkg.table(op, shapes, mesh, inputs, args=args, kwargs=kwargs, dtype=dtype,
-                      devices_per_host=DEVICES_PER_HOST, einsum_linearity=einsum_linearity)
+                      devices_per_host=DEVICES_PER_HOST, einsum_linearity=einsum_linearity,
+                      partial_passthrough=partial_passthrough)
     except ValueError as e:
         raise CtshardError(str(e)[:600]) from e
     if isinstance(r, str):
@@ -170,12 +172,12 @@ def _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity) -
 
 
 def table_raw(op, shapes, mesh, inputs, args=None, kwargs=None, dtype="float32",
-              einsum_linearity="dtensor") -> dict:
+              einsum_linearity="dtensor", partial_passthrough="ctshard") -> dict:
     args = args or []
     kwargs = kwargs or {}
     if package() is not None:
-        return _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity)
-    return _call_cli(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity)
+        return _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough)
+    return _call_cli(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough)
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,8 +215,9 @@ def missing_features(case: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # a case
 
-def ctshard_table(case: dict, einsum_linearity: str = "dtensor") -> dict:
-    """ctshard's `table --json` dict for the case; raises CtshardError."""
+def ctshard_table(case: dict, einsum_linearity: str = "dtensor", partial_passthrough: str = "ctshard") -> dict:
+    """ctshard's `table --json` dict for the case (``partial_passthrough`` as ``ctshard.table``);
+    raises CtshardError."""
     shapes = [t["shape"] for t in case["tensors"]]
     inputs = [t["spec"] for t in case["tensors"]]
     dts = dtypes_of(case)
@@ -227,7 +230,8 @@ def ctshard_table(case: dict, einsum_linearity: str = "dtensor") -> dict:
     else:
         args = case.get("args", [])
     return table_raw(case["op"], shapes, case["mesh"], inputs, args=args,
-                     kwargs=case.get("kwargs", {}), dtype=dtype, einsum_linearity=einsum_linearity)
+                     kwargs=case.get("kwargs", {}), dtype=dtype, einsum_linearity=einsum_linearity,
+                     partial_passthrough=partial_passthrough)
 
 
 def normalize_cost(c: Any) -> float:
