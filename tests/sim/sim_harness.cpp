@@ -55,7 +55,7 @@ Expansion expand(const OpRule& rule, const OpCall& call, const Mesh& mesh, const
       for (std::size_t i = 0; i + nout < width && ok; ++i) ok = is_tensor_shardable(call.tensors.at(i).shape, specs[nout + i], topo);
       if (!ok) {
         ++ex.unshardable;
-      } else if (rule.filter && !rule.filter(specs, call.tensors, topo)) {
+      } else if (rule.filter && !rule.filter(specs, call.tensors, topo.dim_sizes())) {
         ++ex.op_filter;
       } else {
         ex.rows.push_back(SimRow{{specs.begin(), specs.begin() + static_cast<std::ptrdiff_t>(nout)},

@@ -179,7 +179,7 @@ class CaseGenerator {
     c.rule = OpRule{rules, static_cast<UnevenInputs>(uniform(0, 2))};
     if (chance(0.25)) {
       const int salt = uniform(0, 6);
-      c.rule.filter = [salt](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology&) {
+      c.rule.filter = [salt](std::span<const Spec> operands, std::span<const TensorMeta>, MeshSizes) {
         int h = salt;
         for (const Spec& s : operands)
           for (const Placement& p : s) h = h * 31 + static_cast<int>(p.kind) * 7 + p.dim;

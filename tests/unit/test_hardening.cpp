@@ -119,7 +119,7 @@ TEST_CASE("hardening: chunk counts of sizes near 2^63 do not wrap (found by fuzz
   // them; ceil((size + chunk - 1) / chunk) overflowed int64 here.
   const std::vector<std::int64_t> sizes{2};
   const MeshTopology mesh = MeshTopology::build(sizes);
-  CHECK(has_no_empty_shard_on(TensorShape{7776568577364674889}, parse_spec("S(0)"), mesh, 1));
-  CHECK_FALSE(has_no_empty_shard_on(TensorShape{1}, parse_spec("S(0)"), mesh, 1));
-  CHECK(has_no_empty_shard_on(TensorShape{std::numeric_limits<std::int64_t>::max()}, parse_spec("S(0)"), mesh, 1));
+  CHECK(has_no_empty_shard_on(TensorShape{7776568577364674889}, parse_spec("S(0)"), mesh.dim_sizes(), 1));
+  CHECK_FALSE(has_no_empty_shard_on(TensorShape{1}, parse_spec("S(0)"), mesh.dim_sizes(), 1));
+  CHECK(has_no_empty_shard_on(TensorShape{std::numeric_limits<std::int64_t>::max()}, parse_spec("S(0)"), mesh.dim_sizes(), 1));
 }

@@ -148,13 +148,13 @@ TEST_CASE("reduction rules: the rule builders are constant expressions", "[reduc
 TEST_CASE("reduction rules: max/min rows need a non-empty shard on every device", "[reduction]") {
   const std::int64_t three[] = {3};
   const auto mesh3 = MeshTopology::build(three);
-  CHECK_FALSE(has_no_empty_shard_on({4, 5}, parse_spec("S(0)"), mesh3, 0b01));  // chunks 2, 2, 0
-  CHECK(has_no_empty_shard_on({5, 5}, parse_spec("S(0)"), mesh3, 0b01));        // chunks 2, 2, 1
-  CHECK(has_no_empty_shard_on({4, 5}, parse_spec("S(0)"), mesh3, 0b10));        // dim 0 not reduced
+  CHECK_FALSE(has_no_empty_shard_on({4, 5}, parse_spec("S(0)"), mesh3.dim_sizes(), 0b01));  // chunks 2, 2, 0
+  CHECK(has_no_empty_shard_on({5, 5}, parse_spec("S(0)"), mesh3.dim_sizes(), 0b01));        // chunks 2, 2, 1
+  CHECK(has_no_empty_shard_on({4, 5}, parse_spec("S(0)"), mesh3.dim_sizes(), 0b10));        // dim 0 not reduced
   const std::int64_t two_two[] = {2, 2};
   const auto mesh22 = MeshTopology::build(two_two);
-  CHECK(has_no_empty_shard_on({4}, parse_spec("S(0)S(0)"), mesh22, 0b1));        // 2 | 2 -> 1,1 | 1,1
-  CHECK_FALSE(has_no_empty_shard_on({3}, parse_spec("S(0)S(0)"), mesh22, 0b1));  // 2 | 1 -> 1,1 | 1,0
+  CHECK(has_no_empty_shard_on({4}, parse_spec("S(0)S(0)"), mesh22.dim_sizes(), 0b1));        // 2 | 2 -> 1,1 | 1,1
+  CHECK_FALSE(has_no_empty_shard_on({3}, parse_spec("S(0)S(0)"), mesh22.dim_sizes(), 0b1));  // 2 | 1 -> 1,1 | 1,0
   // through the registry: amax over 4 rows on mesh 3 keeps no (S(0)) -> P(max) candidate
   OpCall call;
   call.op = "aten.amax.default";

@@ -31,7 +31,7 @@ bool survives(const OpRule& rule, const std::vector<TensorMeta>& metas, const st
     if (rule.uneven_inputs == UnevenInputs::keep_existing_shards) ok = keeps_existing_shards(metas[i].shape, target, current[i], mesh);
     if (!ok) return false;
   }
-  return !rule.filter || rule.filter(operands, metas, mesh);
+  return !rule.filter || rule.filter(operands, metas, mesh.dim_sizes());
 }
 
 std::vector<Spec> current_specs(test::CaseGenerator& gen, const test::RandomCase& c) {

@@ -210,8 +210,8 @@ TEST_CASE("view rules: the full-mesh check follows split factors and the mesh di
   const MeshTopology mesh = MeshTopology::build(sizes);
   const std::vector<Spec> nested_ok{parse_spec("S(0)_S(1, 2)"), parse_spec("S(0)_S(0, 2)")};
   const std::vector<Spec> nested_global{parse_spec("S(0)S(1)"), parse_spec("S(0)_S(0, 2)")};  // the global re-expression
-  CHECK(filter(nested_ok, metas, mesh));
-  CHECK_FALSE(filter(nested_global, metas, mesh));
+  CHECK(filter(nested_ok, metas, mesh.dim_sizes()));
+  CHECK_FALSE(filter(nested_global, metas, mesh.dim_sizes()));
 }
 
 TEST_CASE("view rules: permute, transpose, t, unsqueeze, squeeze, expand", "[view]") {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "ctshard/config.hpp"
+#include "ctshard/core/fixed_string.hpp"
 #include "ctshard/core/placement.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 
@@ -171,6 +172,14 @@ struct PlacementCursor {
   return spec;
 }
 
+namespace literals {
+/// `"S(0)R"_spec`: a Spec parsed at compile time (a bad text is a compile error).
+template <fixed_string Text>
+consteval Spec operator""_spec() {
+  return parse_spec(Text.view());
+}
+}  // namespace literals
+
 /// Prints a spec in DTensor short form, placements concatenated (`S(0)R`).
 [[nodiscard]] inline std::string to_string(const Spec& spec) {
   std::string s;
@@ -187,6 +196,5 @@ inline void check_shard_dims(const Spec& spec, const TensorShape& shape, std::st
       throw error(std::string(what) + ": spec '" + to_string(spec) + "' shards tensor dim " + std::to_string(p.dim) + " of a " +
                   std::to_string(shape.rank) + "-d tensor");
 }
-
 
 }  // namespace ctshard

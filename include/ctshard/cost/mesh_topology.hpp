@@ -58,6 +58,8 @@ struct MeshTopology {
   [[nodiscard]] constexpr std::size_t size() const noexcept { return ndim; }
   /// Devices on `mesh_dim` (unchecked).
   [[nodiscard]] constexpr std::int64_t operator[](std::size_t mesh_dim) const noexcept { return sizes[mesh_dim]; }
+  /// The sizes of the ndim mesh dims, mesh dim 0 first (what a FullMeshFilter receives).
+  [[nodiscard]] constexpr std::span<const std::int64_t> dim_sizes() const noexcept { return {sizes.data(), ndim}; }
   /// Devices in the whole mesh (product of sizes; build() refuses a product past int64).
   [[nodiscard]] constexpr std::int64_t num_devices() const noexcept {
     std::int64_t n = 1;

@@ -119,12 +119,4 @@ template <std::size_t S, std::size_t W, std::size_t N>
   return true;
 }
 
-namespace literals {
-/// `"S(0)R"_spec`: a Spec parsed at compile time (a bad text is a compile error).
-template <fixed_string Text>
-consteval Spec operator""_spec() {
-  return parse_spec(Text.view());
-}
-}  // namespace literals
-
 }  // namespace ctshard

@@ -60,7 +60,7 @@ inline OpRule collective_rule(const OpCall& call, CollectiveKind kind) {
   }
   OpRule rule{rules, UnevenInputs::keep_current};
   if (kind.reduces && kind.reduce_op == ReduceOp::sum) {
-    rule.filter = [](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology&) {
+    rule.filter = [](std::span<const Spec> operands, std::span<const TensorMeta>, MeshSizes) {
       for (const Placement& p : operands[1])
         if (p.is_replicate()) return false;
       return true;

@@ -70,8 +70,8 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
     if (leading.rank > 1) {
       const std::array<std::int64_t, 1> flat{leading.numel()};
       const ViewDimMap map = view_dim_map(leading, flat, "ctshard: apex.fused_layer_norm_affine_fwd");
-      rule.filter = [map](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
-        return view_shard_is_even(map, operands[3], mesh.sizes);
+      rule.filter = [map](std::span<const Spec> operands, std::span<const TensorMeta>, MeshSizes mesh) {
+        return view_shard_is_even(map, operands[3], mesh);
       };
     }
     return rule;
@@ -95,8 +95,8 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
     if (leading.rank > 1) {
       const std::array<std::int64_t, 1> flat{leading.numel()};
       const ViewDimMap map = view_dim_map(leading, flat, "ctshard: apex.fused_layer_norm_affine_bwd");
-      rule.filter = [map](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
-        return view_shard_is_even(map, operands[6], mesh.sizes);
+      rule.filter = [map](std::span<const Spec> operands, std::span<const TensorMeta>, MeshSizes mesh) {
+        return view_shard_is_even(map, operands[6], mesh);
       };
     }
     return rule;

@@ -81,7 +81,7 @@ inline void register_nn_ops(OpRegistry& r) {
     const std::size_t weight = op_args::tensor(call, 0, "weight"), indices = op_args::tensor(call, 1, "indices");
     if (call.tensors[weight].shape.rank != 2) op_args::bad_argument(call, "weight", "must be 2-D");
     return OpRule{embedding_single_dim_strategy(call.tensors[indices].shape.rank), UnevenInputs::reject,
-                  [](std::span<const Spec> specs, std::span<const TensorMeta>, const MeshTopology&) { return embedding_contiguous_vocab(specs); }};
+                  [](std::span<const Spec> specs, std::span<const TensorMeta>, MeshSizes) { return embedding_contiguous_vocab(specs); }};
   });
   r.add({"aten.embedding_dense_backward.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 2);
@@ -115,7 +115,7 @@ inline void register_nn_ops(OpRegistry& r) {
     FullMeshFilter channels = c.groups == 1 ? convolution_channel_filter() : FullMeshFilter{};
     if (c.last_dim_windows_disjoint) {
       rule.filter = [last = convolution_last_dim_filter(stride.back()), channels](std::span<const Spec> operands, std::span<const TensorMeta> inputs,
-                                                                                const MeshTopology& mesh) {
+                                                                                MeshSizes mesh) {
         return last(operands, inputs, mesh) && (!channels || channels(operands, inputs, mesh));
       };
     } else {

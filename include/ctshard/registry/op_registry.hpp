@@ -12,8 +12,9 @@
 
 #include "ctshard/error.hpp"
 #include "ctshard/registry/op_call.hpp"
+#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/rule_set.hpp"
-#include "ctshard/select/enumerator.hpp"
+#include "ctshard/rules/uneven_inputs.hpp"
 
 namespace ctshard {
 

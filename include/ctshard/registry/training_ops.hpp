@@ -218,7 +218,7 @@ inline void register_training_ops(OpRegistry& r) {
     FullMeshFilter channels = c.groups == 1 ? convolution_backward_channel_filter() : FullMeshFilter{};
     if (c.last_dim_windows_disjoint) {
       rule.filter = [last = convolution_last_dim_filter(stride.back(), 1), channels](std::span<const Spec> operands, std::span<const TensorMeta> inputs,
-                                                                                   const MeshTopology& mesh) {
+                                                                                   MeshSizes mesh) {
         return last(operands, inputs, mesh) && (!channels || channels(operands, inputs, mesh));
       };
     } else {

@@ -13,7 +13,7 @@
 
 #include "ctshard/registry/op_args.hpp"
 #include "ctshard/registry/op_registry.hpp"
-#include "ctshard/select/enumerator.hpp"
+#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/view_rules.hpp"
 
 namespace ctshard {
@@ -28,8 +28,8 @@ namespace ctshard {
   bool needed = false;
   for (std::size_t o = 0; o < map.rank(); ++o) needed = needed || map[o].kind == ViewDimKind::flatten || map[o].kind == ViewDimKind::split;
   if (!needed) return {};
-  return [map, input_operand](std::span<const Spec> operands, std::span<const TensorMeta>, const MeshTopology& mesh) {
-    const std::optional<Spec> out = view_output_spec(map, operands[input_operand], mesh.sizes);
+  return [map, input_operand](std::span<const Spec> operands, std::span<const TensorMeta>, MeshSizes mesh) {
+    const std::optional<Spec> out = view_output_spec(map, operands[input_operand], mesh);
     return out.has_value() && *out == operands[0];
   };
 }

@@ -13,11 +13,10 @@
 #include <vector>
 
 #include "ctshard/core/spec.hpp"
-#include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/nn_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
-#include "ctshard/select/enumerator.hpp"
 
 namespace ctshard {
 
@@ -84,7 +83,7 @@ namespace ctshard {
 /// kernel raises on an empty weight and leaves grad_bias unset on an empty input). An empty block
 /// of the batch is fine (its gradients are zeros).
 [[nodiscard]] inline FullMeshFilter convolution_backward_channel_filter() {
-  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const std::size_t nout = operands.size() - inputs.size();
     constexpr std::uint64_t channel = std::uint64_t{1} << 1, both = 0b11;
     return has_no_empty_shard_on(inputs[0].shape, operands[nout], mesh, channel) &&
@@ -116,7 +115,7 @@ namespace ctshard {
 /// a StridedShard of split factor 2 leave one device none, and `keep_existing_shards` keeps an
 /// input already laid out so).
 [[nodiscard]] inline FullMeshFilter pooling_channel_filter(std::size_t rank) {
-  return [rank](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [rank](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const std::size_t nout = operands.size() - inputs.size();
     const std::uint64_t channel = std::uint64_t{1} << (rank >= 4 ? 1 : 0);
     for (std::size_t i = 0; i < inputs.size(); ++i)

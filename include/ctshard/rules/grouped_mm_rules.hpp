@@ -20,9 +20,8 @@
 #include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
-#include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/rule_set.hpp"
-#include "ctshard/select/enumerator.hpp"
 
 namespace ctshard {
 
@@ -96,7 +95,7 @@ namespace detail {
 /// True when every piece that `spec` cuts from each of the last two dims of `shape` has a
 /// multiple of `alignment` elements: torch.chunk pieces, mesh dim by mesh dim (empty pieces count
 /// as aligned); a StridedShard must split its dim evenly (else false).
-[[nodiscard]] constexpr bool matrix_dims_stay_aligned(const TensorShape& shape, const Spec& spec, const MeshTopology& mesh,
+[[nodiscard]] constexpr bool matrix_dims_stay_aligned(const TensorShape& shape, const Spec& spec, MeshSizes mesh,
                                                       std::int64_t alignment) noexcept {
   if (alignment <= 1 || shape.rank < 2) return true;
   for (std::size_t d = shape.rank - 2; d < shape.rank; ++d) {
@@ -109,7 +108,7 @@ namespace detail {
       const Placement& p = spec[i];
       if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
       split = true;
-      const std::int64_t n = mesh.sizes[i];
+      const std::int64_t n = mesh[i];
       std::array<std::int64_t, 2 * max_mesh_dims + 2> next{};
       std::size_t next_count = 0;
       auto keep = [&](std::int64_t v) {
@@ -144,7 +143,7 @@ namespace detail {
 /// stride; ctshard does not see strides and checks both (a split of the other dim may be dropped
 /// where DTensor keeps it).
 [[nodiscard]] inline FullMeshFilter grouped_mm_alignment_filter() {
-  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const std::size_t first = operands.size() - inputs.size();
     for (std::size_t i = 0; i < 2 && i < inputs.size(); ++i)
       if (!matrix_dims_stay_aligned(inputs[i].shape, operands[first + i], mesh, grouped_mm_alignment(inputs[i].itemsize))) return false;

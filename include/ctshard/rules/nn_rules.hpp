@@ -13,11 +13,10 @@
 #include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
-#include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/pointwise_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
-#include "ctshard/select/enumerator.hpp"
 
 namespace ctshard {
 
@@ -76,14 +75,14 @@ struct ConvolutionParams {
 /// tensor input holding the convolution's input (0 for `convolution`, 1 for
 /// `convolution_backward`, whose first input is grad_output).
 [[nodiscard]] inline FullMeshFilter convolution_last_dim_filter(std::int64_t stride_last, std::size_t input_index = 0) {
-  return [stride_last, input_index](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [stride_last, input_index](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const TensorShape& shape = inputs[input_index].shape;
     const std::size_t last = shape.rank - 1;
     const Spec& spec = operands[operands.size() - inputs.size() + input_index];
     std::int64_t shards = 1;
     for (std::size_t i = 0; i < spec.size(); ++i)
       if (spec[i].is_any_shard() && static_cast<std::size_t>(spec[i].dim) == last)
-        shards = saturating_mul(shards, saturating_mul(mesh.sizes[i], spec[i].is_strided_shard() ? spec[i].split_factor : 1));
+        shards = saturating_mul(shards, saturating_mul(mesh[i], spec[i].is_strided_shard() ? spec[i].split_factor : 1));
     return shards == 1 || shape[last] % saturating_mul(shards, stride_last) == 0;
   };
 }
@@ -94,7 +93,7 @@ struct ConvolutionParams {
 /// returns a wrongly shaped output (4 channels over 3 devices chunk as 2, 2, 0). DTensor's batch
 /// row does not shard channels; the simulated mesh shows the failures.
 [[nodiscard]] inline FullMeshFilter convolution_channel_filter() {
-  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const std::size_t nout = operands.size() - inputs.size();
     return has_no_empty_shard_on(inputs[0].shape, operands[nout], mesh, std::uint64_t{1} << 1) &&
            has_no_empty_shard_on(inputs[1].shape, operands[nout + 1], mesh, std::uint64_t{0b11});

@@ -17,9 +17,8 @@
 #include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
-#include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/rule_set.hpp"
-#include "ctshard/select/enumerator.hpp"
 
 namespace ctshard {
 
@@ -97,7 +96,7 @@ struct ReductionKind {
 /// True when every dim in `reduced` of a tensor of `shape` placed as `spec` on `mesh` is split into
 /// equal shards: its size is a multiple of the product of the mesh dims sharding it (times the
 /// split factor of a StridedShard). DTensor `_is_spec_evenly_sharded_on_dim`.
-[[nodiscard]] constexpr bool is_evenly_sharded_on(const TensorShape& shape, const Spec& spec, const MeshTopology& mesh,
+[[nodiscard]] constexpr bool is_evenly_sharded_on(const TensorShape& shape, const Spec& spec, MeshSizes mesh,
                                                   std::uint64_t reduced) noexcept {
   for (std::size_t d = 0; d < shape.rank; ++d) {
     if (((reduced >> d) & 1u) == 0) continue;
@@ -105,7 +104,7 @@ struct ReductionKind {
     for (std::size_t i = 0; i < spec.size(); ++i) {
       const Placement& p = spec[i];
       if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
-      shards = saturating_mul(shards, mesh.sizes[i]);
+      shards = saturating_mul(shards, mesh[i]);
       if (p.is_strided_shard()) shards = saturating_mul(shards, p.split_factor);
     }
     if (shape[d] % shards != 0) return false;
@@ -118,7 +117,7 @@ struct ReductionKind {
 /// unequal-sized local means is not the global mean (P(avg) would be wrong).
 /// DTensor `_mean_full_mesh_strategy_filter`.
 [[nodiscard]] inline FullMeshFilter evenly_sharded_reduction_filter(std::uint64_t reduced, std::size_t input_operand = 1) {
-  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const std::size_t num_outputs = operands.size() - inputs.size();
     return is_evenly_sharded_on(inputs[input_operand - num_outputs].shape, operands[input_operand], mesh, reduced);
   };
@@ -127,7 +126,7 @@ struct ReductionKind {
 /// True when no shard of a reduced dim is empty: every dim in `reduced` of `shape`, cut in
 /// `torch.chunk` fashion by each mesh dim sharding it (in mesh-dim order), leaves every device a
 /// non-empty piece. Example: 4 rows over 3 devices chunk as 2, 2, 0 — false.
-[[nodiscard]] constexpr bool has_no_empty_shard_on(const TensorShape& shape, const Spec& spec, const MeshTopology& mesh,
+[[nodiscard]] constexpr bool has_no_empty_shard_on(const TensorShape& shape, const Spec& spec, MeshSizes mesh,
                                                    std::uint64_t reduced) noexcept {
   for (std::size_t d = 0; d < shape.rank; ++d) {
     if (((reduced >> d) & 1u) == 0) continue;
@@ -135,7 +134,7 @@ struct ReductionKind {
     for (std::size_t i = 0; i < spec.size(); ++i) {
       const Placement& p = spec[i];
       if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
-      const std::int64_t n = saturating_mul(mesh.sizes[i], p.is_strided_shard() ? p.split_factor : 1);
+      const std::int64_t n = saturating_mul(mesh[i], p.is_strided_shard() ? p.split_factor : 1);
       const std::int64_t chunk = smallest / n + (smallest % n != 0 ? 1 : 0);
       // torch.chunk: pieces of `chunk`, the last one smaller; fewer than n pieces leave empties
       if (chunk == 0 || smallest / chunk + (smallest % chunk != 0 ? 1 : 0) < n) return false;  // ceil without overflow
@@ -150,7 +149,7 @@ struct ReductionKind {
 /// is dropped. DTensor keeps these rows (`is_tensor_shardable` accepts uneven shards); the
 /// simulated mesh shows the local op failing, e.g. amax over 4 rows on 3 devices (2, 2, 0).
 [[nodiscard]] inline FullMeshFilter nonempty_reduction_filter(std::uint64_t reduced, std::size_t input_operand = 1) {
-  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const std::size_t num_outputs = operands.size() - inputs.size();
     return has_no_empty_shard_on(inputs[input_operand - num_outputs].shape, operands[input_operand], mesh, reduced);
   };
@@ -163,7 +162,7 @@ struct ReductionKind {
 /// the simulated mesh shows the local convolution raising there. `also`, when set, must hold too
 /// (an op's own filter).
 [[nodiscard]] inline FullMeshFilter nonempty_input_shards_filter(FullMeshFilter also = {}) {
-  return [also = std::move(also)](std::span<const Spec> operands, std::span<const TensorMeta> inputs, const MeshTopology& mesh) {
+  return [also = std::move(also)](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
     const std::size_t num_outputs = operands.size() - inputs.size();
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const TensorShape& shape = inputs[i].shape;

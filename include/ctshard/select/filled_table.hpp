@@ -17,18 +17,12 @@
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/error.hpp"
+#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/select/filters.hpp"
 
 namespace ctshard {
-
-/// An op-specific check of a whole full-mesh candidate (DTensor `full_mesh_strategy_filter`):
-/// receives one spec per operand (outputs first, then inputs), the input metas and the mesh (as
-/// DTensor's filter receives `mesh`); false drops the row. Example: mean needs the reduced dims
-/// evenly sharded, which depends on the mesh dim sizes.
-using FullMeshFilter =
-    std::function<bool(std::span<const Spec> operand_specs, std::span<const TensorMeta> inputs, const MeshTopology& mesh)>;
 
 /// True when two shard-kind sets fill placeholders identically.
 [[nodiscard]] constexpr bool same_kinds(const ShardKinds& a, const ShardKinds& b) noexcept {

@@ -12,6 +12,7 @@
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/rules/uneven_inputs.hpp"
 
 namespace ctshard {
 
@@ -31,34 +32,6 @@ namespace ctshard {
     if (shape[d] < needed) return false;
   }
   return true;
-}
-
-/// Which candidate input placements pass the shardability filter although `is_tensor_shardable`
-/// rejects them (some tensor dim would have fewer elements than shards: empty shards).
-enum class UnevenInputs : unsigned char {
-  /// Never: every input target must be shardable (DTensor `allow_uneven_sharding=False`: the
-  /// einsum family, max.dim / min.dim, layer norm, embedding, index).
-  reject,
-  /// When the input already has exactly that spec (DTensor `allow_uneven_sharding=True`:
-  /// pointwise ops, dropout).
-  keep_current,
-  /// When the target makes no new empty shard: every tensor dim it splits into more shards than
-  /// elements is split by the same mesh dims with the same placements in the input's current
-  /// spec (the empty shards exist already). DTensor 2.13's op-strategy functions (views,
-  /// reductions, softmax, split / cat / stack / select / slice, factories `*_like` / `new_*`,
-  /// SDPA) follow the input without any shardability check; this keeps their rows that merely
-  /// keep an input's existing layout, without creating empty shards that were not there.
-  keep_existing_shards,
-};
-
-/// The name of an UnevenInputs value ("reject", "keep_current", "keep_existing_shards").
-[[nodiscard]] constexpr const char* to_string(UnevenInputs u) noexcept {
-  switch (u) {
-    case UnevenInputs::reject: return "reject";
-    case UnevenInputs::keep_current: return "keep_current";
-    case UnevenInputs::keep_existing_shards: return "keep_existing_shards";
-  }
-  return "?";
 }
 
 /// True when `target` (for a tensor of `shape` whose spec is `current`) creates no new empty

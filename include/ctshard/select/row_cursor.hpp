@@ -138,7 +138,7 @@ class RowCursor {
     if (!t.has_filter()) return true;
     operand_specs_.resize(width_);  // sized on the first filtered row
     for (std::size_t k = 0; k < width_; ++k) operand_specs_[k] = t.decode(row(), k);
-    return t.filter()(operand_specs_, query_->metas(), t.mesh());
+    return t.filter()(operand_specs_, query_->metas(), t.mesh().dim_sizes());
   }
   /// A complete row survives every filter.
   [[nodiscard]] bool survives() { return alive(n_) && passes_filter(); }
