@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "ctshard/config.hpp"
+#include "ctshard/core/checked.hpp"
 #include "ctshard/core/fixed_string.hpp"
 #include "ctshard/core/placement.hpp"
 #include "ctshard/core/tensor_shape.hpp"
@@ -52,13 +53,53 @@ struct Spec {
 };
 
 /// Product of the mesh sizes of the mesh dims whose placement is `Shard` or `StridedShard`
-/// (DTensor `DTensorSpec.num_shards`). `mesh_sizes` has one entry per mesh dim of `spec`.
+/// (DTensor `DTensorSpec.num_shards`: devices holding distinct data; split factors do not count).
+/// `mesh_sizes` has one entry per mesh dim of `spec`. Shards of one tensor dim: `num_shards_on_dim`.
 template <class Sizes>
 [[nodiscard]] constexpr std::int64_t num_shards(const Spec& spec, const Sizes& mesh_sizes) noexcept {
   std::int64_t n = 1;
   for (std::size_t i = 0; i < spec.size(); ++i)
     if (spec[i].is_any_shard()) n *= static_cast<std::int64_t>(mesh_sizes[i]);
   return n;
+}
+
+/// Pieces one mesh dim of `mesh_size` devices cuts its local block of a tensor dim into under
+/// `p`: `mesh_size` for Shard, `mesh_size × split_factor` for StridedShard (each device then holds
+/// `split_factor` of them, interleaved), 1 for Replicate and Partial. Saturates at int64 max.
+///
+/// The split-factor decision, made here once for every shard count in ctshard: a StridedShard's
+/// split factor counts at its own mesh dim and is not carried to later mesh dims, because it
+/// stands for the split that those later mesh dims make (DTensor's FSDP2 + TP layout
+/// `[_S(0, tp), S(0)]` cuts dim 0 into dp × tp shards, not dp × tp × tp; DTensor
+/// `is_tensor_shardable` checks `shards × split_factor` at the StridedShard's mesh dim only).
+[[nodiscard]] constexpr std::int64_t shard_pieces(const Placement& p, std::int64_t mesh_size) noexcept {
+  if (p.is_strided_shard()) return saturating_mul(mesh_size, p.split_factor);
+  return p.is_shard() ? mesh_size : 1;
+}
+
+/// Adds one mesh dim that shards a tensor dim (placement `p`, `mesh_size` devices) to that dim's
+/// running count: `devices` is the product of the sizes of the earlier mesh dims sharding the same
+/// tensor dim and becomes the product including this one. Returns the shards of the tensor dim at
+/// this mesh dim: `devices` before it × `shard_pieces(p, mesh_size)` (saturating). DTensor
+/// `is_tensor_shardable`'s `num_shards` list and its `lower_bound`.
+[[nodiscard]] constexpr std::int64_t add_mesh_dim_shards(std::int64_t& devices, const Placement& p, std::int64_t mesh_size) noexcept {
+  const std::int64_t shards = saturating_mul(devices, shard_pieces(p, mesh_size));
+  devices = saturating_mul(devices, mesh_size);
+  return shards;
+}
+
+/// Shards of tensor dim `tensor_dim` under `spec` on a mesh of `mesh_sizes` (one entry per mesh
+/// dim of `spec`): the most pieces any mesh dim sharding it leaves (`add_mesh_dim_shards`), 1 when
+/// no mesh dim shards it. `[S(0), S(0)]` on 2x3: 6; `[_S(0, 2)]` on 4: 8; `[_S(0, 2), S(0)]` on 2x2: 4.
+template <class Sizes>
+[[nodiscard]] constexpr std::int64_t num_shards_on_dim(const Spec& spec, const Sizes& mesh_sizes, int tensor_dim) noexcept {
+  std::int64_t devices = 1, shards = 1;
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    if (!spec[i].is_any_shard() || spec[i].dim != tensor_dim) continue;
+    const std::int64_t here = add_mesh_dim_shards(devices, spec[i], static_cast<std::int64_t>(mesh_sizes[i]));
+    shards = here > shards ? here : shards;
+  }
+  return shards;
 }
 
 namespace detail {

@@ -119,7 +119,7 @@ namespace detail {
       for (std::size_t k = 0; k < count; ++k) {
         const std::int64_t x = sizes[k];
         if (p.is_strided_shard()) {
-          if (x % saturating_mul(n, p.split_factor) != 0) return false;
+          if (x % shard_pieces(p, n) != 0) return false;
           keep(x / n);
           continue;
         }

@@ -69,7 +69,7 @@ struct ConvolutionParams {
 
 /// Full-mesh filter for the last-dim convolution row: where the input shards its last
 /// dim, every shard must hold whole windows, i.e. the dim's size must be a multiple of
-/// `stride_last` times the number of shards (times the split factor of a StridedShard). DTensor
+/// `stride_last` times the dim's shard count (`num_shards_on_dim`). DTensor
 /// `_convolution_full_mesh_strategy_filter` (which also rejects StridedShard and a dim split over
 /// two mesh dims, limits of its `_tp_conv` runtime rather than of the math). `input_index` is the
 /// tensor input holding the convolution's input (0 for `convolution`, 1 for
@@ -79,10 +79,7 @@ struct ConvolutionParams {
     const TensorShape& shape = inputs[input_index].shape;
     const std::size_t last = shape.rank - 1;
     const Spec& spec = operands[operands.size() - inputs.size() + input_index];
-    std::int64_t shards = 1;
-    for (std::size_t i = 0; i < spec.size(); ++i)
-      if (spec[i].is_any_shard() && static_cast<std::size_t>(spec[i].dim) == last)
-        shards = saturating_mul(shards, saturating_mul(mesh[i], spec[i].is_strided_shard() ? spec[i].split_factor : 1));
+    const std::int64_t shards = num_shards_on_dim(spec, mesh, static_cast<int>(last));
     return shards == 1 || shape[last] % saturating_mul(shards, stride_last) == 0;
   };
 }

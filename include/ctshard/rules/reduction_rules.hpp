@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/rules/full_mesh_filter.hpp"
@@ -94,20 +93,13 @@ struct ReductionKind {
 }
 
 /// True when every dim in `reduced` of a tensor of `shape` placed as `spec` on `mesh` is split into
-/// equal shards: its size is a multiple of the product of the mesh dims sharding it (times the
-/// split factor of a StridedShard). DTensor `_is_spec_evenly_sharded_on_dim`.
+/// equal shards: its size is a multiple of its shard count (`num_shards_on_dim`, which decides how a
+/// StridedShard counts). DTensor `_is_spec_evenly_sharded_on_dim`.
 [[nodiscard]] constexpr bool is_evenly_sharded_on(const TensorShape& shape, const Spec& spec, MeshSizes mesh,
                                                   std::uint64_t reduced) noexcept {
   for (std::size_t d = 0; d < shape.rank; ++d) {
     if (((reduced >> d) & 1u) == 0) continue;
-    std::int64_t shards = 1;
-    for (std::size_t i = 0; i < spec.size(); ++i) {
-      const Placement& p = spec[i];
-      if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
-      shards = saturating_mul(shards, mesh[i]);
-      if (p.is_strided_shard()) shards = saturating_mul(shards, p.split_factor);
-    }
-    if (shape[d] % shards != 0) return false;
+    if (shape[d] % num_shards_on_dim(spec, mesh, static_cast<int>(d)) != 0) return false;
   }
   return true;
 }
@@ -134,7 +126,7 @@ struct ReductionKind {
     for (std::size_t i = 0; i < spec.size(); ++i) {
       const Placement& p = spec[i];
       if (!p.is_any_shard() || static_cast<std::size_t>(p.dim) != d) continue;
-      const std::int64_t n = saturating_mul(mesh[i], p.is_strided_shard() ? p.split_factor : 1);
+      const std::int64_t n = shard_pieces(p, mesh[i]);
       const std::int64_t chunk = smallest / n + (smallest % n != 0 ? 1 : 0);
       // torch.chunk: pieces of `chunk`, the last one smaller; fewer than n pieces leave empties
       if (chunk == 0 || smallest / chunk + (smallest % chunk != 0 ? 1 : 0) < n) return false;  // ceil without overflow

@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
@@ -27,9 +26,7 @@ namespace ctshard {
     if (!p.is_any_shard()) continue;
     if (p.dim < 0 || p.dim >= shape.rank) return false;
     const auto d = static_cast<std::size_t>(p.dim);
-    shards[d] = saturating_mul(shards[d], mesh.sizes[i]);
-    const std::int64_t needed = p.is_strided_shard() ? saturating_mul(shards[d], p.split_factor) : shards[d];
-    if (shape[d] < needed) return false;
+    if (shape[d] < add_mesh_dim_shards(shards[d], p, mesh.sizes[i])) return false;
   }
   return true;
 }
@@ -48,8 +45,7 @@ namespace ctshard {
     if (!p.is_any_shard()) continue;
     if (p.dim < 0 || p.dim >= shape.rank) return false;
     const auto d = static_cast<std::size_t>(p.dim);
-    shards[d] = saturating_mul(shards[d], mesh.sizes[i]);
-    if (shape[d] < (p.is_strided_shard() ? saturating_mul(shards[d], p.split_factor) : shards[d])) crowded |= std::uint32_t{1} << d;
+    if (shape[d] < add_mesh_dim_shards(shards[d], p, mesh.sizes[i])) crowded |= std::uint32_t{1} << d;
   }
   for (std::size_t i = 0; i < target.size() && crowded != 0; ++i) {
     const auto splits = [&](const Placement& p) { return p.is_any_shard() && p.dim >= 0 && p.dim < 32 && (crowded >> p.dim & 1u) != 0; };

@@ -100,8 +100,7 @@ class RowCursor {
           s.invalid = true;
         } else {
           const auto td = static_cast<std::size_t>(p.dim);
-          s.shards[td] *= mesh_size;
-          if (shape[td] < (p.is_strided_shard() ? s.shards[td] * p.split_factor : s.shards[td])) s.crowded |= std::uint8_t(1u << td);
+          if (shape[td] < add_mesh_dim_shards(s.shards[td], p, mesh_size)) s.crowded |= std::uint8_t(1u << td);
         }
       }
       if (!same) {
