@@ -55,7 +55,7 @@ class FilledTable {
       for (std::size_t r = 0; r < s; ++r) {
         const Placement& p = rules_.cell(r, k);
         has_strided_ = has_strided_ || p.is_strided_shard();
-        partial_mask_[r * width + k] = p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u;
+        partial_mask_[r * width + k] = partial_bit(p);
         std::uint32_t id = distinct;
         for (std::size_t q = 0; q < r && id == distinct; ++q)
           if (rules_.cell(q, k) == p) id = column_id_[q * width + k];

@@ -54,14 +54,23 @@ namespace ctshard {
   return true;
 }
 
-/// DTensor's mixed-partial rule: within one spec, all Partial placements share one reduce op,
-/// except that `sum` and `avg` may mix. Returns true when the spec is acceptable.
+/// A placement's bit in a mask of Partial kinds: `1 << reduce_op` for Partial, 0 otherwise.
+[[nodiscard]] constexpr unsigned partial_bit(const Placement& p) noexcept {
+  return p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u;
+}
+
+/// DTensor's mixed-partial rule over the Partial kinds of one spec (`partial_bit`s or-ed): all
+/// Partial placements share one reduce op, except that `sum` and `avg` may mix. True when allowed.
+[[nodiscard]] constexpr bool partial_kinds_compatible(unsigned mask) noexcept {
+  constexpr unsigned sum_avg = partial_bit(Partial(ReduceOp::sum)) | partial_bit(Partial(ReduceOp::avg));
+  return (mask & (mask - 1)) == 0 || mask == sum_avg;
+}
+
+/// True when `spec` passes DTensor's mixed-partial rule (`partial_kinds_compatible`).
 [[nodiscard]] constexpr bool has_compatible_partials(const Spec& spec) noexcept {
   unsigned mask = 0;
-  for (const auto& p : spec)
-    if (p.is_partial()) mask |= 1u << static_cast<unsigned>(p.reduce_op);
-  const unsigned sum_avg = (1u << static_cast<unsigned>(ReduceOp::sum)) | (1u << static_cast<unsigned>(ReduceOp::avg));
-  return (mask & (mask - 1)) == 0 || mask == sum_avg;
+  for (const auto& p : spec) mask |= partial_bit(p);
+  return partial_kinds_compatible(mask);
 }
 
 }  // namespace ctshard

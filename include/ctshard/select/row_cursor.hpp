@@ -81,7 +81,7 @@ class RowCursor {
     for (std::size_t k = 0; k < width_; ++k) {
       const unsigned m = from[k] | t.partial_mask(r, k);
       to[k] = m;
-      mixed = mixed || !((m & (m - 1)) == 0 || m == 3u);  // only sum (bit 0) and avg (bit 1) may mix
+      mixed = mixed || !partial_kinds_compatible(m);
     }
     mixed_[d + 1] = mixed;
     bool blocked = blocked_[d] != 0;
