@@ -3,6 +3,7 @@
 #include <map>
 
 #include "ctshard/error.hpp"
+#include "ctshard/registry/op_args.hpp"
 #include "fx_graph.hpp"
 
 namespace ctshard::cli {
@@ -76,9 +77,7 @@ OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std
   }
   if (const auto it = short_names().find(op); it != short_names().end()) {
     call.op = it->second.aten;
-    if (call.tensors.size() != it->second.arity)
-      throw error("ctshard table: op '" + std::string(op) + "' takes " + std::to_string(it->second.arity) + " tensor inputs, got " +
-                  std::to_string(call.tensors.size()) + " shapes");
+    op_args::expect_tensor_inputs(call, it->second.arity, it->second.arity, op);
     return call;
   }
   if (op.find('.') != std::string_view::npos && op.find('.') != 0) {  // namespace.op.overload: any registered name

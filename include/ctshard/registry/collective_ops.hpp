@@ -46,7 +46,7 @@ inline CollectiveKind reducing_collective(const OpCall& call, std::size_t pos, s
 /// Passthrough rows (shards of unchanged dims; Partials as `kind` allows), and for a sum reduction
 /// a full-mesh filter refusing any Replicate placement of the input.
 inline OpRule collective_rule(const OpCall& call, CollectiveKind kind) {
-  if (call.tensors.size() != 1) throw error("ctshard: op '" + call.op + "' takes one tensor input, got " + std::to_string(call.tensors.size()));
+  op_args::expect_tensor_inputs(call, 1);
   const TensorShape& in = call.tensors[0].shape;
   const TensorShape out = call.outputs.empty() || call.outputs[0].shape.rank == 0 ? in : call.outputs[0].shape;
   const RuleSet all = passthrough_single_dim_strategy(in, out);

@@ -6,22 +6,17 @@
 #include <string>
 
 #include "ctshard/einsum/equation.hpp"
+#include "ctshard/registry/op_args.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/rules/einsum_rules.hpp"
 
 namespace ctshard {
 
 namespace detail {
-/// Throws ctshard::error "ctshard: op '<op>' takes n tensor inputs, got m" unless the call has n.
-inline void expect_tensors(const OpCall& call, std::size_t n) {
-  if (call.tensors.size() != n)
-    throw error("ctshard: op '" + call.op + "' takes " + std::to_string(n) + " tensor inputs, got " + std::to_string(call.tensors.size()));
-}
-
 /// Rules of a two-operand einsum over tensors `first` and `first + 1`, the call's last two.
 /// Throws ctshard::error unless the call has exactly first + 2 tensors of the equation's ranks.
 inline RuleSet einsum_rules_for(const OpCall& call, const EinsumEquation& eq, std::size_t first, EinsumLinearity linearity) {
-  expect_tensors(call, first + 2);
+  op_args::expect_tensor_inputs(call, first + 2);
   (void)einsum_output_shape(eq, call.tensors[first].shape, call.tensors[first + 1].shape);  // throws on rank mismatch
   return einsum_single_dim_strategy(eq, linearity);
 }
@@ -29,7 +24,7 @@ inline RuleSet einsum_rules_for(const OpCall& call, const EinsumEquation& eq, st
 inline RuleFactory einsum_factory(std::string_view equation, bool with_bias, EinsumLinearity linearity) {
   const EinsumEquation eq = parse_einsum_or_throw(equation, 2);
   return [eq, with_bias, linearity](const OpCall& call) {
-    expect_tensors(call, with_bias ? 3 : 2);
+    op_args::expect_tensor_inputs(call, with_bias ? 3 : 2);
     const std::size_t first = with_bias ? 1 : 0;
     RuleSet rules = einsum_rules_for(call, eq, first, linearity);
     if (with_bias) {

@@ -33,11 +33,6 @@ inline RuleSet token_parallel_rule(std::size_t outputs, std::size_t inputs, std:
   return rules;
 }
 
-inline void expect_tensor_count(const OpCall& call, std::size_t n, std::string_view what) {
-  if (call.tensors.size() != n)
-    throw error("ctshard: " + std::string(what) + " takes " + std::to_string(n) + " tensor arguments, got " + std::to_string(call.tensors.size()));
-}
-
 /// Wrapped op of an auto_functionalized call: the first argument's text ("_C.rms_norm.default").
 inline std::string wrapped_op(const OpCall& call) {
   const OpArg* a = call.arg(0);
@@ -56,7 +51,7 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
   // apex (input, weight, bias, normalized_shape, eps) -> (out, mean, invvar); mean / invvar are
   // flattened over the leading dims, so only leading dim 0 can stay sharded.
   registry.add({"apex.fused_layer_norm_affine_fwd.default"}, [](const OpCall& call) {
-    detail::expect_tensor_count(call, 3, "apex.fused_layer_norm_affine_fwd");
+    op_args::expect_tensor_inputs(call, 3, 3, "apex.fused_layer_norm_affine_fwd");
     const OpArg* normalized = call.arg(3);
     const std::size_t norm_dims = normalized != nullptr && normalized->kind == OpArg::Kind::int_list ? normalized->ints.size() : 1;
     const TensorShape& x = call.tensors[0].shape;
@@ -80,7 +75,7 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
   // -> (grad_input, grad_weight, grad_bias): the forward's token-parallel row with P(sum) parameter
   // gradients, and the rows linear in grad_output.
   registry.add({"apex.fused_layer_norm_affine_bwd.default"}, [](const OpCall& call) {
-    detail::expect_tensor_count(call, 6, "apex.fused_layer_norm_affine_bwd");
+    op_args::expect_tensor_inputs(call, 6, 6, "apex.fused_layer_norm_affine_bwd");
     for (std::size_t pos = 0; pos < 4; ++pos)
       if (op_args::tensor(call, pos, std::array{"grad_output", "mean", "invvar", "input_or_output"}[pos]) != pos)
         throw error("ctshard: apex.fused_layer_norm_affine_bwd: tensor arguments must come in schema order");
@@ -105,24 +100,24 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
     const std::string op = detail::wrapped_op(call);
     // outputs: None, then the mutated tensors; inputs: the tensor kwargs in call order.
     if (op == "_C.rms_norm.default") {  // (result, input, weight, epsilon); mutates result
-      detail::expect_tensor_count(call, 3, op);
+      op_args::expect_tensor_inputs(call, 3, 3, op);
       return OpRule{detail::token_parallel_rule(2, 3, {false, true, true, true, false}, 0), UnevenInputs::reject};
     }
     if (op == "_C.fused_add_rms_norm.default") {  // (input, residual, weight, epsilon); mutates input, residual
-      detail::expect_tensor_count(call, 3, op);
+      op_args::expect_tensor_inputs(call, 3, 3, op);
       return OpRule{detail::token_parallel_rule(3, 3, {false, true, true, true, true, false}, 0), UnevenInputs::reject};
     }
     if (op == "_C.rotary_embedding.default") {  // (positions, query, key, head_size, cos_sin_cache, is_neox); mutates query, key
-      detail::expect_tensor_count(call, 4, op);
+      op_args::expect_tensor_inputs(call, 4, 4, op);
       return OpRule{detail::token_parallel_rule(3, 4, {false, true, true, true, true, true, false}, 0), UnevenInputs::reject};
     }
     if (op == "_C.silu_and_mul.default") {  // (out, input): out = silu(input[:, :F]) * input[:, F:]; mutates out
-      detail::expect_tensor_count(call, 2, op);
+      op_args::expect_tensor_inputs(call, 2, 2, op);
       return OpRule{detail::token_parallel_rule(2, 2, {false, true, true, true}, 0), UnevenInputs::reject};
     }
     if (op == "vllm.unified_attention_with_output.default") {  // (query, key, value, output, layer_name); mutates output
       // Attention mixes tokens (keys of a sequence), so tokens stay whole; heads are independent.
-      detail::expect_tensor_count(call, 4, op);
+      op_args::expect_tensor_inputs(call, 4, 4, op);
       return OpRule{detail::token_parallel_rule(2, 4, {false, true, true, true, true, true}, 1), UnevenInputs::reject};
     }
     throw error("ctshard: no rule for " + op + " inside higher_order.auto_functionalized");

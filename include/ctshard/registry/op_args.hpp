@@ -78,12 +78,16 @@ namespace ctshard::op_args {
   return shapes;
 }
 
-/// Throws ctshard::error unless the call has exactly `n` tensor inputs.
-inline void expect_tensor_inputs(const OpCall& call, std::size_t n) {
-  if (call.tensors.size() != n)
-    throw error("ctshard: " + call.op + ": takes " + std::to_string(n) + " tensor input" + (n == 1 ? "" : "s") + ", got " +
-                std::to_string(call.tensors.size()));
+/// Throws ctshard::error unless the call has `min` to `max` tensor inputs, in the one message
+/// shape of every tensor-count check (`check_tensor_count`): "ctshard: <op>: takes 2 tensor
+/// inputs, got 3"; `what` names the op when it is not `call.op` (the op an auto_functionalized
+/// call wraps, the CLI's short name).
+inline void expect_tensor_inputs(const OpCall& call, std::size_t min, std::size_t max, std::string_view what = {}) {
+  check_tensor_count("ctshard: " + (what.empty() ? call.op : std::string(what)), min, max, call.tensors.size());
 }
+
+/// Throws ctshard::error unless the call has exactly `n` tensor inputs (`expect_tensor_inputs(call, n, n)`).
+inline void expect_tensor_inputs(const OpCall& call, std::size_t n) { expect_tensor_inputs(call, n, n); }
 
 /// Runs `build()`; a ctshard::error it raises is re-raised prefixed with "ctshard: <op>: " so the
 /// planner's fallback message names the op.

@@ -8,6 +8,7 @@
 #include <span>
 #include <string_view>
 
+#include "ctshard/registry/op_args.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/rules/pointwise_rules.hpp"
 
@@ -19,9 +20,7 @@ namespace detail {
 /// more than `max_tensors`.
 inline RuleFactory pointwise_factory(std::span<const PartialRow> partial_rows, std::size_t max_tensors) {
   return [partial_rows, max_tensors](const OpCall& call) {
-    if (call.tensors.empty() || call.tensors.size() > max_tensors)
-      throw error("ctshard: op '" + call.op + "' takes 1 to " + std::to_string(max_tensors) + " tensor inputs, got " +
-                  std::to_string(call.tensors.size()));
+    op_args::expect_tensor_inputs(call, 1, max_tensors);
     std::vector<TensorShape> shapes;
     for (const auto& t : call.tensors) shapes.push_back(t.shape);
     return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), UnevenInputs::keep_current};

@@ -24,8 +24,8 @@ class SearchQuery {
   [[nodiscard]] static SearchQuery make(std::span<const TensorMeta> metas, std::span<const Spec> specs, std::size_t num_inputs,
                                         const MeshTopology& mesh) {
     if (metas.size() != num_inputs || specs.size() != num_inputs)
-      throw error("ctshard::StrategyEnumerator: the op takes " + std::to_string(num_inputs) + " tensor inputs, got " +
-                  std::to_string(metas.size()) + " shapes and " + std::to_string(specs.size()) + " specs");
+      check_tensor_count("ctshard::StrategyEnumerator", num_inputs, num_inputs, metas.size() != num_inputs ? metas.size() : specs.size(),
+                         " (" + std::to_string(metas.size()) + " shapes, " + std::to_string(specs.size()) + " specs)");
     for (std::size_t i = 0; i < specs.size(); ++i) {
       const Spec& spec = specs[i];
       if (spec.size() != mesh.size())
