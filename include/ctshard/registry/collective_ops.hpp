@@ -26,7 +26,7 @@ namespace detail {
 /// What a collective does to pending reductions.
 struct CollectiveKind {
   bool reduces = false;                ///< all_reduce / reduce_scatter: combines the group's values
-  std::optional<ReduceOp> reduce_op;   ///< its op when ctshard has a Partial for it (sum, avg, max, min)
+  std::optional<ReduceOp> reduce_op{}; ///< its op when ctshard has a Partial for it (sum, avg, max, min)
 };
 
 /// The reduce op named by argument `pos` ("sum", "avg", "max", "min"; c10d also spells avg as
@@ -35,7 +35,7 @@ inline CollectiveKind reducing_collective(const OpCall& call, std::size_t pos, s
   std::string name = op_args::text(call, pos, "reduceOp");
   if (name.empty()) name = std::string(fallback);
   for (auto& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  CollectiveKind k{true, std::nullopt};
+  CollectiveKind k{.reduces = true};
   if (name == "sum") k.reduce_op = ReduceOp::sum;
   else if (name == "avg" || name == "mean") k.reduce_op = ReduceOp::avg;
   else if (name == "max") k.reduce_op = ReduceOp::max;

@@ -21,9 +21,12 @@ inline RuleSet einsum_rules_for(const OpCall& call, const EinsumEquation& eq, st
   return einsum_single_dim_strategy(eq, linearity);
 }
 
-inline RuleFactory einsum_factory(std::string_view equation, bool with_bias, EinsumLinearity linearity) {
+/// Whether an einsum op takes a bias tensor before its two operands (addmm, baddbmm).
+enum class EinsumBias : bool { none, first_input };
+
+inline RuleFactory einsum_factory(std::string_view equation, EinsumBias bias, EinsumLinearity linearity) {
   const EinsumEquation eq = parse_einsum_or_throw(equation, 2);
-  return [eq, with_bias, linearity](const OpCall& call) {
+  return [eq, with_bias = bias == EinsumBias::first_input, linearity](const OpCall& call) {
     op_args::expect_tensor_inputs(call, with_bias ? 3 : 2);
     const std::size_t first = with_bias ? 1 : 0;
     RuleSet rules = einsum_rules_for(call, eq, first, linearity);
@@ -49,11 +52,12 @@ inline RuleFactory einsum_factory(std::string_view equation, bool with_bias, Ein
 /// Registers mm, bmm, dot, addmm, baddbmm (.default) and einsum.default (equation from the first
 /// argument, two operands) with the given Partial-row policy (DTensor's by default).
 inline void register_einsum_ops(OpRegistry& registry, EinsumLinearity linearity = EinsumLinearity::dtensor) {
-  registry.add({"aten.mm.default"}, detail::einsum_factory(mm_equation, false, linearity));
-  registry.add({"aten.bmm.default"}, detail::einsum_factory(bmm_equation, false, linearity));
-  registry.add({"aten.dot.default"}, detail::einsum_factory(dot_equation, false, linearity));
-  registry.add({"aten.addmm.default"}, detail::einsum_factory(mm_equation, true, linearity));
-  registry.add({"aten.baddbmm.default"}, detail::einsum_factory(bmm_equation, true, linearity));
+  using detail::EinsumBias;
+  registry.add({"aten.mm.default"}, detail::einsum_factory(mm_equation, EinsumBias::none, linearity));
+  registry.add({"aten.bmm.default"}, detail::einsum_factory(bmm_equation, EinsumBias::none, linearity));
+  registry.add({"aten.dot.default"}, detail::einsum_factory(dot_equation, EinsumBias::none, linearity));
+  registry.add({"aten.addmm.default"}, detail::einsum_factory(mm_equation, EinsumBias::first_input, linearity));
+  registry.add({"aten.baddbmm.default"}, detail::einsum_factory(bmm_equation, EinsumBias::first_input, linearity));
   registry.add({"aten.einsum.default"}, [linearity](const OpCall& call) {
     const OpArg* eq = call.arg(0);
     if (eq == nullptr || eq->kind != OpArg::Kind::string) throw error("ctshard: aten.einsum.default needs the equation string as its first argument");

@@ -23,12 +23,15 @@
 namespace ctshard {
 
 namespace detail {
-/// A one-row rule: operands marked in `sharded` (outputs then inputs) take `S?(dim)`, the others
-/// Replicate. Token-parallel kernels use dim 0, head-parallel attention dim 1.
-inline RuleSet token_parallel_rule(std::size_t outputs, std::size_t inputs, std::initializer_list<bool> sharded, int dim) {
+/// One operand of a token-parallel row: sharded on the row's dim, or replicated.
+enum class TokenOperand : bool { replicated, sharded };
+
+/// A one-row rule: operands marked `sharded` in `row` (outputs then inputs) take `S?(dim)`, the
+/// others Replicate. Token-parallel kernels use dim 0, head-parallel attention dim 1.
+inline RuleSet token_parallel_rule(std::size_t outputs, std::size_t inputs, std::initializer_list<TokenOperand> operands, int dim) {
   RuleSet rules(outputs, inputs);
   std::vector<Placement> row;
-  for (bool s : sharded) row.push_back(s ? ShardingPlaceholder(dim) : Replicate());
+  for (TokenOperand s : operands) row.push_back(s == TokenOperand::sharded ? ShardingPlaceholder(dim) : Replicate());
   rules.add(row);
   return rules;
 }
@@ -48,6 +51,7 @@ inline std::string wrapped_op(const OpCall& call) {
 /// `vllm.unified_attention_with_output`. Other wrapped ops throw ctshard::error naming them (the
 /// planner then falls back visibly).
 inline void register_fused_kernel_ops(OpRegistry& registry) {
+  constexpr auto S = detail::TokenOperand::sharded, R = detail::TokenOperand::replicated;  // rows read like specs
   // apex (input, weight, bias, normalized_shape, eps) -> (out, mean, invvar); mean / invvar are
   // flattened over the leading dims, so only leading dim 0 can stay sharded.
   registry.add({"apex.fused_layer_norm_affine_fwd.default"}, [](const OpCall& call) {
@@ -56,7 +60,7 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
     const std::size_t norm_dims = normalized != nullptr && normalized->kind == OpArg::Kind::int_list ? normalized->ints.size() : 1;
     const TensorShape& x = call.tensors[0].shape;
     RuleSet rules(3, 3);
-    if (x.rank > norm_dims) rules = detail::token_parallel_rule(3, 3, {true, true, true, true, false, false}, 0);
+    if (x.rank > norm_dims) rules = detail::token_parallel_rule(3, 3, {S, S, S, S, R, R}, 0);
     OpRule rule{rules, UnevenInputs::reject};
     // mean / invvar flatten x's leading dims: a shard of dim 0 labels them S(0) exactly when the
     // shard count divides x's dim 0 (the evenness of that flatten, as for a view).
@@ -101,24 +105,24 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
     // outputs: None, then the mutated tensors; inputs: the tensor kwargs in call order.
     if (op == "_C.rms_norm.default") {  // (result, input, weight, epsilon); mutates result
       op_args::expect_tensor_inputs(call, 3, 3, op);
-      return OpRule{detail::token_parallel_rule(2, 3, {false, true, true, true, false}, 0), UnevenInputs::reject};
+      return OpRule{detail::token_parallel_rule(2, 3, {R, S, S, S, R}, 0), UnevenInputs::reject};
     }
     if (op == "_C.fused_add_rms_norm.default") {  // (input, residual, weight, epsilon); mutates input, residual
       op_args::expect_tensor_inputs(call, 3, 3, op);
-      return OpRule{detail::token_parallel_rule(3, 3, {false, true, true, true, true, false}, 0), UnevenInputs::reject};
+      return OpRule{detail::token_parallel_rule(3, 3, {R, S, S, S, S, R}, 0), UnevenInputs::reject};
     }
     if (op == "_C.rotary_embedding.default") {  // (positions, query, key, head_size, cos_sin_cache, is_neox); mutates query, key
       op_args::expect_tensor_inputs(call, 4, 4, op);
-      return OpRule{detail::token_parallel_rule(3, 4, {false, true, true, true, true, true, false}, 0), UnevenInputs::reject};
+      return OpRule{detail::token_parallel_rule(3, 4, {R, S, S, S, S, S, R}, 0), UnevenInputs::reject};
     }
     if (op == "_C.silu_and_mul.default") {  // (out, input): out = silu(input[:, :F]) * input[:, F:]; mutates out
       op_args::expect_tensor_inputs(call, 2, 2, op);
-      return OpRule{detail::token_parallel_rule(2, 2, {false, true, true, true}, 0), UnevenInputs::reject};
+      return OpRule{detail::token_parallel_rule(2, 2, {R, S, S, S}, 0), UnevenInputs::reject};
     }
     if (op == "vllm.unified_attention_with_output.default") {  // (query, key, value, output, layer_name); mutates output
       // Attention mixes tokens (keys of a sequence), so tokens stay whole; heads are independent.
       op_args::expect_tensor_inputs(call, 4, 4, op);
-      return OpRule{detail::token_parallel_rule(2, 4, {false, true, true, true, true, true}, 1), UnevenInputs::reject};
+      return OpRule{detail::token_parallel_rule(2, 4, {R, S, S, S, S, S}, 1), UnevenInputs::reject};
     }
     throw error("ctshard: no rule for " + op + " inside higher_order.auto_functionalized");
   });

@@ -105,7 +105,8 @@ inline std::size_t normalized_ndim(const OpCall& call, std::size_t pos, const Te
 inline void register_math_ops(OpRegistry& r) {
   using detail::ReductionSignature;
   using detail::reduction_factory;
-  const ReductionSignature dims{}, all{1, 2, true}, kw_keepdim{1, op_args::keyword_only, false};
+  const ReductionSignature dims{}, all{.dim_pos = 1, .keepdim_pos = 2, .all_dims = true},
+                           kw_keepdim{.dim_pos = 1, .keepdim_pos = op_args::keyword_only};
   const ReductionKind psum{ReduceOp::sum}, pmax{ReduceOp::max}, pmin{ReduceOp::min}, pavg{ReduceOp::avg}, none{};
   const detail::ReductionOptions mean_options{.evenly_sharded_reduced_dims = true}, two_outputs{.num_outputs = 2};
   r.add({"aten.sum.default"}, reduction_factory(all, psum));

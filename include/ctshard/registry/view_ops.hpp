@@ -79,14 +79,14 @@ inline void register_view_ops(OpRegistry& registry) {
                  return unsqueeze_dim_map(in, required_int(call, 1, "dim"), api);
                }));
   registry.add({"aten.squeeze.default"}, detail::view_factory([](const OpCall&, const TensorShape& in, std::string_view api) {
-                 return squeeze_dim_map(in, {}, true, api);
+                 return squeeze_dim_map(in, {}, SqueezeDims::every_singleton, api);
                }));
   registry.add({"aten.squeeze.dim"}, detail::view_factory([](const OpCall& call, const TensorShape& in, std::string_view api) {
                  const std::array<std::int64_t, 1> dim{required_int(call, 1, "dim")};
-                 return squeeze_dim_map(in, dim, false, api);
+                 return squeeze_dim_map(in, dim, SqueezeDims::listed, api);
                }));
   registry.add({"aten.squeeze.dims"}, detail::view_factory([](const OpCall& call, const TensorShape& in, std::string_view api) {
-                 return squeeze_dim_map(in, int_list(call, 1, "dim"), false, api);
+                 return squeeze_dim_map(in, int_list(call, 1, "dim"), SqueezeDims::listed, api);
                }));
   registry.add({"aten.expand.default"}, detail::view_factory([](const OpCall& call, const TensorShape& in, std::string_view api) {
                  return expand_dim_map(in, int_list(call, 1, "size"), api);

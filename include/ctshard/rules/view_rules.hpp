@@ -237,11 +237,16 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
   return m;
 }
 
+/// Which dims `squeeze_dim_map` may remove: the size-1 dims among the listed ones
+/// (`squeeze.dim`, `squeeze.dims`), or every size-1 dim (`squeeze.default`).
+enum class SqueezeDims : bool { listed, every_singleton };
+
 /// Dim map of `squeeze` (DTensor `dim_squeeze`): removes the size-1 dims among `dims` (negative
-/// allowed), or every size-1 dim when `dims` is empty and `all` is true; other dims are kept.
+/// allowed), or every size-1 dim with `SqueezeDims::every_singleton`; other dims are kept.
 /// Throws ctshard::error naming `api` for an out-of-range dim.
-[[nodiscard]] constexpr ViewDimMap squeeze_dim_map(const TensorShape& input, std::span<const std::int64_t> dims, bool all,
+[[nodiscard]] constexpr ViewDimMap squeeze_dim_map(const TensorShape& input, std::span<const std::int64_t> dims, SqueezeDims which,
                                                    std::string_view api = "ctshard::squeeze_dim_map") {
+  const bool all = which == SqueezeDims::every_singleton;
   std::array<bool, max_tensor_dims> target{};
   for (auto d : dims) target[normalize_dim(d, input.rank, api)] = true;
   ViewDimMap m;
