@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,10 @@ struct Spec {
   }
   friend constexpr bool operator==(const Spec&, const Spec&) = default;
 };
+
+/// Devices per mesh dim, mesh dim 0 first: one entry per mesh dim of the specs it goes with
+/// (`MeshTopology::dim_sizes()`; what a FullMeshFilter receives).
+using MeshSizes = std::span<const std::int64_t>;
 
 /// Product of the mesh sizes of the mesh dims whose placement is `Shard` or `StridedShard`
 /// (DTensor `DTensorSpec.num_shards`: devices holding distinct data; split factors do not count).

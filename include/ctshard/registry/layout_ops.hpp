@@ -15,6 +15,7 @@
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/registry/view_ops.hpp"
 #include "ctshard/rules/layout_rules.hpp"
+#include "ctshard/rules/mesh_filters.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
 
 namespace ctshard {

@@ -12,6 +12,7 @@
 
 #include "ctshard/registry/op_args_ext.hpp"
 #include "ctshard/registry/op_registry.hpp"
+#include "ctshard/rules/mesh_filters.hpp"
 #include "ctshard/rules/norm_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
 

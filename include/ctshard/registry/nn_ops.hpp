@@ -13,6 +13,7 @@
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/rules/attention_rules.hpp"
 #include "ctshard/rules/embedding_rules.hpp"
+#include "ctshard/rules/mesh_filters.hpp"
 #include "ctshard/rules/nn_rules.hpp"
 
 namespace ctshard {

@@ -37,6 +37,7 @@
 #include "ctshard/rules/gather_scatter_rules.hpp"
 #include "ctshard/rules/grouped_mm_rules.hpp"
 #include "ctshard/rules/loss_rules.hpp"
+#include "ctshard/rules/mesh_filters.hpp"
 #include "ctshard/rules/norm_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
 #include "ctshard/rules/sort_scan_rules.hpp"

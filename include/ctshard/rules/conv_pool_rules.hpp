@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "ctshard/core/spec.hpp"
-#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/nn_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
@@ -77,21 +76,6 @@ namespace ctshard {
   return rules;
 }
 
-/// Full-mesh filter for the channel rows of `convolution_backward` (as `convolution_channel_filter`
-/// for the forward): no device may hold an empty block of a channel dim — grad_output's and the
-/// input's dim 1, the weight's dims 0 and 1 (4 channels over 3 devices chunk 2, 2, 0; the local
-/// kernel raises on an empty weight and leaves grad_bias unset on an empty input). An empty block
-/// of the batch is fine (its gradients are zeros).
-[[nodiscard]] inline FullMeshFilter convolution_backward_channel_filter() {
-  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const std::size_t nout = operands.size() - inputs.size();
-    constexpr std::uint64_t channel = std::uint64_t{1} << 1, both = 0b11;
-    return has_no_empty_shard_on(inputs[0].shape, operands[nout], mesh, channel) &&
-           has_no_empty_shard_on(inputs[1].shape, operands[nout + 1], mesh, channel) &&
-           has_no_empty_shard_on(inputs[2].shape, operands[nout + 2], mesh, both);
-  };
-}
-
 /// `max_pool2d_with_indices(self [N, C, H, W] or [C, H, W], kernel_size, stride, padding, dilation,
 /// ceil_mode) -> (out, indices)` on a rank-`rank` self. Operands `[out, indices, self]`; rows
 /// `[S?(0), S?(0), S?(0)]` and, when batched (rank 4), `[S?(1), S?(1), S?(1)]`: pooling works per
@@ -107,21 +91,6 @@ namespace ctshard {
     rules.add({s, s, s});
   }
   return rules;
-}
-
-/// Full-mesh filter of 2-d max pooling (forward and backward): no device may hold an empty block
-/// of the channel dim (dim 1 of a batched input, dim 0 of an unbatched one) of any tensor input —
-/// the kernel accepts an empty batch but raises on zero channels (3 channels over 3 devices with
-/// a StridedShard of split factor 2 leave one device none, and `keep_existing_shards` keeps an
-/// input already laid out so).
-[[nodiscard]] inline FullMeshFilter pooling_channel_filter(std::size_t rank) {
-  return [rank](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const std::size_t nout = operands.size() - inputs.size();
-    const std::uint64_t channel = std::uint64_t{1} << (rank >= 4 ? 1 : 0);
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].shape.rank == rank && !has_no_empty_shard_on(inputs[i].shape, operands[nout + i], mesh, channel)) return false;
-    return true;
-  };
 }
 
 /// `max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,

@@ -13,10 +13,6 @@
 
 namespace ctshard {
 
-/// Devices per mesh dim, mesh dim 0 first: one entry per mesh dim of the specs it goes with
-/// (`MeshTopology::dim_sizes()`).
-using MeshSizes = std::span<const std::int64_t>;
-
 /// An op-specific check of a whole full-mesh candidate (DTensor `full_mesh_strategy_filter`):
 /// receives one spec per operand (outputs first, then inputs), the input metas and the mesh dim
 /// sizes (DTensor's filter receives `mesh`; only its shape matters); false drops the row. Example:

@@ -17,10 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
-#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/rule_set.hpp"
 
 namespace ctshard {
@@ -134,21 +132,6 @@ namespace detail {
       if (sizes[k] % alignment != 0) return false;
   }
   return true;
-}
-
-/// Full-mesh filter of `_grouped_mm`: the kernel (CPU and CUDA alike) needs each matrix's leading
-/// stride to be a multiple of 16 bytes, so every split of one of the last two dims of mat_a or
-/// mat_b must leave pieces whose size is a multiple of `grouped_mm_alignment(itemsize)`. DTensor's
-/// `valid_grouped_mm_strides` checks the one dim that the tensor's strides make the leading
-/// stride; ctshard does not see strides and checks both (a split of the other dim may be dropped
-/// where DTensor keeps it).
-[[nodiscard]] inline FullMeshFilter grouped_mm_alignment_filter() {
-  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const std::size_t first = operands.size() - inputs.size();
-    for (std::size_t i = 0; i < 2 && i < inputs.size(); ++i)
-      if (!matrix_dims_stay_aligned(inputs[i].shape, operands[first + i], mesh, grouped_mm_alignment(inputs[i].itemsize))) return false;
-    return true;
-  };
 }
 
 }  // namespace ctshard

@@ -10,10 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "ctshard/core/checked.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
-#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/pointwise_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
@@ -65,36 +63,6 @@ struct ConvolutionParams {
     add(Partial(ReduceOp::sum), ShardingPlaceholder(1), ShardingPlaceholder(in_channel), Partial(ReduceOp::sum));
   }
   return rules;
-}
-
-/// Full-mesh filter for the last-dim convolution row: where the input shards its last
-/// dim, every shard must hold whole windows, i.e. the dim's size must be a multiple of
-/// `stride_last` times the dim's shard count (`num_shards_on_dim`). DTensor
-/// `_convolution_full_mesh_strategy_filter` (which also rejects StridedShard and a dim split over
-/// two mesh dims, limits of its `_tp_conv` runtime rather than of the math). `input_index` is the
-/// tensor input holding the convolution's input (0 for `convolution`, 1 for
-/// `convolution_backward`, whose first input is grad_output).
-[[nodiscard]] inline FullMeshFilter convolution_last_dim_filter(std::int64_t stride_last, std::size_t input_index = 0) {
-  return [stride_last, input_index](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const TensorShape& shape = inputs[input_index].shape;
-    const std::size_t last = shape.rank - 1;
-    const Spec& spec = operands[operands.size() - inputs.size() + input_index];
-    const std::int64_t shards = num_shards_on_dim(spec, mesh, static_cast<int>(last));
-    return shards == 1 || shape[last] % saturating_mul(shards, stride_last) == 0;
-  };
-}
-
-/// Full-mesh filter for the channel rows of a convolution: no device may hold an empty block of
-/// the input's channel dim (operand 1, dim 1) or the weight's two channel dims (operand 2, dims 0
-/// and 1) — a convolution with zero output channels raises, and one with zero input channels
-/// returns a wrongly shaped output (4 channels over 3 devices chunk as 2, 2, 0). DTensor's batch
-/// row does not shard channels; the simulated mesh shows the failures.
-[[nodiscard]] inline FullMeshFilter convolution_channel_filter() {
-  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const std::size_t nout = operands.size() - inputs.size();
-    return has_no_empty_shard_on(inputs[0].shape, operands[nout], mesh, std::uint64_t{1} << 1) &&
-           has_no_empty_shard_on(inputs[1].shape, operands[nout + 1], mesh, std::uint64_t{0b11});
-  };
 }
 
 /// `native_dropout(input, p, train) -> (out, mask)` on a rank-`rank` input. Operands

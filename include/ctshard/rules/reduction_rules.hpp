@@ -16,7 +16,6 @@
 
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
-#include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/rule_set.hpp"
 
 namespace ctshard {
@@ -104,17 +103,6 @@ struct ReductionKind {
   return true;
 }
 
-/// Full-mesh filter of mean-like reductions: keeps a candidate only when the input (operand
-/// `input_operand`, outputs first) is evenly sharded on every reduced dim, because the average of
-/// unequal-sized local means is not the global mean (P(avg) would be wrong).
-/// DTensor `_mean_full_mesh_strategy_filter`.
-[[nodiscard]] inline FullMeshFilter evenly_sharded_reduction_filter(std::uint64_t reduced, std::size_t input_operand = 1) {
-  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const std::size_t num_outputs = operands.size() - inputs.size();
-    return is_evenly_sharded_on(inputs[input_operand - num_outputs].shape, operands[input_operand], mesh, reduced);
-  };
-}
-
 /// True when no shard of a reduced dim is empty: every dim in `reduced` of `shape`, cut in
 /// `torch.chunk` fashion by each mesh dim sharding it (in mesh-dim order), leaves every device a
 /// non-empty piece. Example: 4 rows over 3 devices chunk as 2, 2, 0 — false.
@@ -134,35 +122,6 @@ struct ReductionKind {
     }
   }
   return true;
-}
-
-/// Full-mesh filter of max / min reductions: a device whose shard of a reduced dim is empty has no
-/// value to contribute (aten.amax raises on an empty reduced dim), so such a P(max) / P(min) row
-/// is dropped. DTensor keeps these rows (`is_tensor_shardable` accepts uneven shards); the
-/// simulated mesh shows the local op failing, e.g. amax over 4 rows on 3 devices (2, 2, 0).
-[[nodiscard]] inline FullMeshFilter nonempty_reduction_filter(std::uint64_t reduced, std::size_t input_operand = 1) {
-  return [reduced, input_operand](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const std::size_t num_outputs = operands.size() - inputs.size();
-    return has_no_empty_shard_on(inputs[input_operand - num_outputs].shape, operands[input_operand], mesh, reduced);
-  };
-}
-
-/// Full-mesh filter for kernels that fail on an empty input (a convolution whose weight or input
-/// has no channels on some rank, batch norm over no elements): keeps a candidate only when no
-/// tensor input has an empty shard on any dim (`has_no_empty_shard_on` over all dims).
-/// `is_tensor_shardable` lets 4 channels on 3 devices through, which torch.chunk splits 2, 2, 0;
-/// the simulated mesh shows the local convolution raising there. `also`, when set, must hold too
-/// (an op's own filter).
-[[nodiscard]] inline FullMeshFilter nonempty_input_shards_filter(FullMeshFilter also = {}) {
-  return [also = std::move(also)](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
-    const std::size_t num_outputs = operands.size() - inputs.size();
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const TensorShape& shape = inputs[i].shape;
-      const std::uint64_t all = shape.rank == 0 ? 0 : ~std::uint64_t{0} >> (64 - shape.rank);
-      if (!has_no_empty_shard_on(shape, operands[num_outputs + i], mesh, all)) return false;
-    }
-    return !also || also(operands, inputs, mesh);
-  };
 }
 
 }  // namespace ctshard
