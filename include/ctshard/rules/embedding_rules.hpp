@@ -13,7 +13,6 @@
 /// rows of out-of-range indices) before the output can be treated as an ordinary P(sum); the
 /// indices stay Replicate (DTensor's `R -> _MaskPartial` is the same free local step).
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -113,7 +112,7 @@ struct EmbeddingBagParams {
   row[0] = row[4] = column;
   if (p.mode == EmbeddingBagMode::max) row[3] = column;
   rules.add(row);
-  std::fill(row.begin(), row.end(), Replicate());
+  row.assign(row.size(), Replicate());
   if (p.mode == EmbeddingBagMode::sum) {
     row[0] = Partial(ReduceOp::sum);
     row[4] = ShardingPlaceholder(0);
@@ -121,13 +120,13 @@ struct EmbeddingBagParams {
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
     if (p.mode == EmbeddingBagMode::max) break;
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = row[4] = Partial(r);
     rules.add(row);
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
     if (!p.per_sample_weights) break;
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = row[7] = Partial(r);
     rules.add(row);
   }
@@ -157,13 +156,13 @@ struct EmbeddingBagParams {
   if (p.mode == EmbeddingBagMode::max) row[6] = column;
   rules.add(row);
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = row[1] = Partial(r);
     rules.add(row);
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
     if (!p.per_sample_weights) break;
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = row[7] = Partial(r);
     rules.add(row);
   }
@@ -219,9 +218,9 @@ struct IndexLayout {
   }
   if (pos > self_rank)
     throw error("ctshard::index_layout: the indices consume " + std::to_string(pos) + " dims of a rank-" + std::to_string(self_rank) + " tensor");
-  std::vector<bool> indexed(self_rank, false);
+  std::vector<std::uint8_t> indexed(self_rank, 0);  // not vector<bool>: its specialisation costs every includer ~0.1 s
   for (std::size_t e = 0; e < indices.size(); ++e)
-    for (std::size_t k = 0; indices[e].present && k < indices[e].consumed_dims(); ++k) indexed[start[e] + k] = true;
+    for (std::size_t k = 0; indices[e].present && k < indices[e].consumed_dims(); ++k) indexed[start[e] + k] = 1;
   if (l.num_tensors == 0) throw error("ctshard::index_layout: the index list holds no tensor");
   if (l.num_masks > 0 && l.num_tensors > 1) throw error("ctshard::index_layout: a boolean mask combined with other index tensors is not supported");
   bool adjacent = true;

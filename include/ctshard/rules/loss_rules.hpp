@@ -14,7 +14,6 @@
 /// targets [0, -100, 0, 0] on 2 ranks, ignore_index -100: ranks average 1 and 2 samples, the
 /// average of their means weighs the lone sample twice).
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -59,7 +58,7 @@ namespace detail {
     rules.add(row);
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = row[2] = Partial(r);
     rules.add(row);
   }
@@ -97,7 +96,7 @@ namespace detail {
     rules.add(row);
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = row[1] = Partial(r);
     rules.add(row);
   }

@@ -6,7 +6,6 @@
 /// norm backward, whose statistics are flattened over the leading dims. The normalized (trailing)
 /// dims are reduced by the op and stay whole; every leading (batch) dim can be sharded.
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
@@ -74,7 +73,7 @@ namespace detail {
     rules.add(row);
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = output_mask[0] ? Partial(r) : Replicate();
     row[1] = grad_weight ? Partial(r) : Replicate();
     row[2] = grad_bias ? Partial(r) : Replicate();
@@ -127,7 +126,7 @@ namespace detail {
     rules.add(row);
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
-    std::fill(row.begin(), row.end(), Replicate());
+    row.assign(row.size(), Replicate());
     row[0] = output_mask[0] ? Partial(r) : Replicate();
     row[1] = grad_weight ? Partial(r) : Replicate();
     row[2] = Partial(r);

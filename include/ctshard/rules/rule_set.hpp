@@ -65,7 +65,7 @@ class RuleSet {
 
   /// Row `r` as a span of width() placements (unchecked: r < size()).
   [[nodiscard]] constexpr std::span<const Placement> row(std::size_t r) const noexcept {
-    return std::span<const Placement>(cells_).subspan(r * width(), width());
+    return std::span<const Placement>(cells_.data() + r * width(), width());
   }
   /// Placement of `operand` (outputs first) in row `r`. Throws ctshard::error out of range.
   [[nodiscard]] constexpr const Placement& at(std::size_t r, std::size_t operand) const {
@@ -83,7 +83,7 @@ class RuleSet {
 
   /// Appends the all-Replicate row (the framework's row; rules themselves never list it).
   constexpr RuleSet& add_replicate_row() {
-    cells_.insert(cells_.end(), width(), Replicate());
+    for (std::size_t k = 0; k < width(); ++k) cells_.push_back(Replicate());
     if (!row_regroup_.empty()) row_regroup_.push_back(-1);
     return *this;
   }
@@ -91,7 +91,7 @@ class RuleSet {
   /// Appends a row. Throws ctshard::error ("strategy length N != expected M") on a wrong width.
   constexpr RuleSet& add(std::span<const Placement> row) {
     if (row.size() != width()) detail::rule_row_width_mismatch(row.size(), width());
-    cells_.insert(cells_.end(), row.begin(), row.end());
+    append_cells(row);
     if (!row_regroup_.empty()) row_regroup_.push_back(-1);
     return *this;
   }
@@ -107,8 +107,8 @@ class RuleSet {
     if (src >= width() || !row[src].is_placeholder() || row[src].dim < regroup.input_first ||
         row[src].dim >= regroup.input_first + static_cast<int>(regroup.input.rank))
       detail::rule_regroup_source_invalid(src);
-    if (row_regroup_.empty()) row_regroup_.assign(size(), -1);
-    cells_.insert(cells_.end(), row.begin(), row.end());
+    while (row_regroup_.size() < size()) row_regroup_.push_back(-1);
+    append_cells(row);
     std::int32_t id = -1;
     for (std::size_t k = 0; k < regroups_.size() && id < 0; ++k)
       if (regroups_[k] == regroup) id = static_cast<std::int32_t>(k);
@@ -149,6 +149,12 @@ class RuleSet {
   friend constexpr bool operator==(const RuleSet&, const RuleSet&) = default;
 
  private:
+  // push_back rather than vector::insert / assign: every includer of the rules instantiates these
+  // members, and insert's range and fill overloads cost ~0.1 s of compile time per translation unit.
+  constexpr void append_cells(std::span<const Placement> row) {
+    for (const Placement& p : row) cells_.push_back(p);
+  }
+
   std::size_t num_outputs_ = 0;
   std::size_t num_inputs_ = 0;
   std::vector<std::int8_t> ranks_;
