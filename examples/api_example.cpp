@@ -2,7 +2,7 @@
 // run-time choice for concrete shapes, input specs and a 2x4 mesh.
 #include <cstdio>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/runtime.hpp"
 
 using namespace ctshard;
 using namespace ctshard::literals;

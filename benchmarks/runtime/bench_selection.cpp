@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "fx_graph.hpp"
 #include "plan.hpp"
 

@@ -3,7 +3,7 @@
 #include <span>
 
 #include "commands.hpp"
-#include "ctshard/ctshard.hpp"
+#include "ctshard/runtime.hpp"
 #include "op_catalog.hpp"
 
 namespace ctshard::cli {

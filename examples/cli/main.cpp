@@ -10,7 +10,7 @@
 #include <map>
 
 #include "commands.hpp"
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "fx_graph.hpp"
 #include "plan.hpp"
 

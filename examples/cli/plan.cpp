@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "commands.hpp"
 #include "default_graph.hpp"
 

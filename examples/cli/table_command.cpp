@@ -6,7 +6,7 @@
 #include <ostream>
 
 #include "commands.hpp"
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "op_catalog.hpp"
 
 namespace ctshard::cli {

@@ -1,6 +1,15 @@
 #pragma once
 /// \file ctshard.hpp
-/// Umbrella header: everything in the core library (no ext/ type-level views).
+/// Umbrella header of the compile-time tables and DTensor's selection rules: placements and specs
+/// (`_spec`), einsum equations and their diagnostics, the rule machinery (RuleSet, placeholder
+/// fill), the einsum and pointwise generators, frozen strategies and mesh expansion
+/// (`einsum_strategy_v`, `mesh_expansion_v`, `table_laws_hold`), the shardability filters and
+/// DTensor's tie rules. Kept within 2x `<boost/mp11.hpp>` + `<boost/hana.hpp>` in compile time
+/// and memory (docs/benchmarks.md). The other umbrellas each include the one before:
+/// - `ctshard/rules.hpp`: every single-dim rule generator (views, reductions, norms, nn, ...);
+/// - `ctshard/runtime.hpp`: full-mesh filters, redistribute cost, StrategyEnumerator;
+/// - `ctshard/registry.hpp`: the op registry (aten name → rule factory).
+/// No ext/ type-level views.
 
 #include "ctshard/config.hpp"
 #include "ctshard/error.hpp"
@@ -13,58 +22,10 @@
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/rules/shard_regroup.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/uneven_inputs.hpp"
 #include "ctshard/rules/einsum_rules.hpp"
 #include "ctshard/rules/pointwise_rules.hpp"
-#include "ctshard/rules/reduction_rules.hpp"
-#include "ctshard/rules/norm_rules.hpp"
-#include "ctshard/rules/embedding_rules.hpp"
-#include "ctshard/rules/gather_scatter_rules.hpp"
-#include "ctshard/rules/loss_rules.hpp"
-#include "ctshard/rules/batch_norm_rules.hpp"
-#include "ctshard/rules/grouped_mm_rules.hpp"
-#include "ctshard/rules/sort_scan_rules.hpp"
-#include "ctshard/rules/attention_rules.hpp"
-#include "ctshard/rules/nn_rules.hpp"
-#include "ctshard/rules/conv_pool_rules.hpp"
-#include "ctshard/rules/tensor_dims.hpp"
-#include "ctshard/rules/view_rules.hpp"
-#include "ctshard/rules/tensor_op_rules.hpp"
-#include "ctshard/rules/factory_rules.hpp"
-#include "ctshard/rules/layout_rules.hpp"
-#include "ctshard/rules/random_rules.hpp"
 #include "ctshard/expand/single_dim_strategy.hpp"
 #include "ctshard/expand/mesh_expansion.hpp"
-#include "ctshard/cost/mesh_topology.hpp"
-#include "ctshard/cost/collectives.hpp"
-#include "ctshard/cost/redistribute_cost.hpp"
 #include "ctshard/select/filters.hpp"
 #include "ctshard/select/selection.hpp"
-#include "ctshard/select/filled_table.hpp"
-#include "ctshard/select/search_query.hpp"
-#include "ctshard/select/row_cursor.hpp"
-#include "ctshard/select/dim_costs.hpp"
-#include "ctshard/select/prefix_bounds.hpp"
-#include "ctshard/select/cost_memo.hpp"
-#include "ctshard/select/full_enumeration.hpp"
-#include "ctshard/select/row_search.hpp"
-#include "ctshard/select/min_cost_search.hpp"
-#include "ctshard/select/search_choice.hpp"
-#include "ctshard/select/survivor_count.hpp"
-#include "ctshard/select/enumerator.hpp"
-#include "ctshard/registry/op_call.hpp"
-#include "ctshard/registry/op_registry.hpp"
-#include "ctshard/registry/einsum_ops.hpp"
-#include "ctshard/registry/pointwise_ops.hpp"
-#include "ctshard/registry/op_args_ext.hpp"
-#include "ctshard/registry/math_ops.hpp"
-#include "ctshard/registry/nn_ops.hpp"
-#include "ctshard/registry/op_args.hpp"
-#include "ctshard/registry/view_ops.hpp"
-#include "ctshard/registry/tensor_ops.hpp"
-#include "ctshard/rules/passthrough_rules.hpp"
-#include "ctshard/registry/collective_ops.hpp"
-#include "ctshard/registry/fused_kernel_ops.hpp"
-#include "ctshard/registry/training_ops.hpp"
-#include "ctshard/registry/layout_ops.hpp"
-#include "ctshard/registry/random_ops.hpp"
-#include "ctshard/registry/builtin_registry.hpp"

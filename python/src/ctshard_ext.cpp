@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "fx_graph.hpp"
 #include "plan.hpp"
 

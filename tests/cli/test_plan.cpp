@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "fx_graph.hpp"
 #include "plan.hpp"
 #include "run_tool.hpp"

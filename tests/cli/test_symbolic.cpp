@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "ctshard/ctshard.hpp"
+#include "ctshard/runtime.hpp"
 #include "fx_graph.hpp"
 #include "plan.hpp"
 #include "run_tool.hpp"

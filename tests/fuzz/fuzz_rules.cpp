@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 
 namespace {
 

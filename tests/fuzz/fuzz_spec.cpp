@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/runtime.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,7 +1,7 @@
 # Fails when a public header includes one from a higher layer or a sibling it must not see.
 #   cmake -DROOT=<dir holding ctshard/> -P check_layers.cmake
 # Layers (docs/architecture.md): base (config.hpp, error.hpp) -> core -> einsum -> rules ->
-# {expand, select, registry} -> umbrellas (ctshard.hpp, registry.hpp) -> tools (examples/, python/,
+# {expand, select, registry} -> umbrellas (ctshard.hpp -> rules.hpp -> runtime.hpp -> registry.hpp) -> tools (examples/, python/,
 # outside include/). cost/ needs core only and feeds select/; ext/ are opt-in views over expand/.
 # A unit may include itself and the units listed for it; nothing in include/ names a tool.
 set(allowed_base     base)
@@ -13,8 +13,10 @@ set(allowed_expand   base core einsum rules expand)
 set(allowed_select   base core einsum rules cost select)
 set(allowed_registry base core einsum rules registry)
 set(allowed_ext      base core einsum rules expand ext)
-set(allowed_ctshard.hpp  base core einsum rules cost expand select registry)  # registry leaves with the umbrella split
-set(allowed_registry.hpp base core einsum rules cost expand select registry ctshard.hpp)
+set(allowed_ctshard.hpp  base core einsum rules cost expand select)  # compile-time tables + selection rules
+set(allowed_rules.hpp    base core einsum rules ctshard.hpp)
+set(allowed_runtime.hpp  base core einsum rules cost select rules.hpp)
+set(allowed_registry.hpp base core einsum rules registry runtime.hpp)
 
 function(unit_of path out)
   if(path MATCHES "^([a-z_]+)/")

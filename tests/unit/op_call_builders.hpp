@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 
 namespace ctshard::test {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "op_call_builders.hpp"
 #include "random_cases.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ctshard/ctshard.hpp"
+#include "ctshard/registry.hpp"
 #include "op_call_builders.hpp"
 
 using namespace ctshard;
