@@ -117,6 +117,19 @@ struct PlacementCursor {
   std::string_view text;
   std::size_t pos = 0;
   std::string_view api;
+  bool soft = false;                  ///< record the first failure instead of throwing
+  std::size_t failed_at = npos;       ///< soft mode: column of the first failure, npos while none
+
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  /// Reports a bad text at `column`: throws (a compile error when constant-evaluated), or in soft
+  /// mode records the column and moves to the end so that parsing stops.
+  constexpr void fail(std::size_t column) {
+    if (!soft) invalid_placement_text(api, text, column);
+    if (failed_at == npos) failed_at = column;
+    pos = text.size();
+  }
+  [[nodiscard]] constexpr bool failed() const noexcept { return failed_at != npos; }
 
   /// The character at the cursor, or '\0' at the end.
   [[nodiscard]] constexpr char peek() const noexcept { return pos < text.size() ? text[pos] : '\0'; }
@@ -129,7 +142,7 @@ struct PlacementCursor {
     return false;
   }
   constexpr void expect(char c, std::size_t start) {
-    if (!eat(c)) invalid_placement_text(api, text, start);
+    if (!eat(c)) fail(start);
   }
   constexpr bool eat_word(std::string_view w) {
     skip_space();
@@ -144,7 +157,7 @@ struct PlacementCursor {
       value = value * 10 + (text[pos] - '0');
       ++pos, ++digits;
     }
-    if (digits == 0) invalid_placement_text(api, text, start);
+    if (digits == 0) fail(start);
     return value;
   }
   /// Parses one placement starting at `pos`; `allow_placeholder` admits `S?(d)`.
@@ -156,17 +169,20 @@ struct PlacementCursor {
       expect(',', start);
       const int sf = number(start);
       expect(')', start);
-      if (sf < 1 || sf > 65535) invalid_placement_text(api, text, start);  // split factor out of range
+      if (sf < 1 || sf > 65535) fail(start);  // split factor out of range
+      if (failed() || (soft && d > 63)) return soft_failure(start);
       return StridedShard(d, sf);
     }
     if (allow_placeholder && eat_word("S?(")) {
       const int d = number(start);
       expect(')', start);
+      if (failed() || (soft && d > 63)) return soft_failure(start);
       return ShardingPlaceholder(d);
     }
     if (eat_word("S(")) {
       const int d = number(start);
       expect(')', start);
+      if (failed() || (soft && d > 63)) return soft_failure(start);
       return Shard(d);
     }
     if (eat_word("P")) {
@@ -176,12 +192,18 @@ struct PlacementCursor {
       else if (eat_word("avg")) op = ReduceOp::avg;
       else if (eat_word("max")) op = ReduceOp::max;
       else if (eat_word("min")) op = ReduceOp::min;
-      else invalid_placement_text(api, text, start);
+      else fail(start);
       expect(')', start);
       return Partial(op);
     }
     if (eat_word("R")) return Replicate();
-    invalid_placement_text(api, text, start);
+    fail(start);
+    return Replicate();
+  }
+  /// Soft mode: what the placement constructors would reject (a dim past 63) fails at `start`.
+  constexpr Placement soft_failure(std::size_t start) {
+    fail(start);
+    return Replicate();
   }
 };
 }  // namespace detail
@@ -197,11 +219,10 @@ struct PlacementCursor {
   return p;
 }
 
-/// Parses a spec: placements concatenated, mesh dim 0 first (`S(0)R`, `RS(1)P(sum)`); blanks and
-/// commas between placements and one pair of enclosing parentheses are accepted. Placeholders are
-/// rejected. Throws ctshard::error naming the offending text (compile error when constant-evaluated).
-[[nodiscard]] constexpr Spec parse_spec(std::string_view text) {
-  detail::PlacementCursor c{text, 0, "ctshard::parse_spec"};
+namespace detail {
+/// parse_spec's body over a cursor: throws on a bad text, or in soft mode records the column.
+[[nodiscard]] constexpr Spec parse_spec_with(PlacementCursor& c) {
+  const std::string_view text = c.text;
   Spec spec;
   c.skip_space();
   const bool parenthesised = c.eat('(');
@@ -209,20 +230,59 @@ struct PlacementCursor {
     c.skip_space();
     if (c.pos == text.size() || (parenthesised && c.peek() == ')')) break;
     if (spec.size() > 0 && c.eat(',')) continue;
-    if (spec.size() == max_mesh_dims) detail::invalid_placement_text("ctshard::parse_spec: more than max_mesh_dims placements", text, c.pos);
-    spec.push_back(c.placement(false));
+    if (spec.size() == max_mesh_dims) {
+      if (!c.soft) invalid_placement_text("ctshard::parse_spec: more than max_mesh_dims placements", text, c.pos);
+      c.fail(c.pos);
+      break;
+    }
+    const Placement p = c.placement(false);
+    if (c.failed()) break;
+    spec.push_back(p);
   }
-  if (parenthesised) c.expect(')', c.pos);
+  if (parenthesised && !c.failed()) c.expect(')', c.pos);
   c.skip_space();
-  if (c.pos != text.size() || spec.size() == 0) detail::invalid_placement_text(c.api, text, c.pos);
+  if (!c.failed() && (c.pos != text.size() || spec.size() == 0)) c.fail(c.pos);
   return spec;
 }
 
+/// The column (0-based) where parse_spec would reject `text`, or PlacementCursor::npos when it
+/// parses. Never throws: the `_spec` literal checks its text with it before parsing.
+[[nodiscard]] constexpr std::size_t spec_text_error_column(std::string_view text) {
+  PlacementCursor c{text, 0, "ctshard::parse_spec", true};
+  (void)parse_spec_with(c);
+  return c.failed_at;
+}
+
+/// The `_spec` literal's diagnostic: instantiated only for a bad text, its one failing
+/// static_assert names the problem and `Column` (1-based) where the text stops parsing.
+template <std::size_t Column>
+struct invalid_placement_text_in_spec_literal {
+  static_assert(Column == 0, "ctshard::_spec: invalid placement text (expected R, S(d), _S(d, sf), P(sum|avg|max|min) per mesh dim)");
+  static constexpr bool value = false;
+};
+}  // namespace detail
+
+/// Parses a spec: placements concatenated, mesh dim 0 first (`S(0)R`, `RS(1)P(sum)`); blanks and
+/// commas between placements and one pair of enclosing parentheses are accepted. Placeholders are
+/// rejected. Throws ctshard::error naming the offending text (compile error when constant-evaluated).
+[[nodiscard]] constexpr Spec parse_spec(std::string_view text) {
+  detail::PlacementCursor c{text, 0, "ctshard::parse_spec"};
+  return detail::parse_spec_with(c);
+}
+
 namespace literals {
-/// `"S(0)R"_spec`: a Spec parsed at compile time (a bad text is a compile error).
+/// `"S(0)R"_spec`: a Spec parsed at compile time. A bad text is one compile error, the
+/// static_assert of `invalid_placement_text_in_spec_literal<column>` (validated before parsing,
+/// so nothing else reports).
 template <fixed_string Text>
 consteval Spec operator""_spec() {
-  return parse_spec(Text.view());
+  constexpr std::size_t column = detail::spec_text_error_column(Text.view());
+  if constexpr (column == detail::PlacementCursor::npos) {
+    return parse_spec(Text.view());
+  } else {
+    [[maybe_unused]] constexpr bool valid = detail::invalid_placement_text_in_spec_literal<column + 1>::value;
+    return Spec{};
+  }
 }
 }  // namespace literals
 

@@ -18,7 +18,7 @@ namespace ctshard {
 
 /// Why an einsum equation was rejected. The enumerator names are the compile-time diagnostic:
 /// they appear in the compiler's "required from" note of `einsum_diagnostic<Code, Column>`.
-enum class einsum_error : std::uint8_t {
+enum class einsum_error : int {  // int: clang prints a char-sized code as a character ('\x01')
   none,
   missing_arrow,                     ///< no "->"
   more_than_one_arrow,               ///< "->" twice
@@ -233,13 +233,15 @@ consteval einsum_parse_result checked_einsum() {
 }
 }  // namespace detail
 
-/// The parsed equation of a compile-time string. A malformed equation is a compile error whose
-/// static_assert message names the problem (see einsum_error). `RequiredInputs` > 0 also demands
-/// that operand count (the einsum rule generator uses 2).
+/// The parsed equation of a compile-time string. A malformed equation is one compile error, the
+/// static_assert of einsum_diagnostic naming the problem (see einsum_error); the value is then an
+/// empty equation. `RequiredInputs` > 0 also demands that operand count (the einsum rule generator
+/// uses 2).
 template <fixed_string Eq, int RequiredInputs = 0>
 inline constexpr EinsumEquation einsum_equation_v = [] {
   constexpr einsum_parse_result r = detail::checked_einsum<Eq, RequiredInputs>();
-  static_assert(einsum_diagnostic<r.code, r.column>::value, "ctshard::einsum: malformed equation (see above)");
+  // reading ::value instantiates the diagnostic (its one failing static_assert) without asserting again
+  [[maybe_unused]] constexpr bool valid = einsum_diagnostic<r.code, r.column>::value;
   return r.equation;
 }();
 

@@ -7,9 +7,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "ctshard/core/spec.hpp"
 #include "ctshard/expand/single_dim_strategy.hpp"
+#include "ctshard/rules/rule_set.hpp"
 
 namespace ctshard {
 
@@ -87,9 +89,42 @@ template <std::size_t N, std::size_t R, std::size_t W>
   return table;
 }
 
-/// `mesh_expansion_v<einsum_strategy_v<"mk,kn->mn">, 2>`: the expanded table as a constexpr value.
+namespace detail {
+/// Index of the first all-Replicate row of a single-dim strategy, or R when none is.
+template <std::size_t R, std::size_t W>
+[[nodiscard]] constexpr std::size_t first_replicate_row(const SingleDimStrategy<R, W>& s) noexcept {
+  for (std::size_t r = 0; r < R; ++r)
+    if (is_replicate_row(std::span<const Placement>(s.rows[r]))) return r;
+  return R;
+}
+
+/// mesh_expansion_v's diagnostic for a rule that lists the all-Replicate row (row `Row`):
+/// instantiated only then, its one failing static_assert names the problem.
+template <std::size_t Row>
+struct rule_lists_replicate_row_diagnostic {
+  static_assert(Row != Row, "ctshard::mesh_expansion_v: a single-dim rule row is all-Replicate; the framework inserts that row, rules must not list it");
+  static constexpr bool value = false;
+};
+
+/// mesh_expansion_v's value, validated once at the entry point: the expanded table, or for a rule
+/// listing the all-Replicate row only the diagnostic and an empty table (nothing else reports).
 template <auto Strategy, std::size_t N>
-inline constexpr auto mesh_expansion_v = expand_to_mesh<N>(Strategy);
+consteval auto checked_mesh_expansion() {
+  constexpr std::size_t bad = first_replicate_row(Strategy);
+  if constexpr (bad == Strategy.size()) {
+    return expand_to_mesh<N>(Strategy);
+  } else {
+    [[maybe_unused]] constexpr bool valid = rule_lists_replicate_row_diagnostic<bad>::value;
+    return StrategyTable<1, Strategy.width(), N>{};
+  }
+}
+}  // namespace detail
+
+/// `mesh_expansion_v<einsum_strategy_v<"mk,kn->mn">, 2>`: the expanded table as a constexpr value.
+/// A rule row that is all-Replicate is one compile error naming the problem
+/// (`rule_lists_replicate_row_diagnostic<row>`), as are the limits of `expand_to_mesh`.
+template <auto Strategy, std::size_t N>
+inline constexpr auto mesh_expansion_v = detail::checked_mesh_expansion<Strategy, N>();
 
 /// Laws every expanded table obeys; `static_assert(table_laws_hold(t))`. Checks: size = S^N;
 /// row 0 all-Replicate; rows pairwise distinct; compact rows in mixed-radix order; no Shard on a

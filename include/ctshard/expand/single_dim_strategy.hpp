@@ -62,6 +62,20 @@ template <fixed_string Eq, EinsumLinearity Linearity>
 struct einsum_generator {
   constexpr RuleSet operator()() const { return einsum_single_dim_strategy(einsum_equation_v<Eq, 2>, Linearity); }
 };
+
+/// einsum_strategy_v's value, validated once at the entry point: the frozen rows of a well-formed
+/// equation; for a malformed one only the einsum_diagnostic (one compile error naming the problem)
+/// and an empty table, so the generator never runs on it and reports nothing more.
+template <fixed_string Eq, EinsumLinearity Linearity>
+consteval auto einsum_strategy_checked() {
+  constexpr einsum_parse_result r = checked_einsum<Eq, 2>();
+  if constexpr (r.ok()) {
+    return make_single_dim_strategy<einsum_generator<Eq, Linearity>>();
+  } else {
+    [[maybe_unused]] constexpr bool valid = einsum_diagnostic<r.code, r.column>::value;
+    return SingleDimStrategy<0, 3>{};
+  }
+}
 }  // namespace detail
 
 /// The single-dim strategy of a two-operand einsum, as a constexpr value (rows with
@@ -70,6 +84,6 @@ struct einsum_generator {
 /// EinsumLinearity::none>` has 3 rows: `[P(sum), S?(1), S?(0)]`, `[S?(0), S?(0), R]`,
 /// `[S?(1), R, S?(1)]`.
 template <fixed_string Eq, EinsumLinearity Linearity = EinsumLinearity::dtensor>
-inline constexpr auto einsum_strategy_v = make_single_dim_strategy<detail::einsum_generator<Eq, Linearity>>();
+inline constexpr auto einsum_strategy_v = detail::einsum_strategy_checked<Eq, Linearity>();
 
 }  // namespace ctshard
