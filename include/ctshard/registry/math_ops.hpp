@@ -42,7 +42,7 @@ inline RuleFactory reduction_factory(ReductionSignature sig, ReductionKind kind,
     const std::size_t rank = call.tensors[0].shape.rank;
     const std::uint64_t reduced =
         sig.all_dims ? (rank == 0 ? 0 : ~std::uint64_t{0} >> (64 - rank)) : op_args::reduction_dims(call, sig.dim_pos, "dim", rank);
-    const bool keepdim = !sig.all_dims && op_args::bool_or(call, sig.keepdim_pos, "keepdim", false);
+    const bool keepdim = !sig.all_dims && op_args::flag(call, sig.keepdim_pos, "keepdim");
     OpRule rule{reduction_single_dim_strategy(rank, reduced, keepdim, kind, options.num_outputs), UnevenInputs::keep_existing_shards};
     if (options.evenly_sharded_reduced_dims) rule.filter = evenly_sharded_reduction_filter(reduced, options.num_outputs);
     if (kind.partial == ReduceOp::max || kind.partial == ReduceOp::min) rule.filter = nonempty_reduction_filter(reduced, options.num_outputs);
@@ -57,7 +57,7 @@ inline OpRule dim_with_indices_rule(const OpCall& call) {
   const int dim = op_args::wrap_dim(call, "dim", op_args::required_int(call, 1, "dim"), rank);
   const std::uint64_t reduced = rank == 0 ? 0 : std::uint64_t{1} << dim;
   // DTensor 2.13: a single-dim rule with the default allow_uneven_sharding=False.
-  return OpRule{reduction_single_dim_strategy(rank, reduced, op_args::bool_or(call, 2, "keepdim", false), ReductionKind{}, 2), UnevenInputs::reject};
+  return OpRule{reduction_single_dim_strategy(rank, reduced, op_args::flag(call, 2, "keepdim"), ReductionKind{}, 2), UnevenInputs::reject};
 }
 
 /// Softmax-like ops: `dim` at `dim_pos`; `num_inputs` tensors of one shape; one output.
@@ -134,7 +134,7 @@ inline void register_math_ops(OpRegistry& r) {
     const bool weight = op_args::optional_tensor(call, 5, "weight").has_value(), bias = op_args::optional_tensor(call, 6, "bias").has_value();
     op_args::expect_tensor_inputs(call, 4 + (weight ? 1u : 0u) + (bias ? 1u : 0u));
     const TensorShape& input = call.tensors[op_args::tensor(call, 1, "input")].shape;
-    const auto mask = op_args::bool_list_or(call, 7, "output_mask", {true, true, true});
+    const auto mask = op_args::bool_list_or(call, 7, "output_mask", op_args::every_output(3));
     if (mask.size() != 3) op_args::bad_argument(call, "output_mask", "must hold 3 bools");
     return OpRule{layer_norm_backward_single_dim_strategy(input.rank, detail::normalized_ndim(call, 2, input), weight, bias,
                                                           {mask[0], mask[1], mask[2]}),

@@ -87,7 +87,7 @@ inline void register_nn_ops(OpRegistry& r) {
   r.add({"aten.embedding_dense_backward.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 2);
     const std::size_t indices = op_args::tensor(call, 1, "indices");
-    return OpRule{embedding_dense_backward_single_dim_strategy(call.tensors[indices].shape.rank, op_args::bool_or(call, 4, "scale_grad_by_freq", false)),
+    return OpRule{embedding_dense_backward_single_dim_strategy(call.tensors[indices].shape.rank, op_args::flag(call, 4, "scale_grad_by_freq")),
                   UnevenInputs::reject};
   });
   r.add({"aten.index.Tensor"}, [](const OpCall& call) {
@@ -105,7 +105,7 @@ inline void register_nn_ops(OpRegistry& r) {
     const TensorShape& input = call.tensors[op_args::tensor(call, 0, "input")].shape;
     const TensorShape& weight = call.tensors[op_args::tensor(call, 1, "weight")].shape;
     c.rank = input.rank;
-    c.transposed = op_args::bool_or(call, 6, "transposed", false);
+    c.transposed = op_args::flag(call, 6, "transposed");
     c.groups = op_args::required_int(call, 8, "groups");
     if (input.rank < 3 || weight.rank != input.rank) op_args::bad_argument(call, "input", "must be batched [N, C, *spatial] with a weight of equal rank");
     const auto stride = op_args::int_list(call, 3, "stride"), padding = op_args::int_list(call, 4, "padding"), dilation = op_args::int_list(call, 5, "dilation");
@@ -131,7 +131,7 @@ inline void register_nn_ops(OpRegistry& r) {
   r.add({"aten._scaled_dot_product_efficient_attention.default"}, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "query").follow(1, "key").follow(2, "value").bias(3);
-    return detail::attention_rule({follow_output(), follow_if(op_args::bool_or(call, 4, "compute_log_sumexp", false)), rep, rep}, in);
+    return detail::attention_rule({follow_output(), follow_if(op_args::flag(call, 4, "compute_log_sumexp")), rep, rep}, in);
   });
   // (grad_out, query, key, value, attn_bias?, out, logsumexp, philox_seed, philox_offset, ...) -> (dq, dk, dv, grad_bias)
   r.add({"aten._scaled_dot_product_efficient_attention_backward.default"}, [=](const OpCall& call) {
@@ -145,7 +145,7 @@ inline void register_nn_ops(OpRegistry& r) {
   r.add({"aten._scaled_dot_product_flash_attention.default"}, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "query").follow(1, "key").follow(2, "value");
-    return detail::attention_rule({follow_output(), follow_output(), rep, rep, rep, rep, rep, rep, follow_if(op_args::bool_or(call, 5, "return_debug_mask", false))},
+    return detail::attention_rule({follow_output(), follow_output(), rep, rep, rep, rep, rep, rep, follow_if(op_args::flag(call, 5, "return_debug_mask"))},
                                   in);
   });
   // (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal,
@@ -160,8 +160,8 @@ inline void register_nn_ops(OpRegistry& r) {
   r.add({"aten._scaled_dot_product_cudnn_attention.default"}, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "query").follow(1, "key").follow(2, "value").bias(3);
-    return detail::attention_rule({follow_output(), follow_if(op_args::bool_or(call, 4, "compute_log_sumexp", false)), rep, rep, rep, rep, rep, rep,
-                                   follow_if(op_args::bool_or(call, 7, "return_debug_mask", false))},
+    return detail::attention_rule({follow_output(), follow_if(op_args::flag(call, 4, "compute_log_sumexp")), rep, rep, rep, rep, rep, rep,
+                                   follow_if(op_args::flag(call, 7, "return_debug_mask"))},
                                   in);
   });
   // (grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias?, cum_seq_q?, cum_seq_k?, ...)

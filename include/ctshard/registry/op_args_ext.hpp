@@ -42,6 +42,11 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
   bad_argument(call, name, "must be a bool");
 }
 
+/// A boolean flag whose schema default is False (`keepdim`, `transposed`, `scale_grad_by_freq`,
+/// `compute_log_sumexp`, `return_debug_mask`): `bool_or(call, index, name, false)`, so that call
+/// sites name the flag instead of passing a bare default.
+[[nodiscard]] inline bool flag(const OpCall& call, std::size_t index, std::string_view name) { return bool_or(call, index, name, false); }
+
 /// A number argument (integer, float or bool), `fallback` when absent / None. Throws
 /// ctshard::error for any other value.
 [[nodiscard]] inline double number_or(const OpCall& call, std::size_t index, std::string_view name, double fallback) {
@@ -60,6 +65,9 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
   if (a->kind != OpArg::Kind::string) bad_argument(call, name, "must be a string");
   return a->text;
 }
+
+/// An `output_mask` asking for all `n` outputs (the schema default of the backward ops).
+[[nodiscard]] inline std::vector<bool> every_output(std::size_t n) { return std::vector<bool>(n, true); }
 
 /// A bool list such as `output_mask = [True, True, False]`, `fallback` when absent / None.
 /// Throws ctshard::error for other values.
