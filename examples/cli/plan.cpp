@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include <tuple>
 
 #include "ctshard/registry.hpp"
 #include "commands.hpp"
@@ -26,6 +27,8 @@ struct Resolved {
   TensorMeta meta;
   bool known = false;   ///< meta known (annotated, sizes evaluated)
   std::string unknown;  ///< why a meta is unknown when it is not just unannotated
+  std::string origin;            ///< the node defining the value (getitems looked through)
+  std::size_t origin_output = 0;
 };
 
 /// Every output of a value produced so far.
@@ -87,7 +90,8 @@ std::int64_t next_prime(std::int64_t n, const std::unordered_set<std::int64_t>& 
 
 class Planner {
  public:
-  Planner(const fx::Graph& g, const PlanOptions& o, const OpRegistry& r) : graph_(g), options_(o), registry_(r) {
+  Planner(const fx::Graph& g, const PlanOptions& o, const OpRegistry& r, const PlanObserver* observer = nullptr)
+      : graph_(g), options_(o), registry_(r), observer_(observer) {
     std::size_t n = o.mesh.size();
     mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), n), o.devices_per_host, {}, o.cost_model);
   }
@@ -226,6 +230,8 @@ class Planner {
   void define_source(const fx::Node& node) {
     Value v = replicated(node);
     if (const auto it = options_.placements.find(node.name); it != options_.placements.end()) v.outs[0].spec = it->second;
+    for (std::size_t k = 0; k < v.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
+    if (observer_ != nullptr && observer_->on_source) observer_->on_source(node, v.outs[0].spec, v.outs[0].meta, v.outs[0].known);
     values_[node.name] = std::move(v);
   }
 
@@ -234,8 +240,12 @@ class Planner {
     if (!node.args.empty() && node.args[0].is_node() && node.args.size() > 1 && node.args[1].kind == fx::ArgKind::integer) {
       const auto it = values_.find(node.args[0].text);
       const auto k = static_cast<std::size_t>(node.args[1].int_value);
-      if (it != values_.end() && k < it->second.outs.size()) v.outs[0].spec = it->second.outs[k].spec;
+      if (it != values_.end() && k < it->second.outs.size()) {
+        v.outs[0].spec = it->second.outs[k].spec;
+        if (const auto o = origins_.find(node.args[0].text); o != origins_.end() && k < o->second.size()) origins_[node.name].push_back(o->second[k]);
+      }
     }
+    if (origins_[node.name].empty()) origins_[node.name].emplace_back(node.name, 0);
     values_[node.name] = std::move(v);
   }
 
@@ -245,7 +255,11 @@ class Planner {
     if (it == values_.end()) return r;
     const std::size_t k = a.index ? static_cast<std::size_t>(*a.index) : 0;
     if (k >= it->second.outs.size()) return r;
-    return it->second.outs[k];
+    Resolved out = it->second.outs[k];
+    out.origin = a.text;
+    out.origin_output = k;
+    if (const auto o = origins_.find(a.text); o != origins_.end() && k < o->second.size()) std::tie(out.origin, out.origin_output) = o->second[k];
+    return out;
   }
 
   /// `a` with every reference to a symbolic-integer node replaced by its value (an integer), or
@@ -316,6 +330,8 @@ class Planner {
     for (const auto& in : inputs) current.push_back(in.spec);
     Value out = replicated(node);
     bool planned = false;
+    std::optional<OpRule> used_rule;
+    const OpCall* observed_call = &call;  // moves into the enumerator cache below
     if (const RuleFactory* factory = registry_.find(node.target); factory == nullptr) {
       p.reason = "no rule";
     } else {
@@ -323,8 +339,10 @@ class Planner {
         infer_unknown_input(node, inputs, call);
         for (const auto& in : inputs)
           if (!in.known) throw error(in.unknown.empty() ? "an input's shape is unknown" : in.unknown);
+        if (observer_ != nullptr) used_rule.emplace((*factory)(call));  // the global planner reads the rule
         StrategyEnumerator& e = enumerator_for(*factory, std::move(call));
         const OpCall& cached = calls_[last_call_].call;
+        observed_call = &cached;
         // A graph may use fewer outputs than an op returns (getitems of unused outputs are absent).
         if (e.num_outputs() < out.outs.size())
           throw error("rule has " + std::to_string(e.num_outputs()) + " outputs, node has " + std::to_string(out.outs.size()));
@@ -339,6 +357,7 @@ class Planner {
       }
     }
     if (!planned) {
+      used_rule.reset();
       p.fallback = true;
       p.inputs.clear();
       p.cost_us = 0;
@@ -349,6 +368,12 @@ class Planner {
       out = replicated(node);
     }
     for (const auto& o : out.outs) p.outputs.push_back(to_string(o.spec));
+    for (std::size_t k = 0; k < out.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
+    if (observer_ != nullptr && observer_->on_op) {
+      std::vector<ValueSource> sources;
+      for (const auto& in : inputs) sources.push_back({in.origin, in.origin_output, in.meta, in.known});
+      observer_->on_op(node, *observed_call, sources, used_rule ? &*used_rule : nullptr, p);
+    }
     values_[node.name] = std::move(out);
     return p;
   }
@@ -416,6 +441,8 @@ class Planner {
   const fx::Graph& graph_;
   const PlanOptions& options_;
   const OpRegistry& registry_;
+  const PlanObserver* observer_ = nullptr;
+  std::map<std::string, std::vector<std::pair<std::string, std::size_t>>> origins_;  // value -> defining (node, output) per output
   MeshTopology mesh_;
   std::unordered_map<std::string, Value> values_;
   std::vector<std::string> symbol_order_;              // the graph's symbols, first appearance first
@@ -437,6 +464,10 @@ class Planner {
 
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
   return Planner(graph, options, registry).run();
+}
+
+Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
+  return Planner(graph, options, registry, &observer).run();
 }
 
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {

@@ -14,8 +14,10 @@
 /// integer value of its expression.
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,29 @@ struct PlanOptions {
   SelectAlgo algo = SelectAlgo::search;         ///< how each node's choice is found (`--algo`)
 };
 
+/// Where a tensor input of an op node comes from: the node that defines the value (a placeholder,
+/// get_attr or op node; getitem nodes are looked through) and which of its outputs it is.
+struct ValueSource {
+  std::string node;         ///< defining node; empty when the argument names no known value
+  std::size_t output = 0;   ///< output index of the defining node
+  TensorMeta meta{};        ///< the value's meta (as the consumer sees it)
+  bool known = false;       ///< meta known
+};
+
+/// What `plan_graph` saw at one node, for tools that build on the greedy plan (the global
+/// planner): every source value (placeholder / get_attr) as it is defined, and every op node
+/// with its call, the sources of its tensor inputs, its rule (nullptr when it fell back) and the
+/// greedy choice. The references are valid only during the callback.
+struct PlanObserver {
+  /// A placeholder or get_attr node: its spec (pinned by PlanOptions::placements, else Replicate)
+  /// and meta.
+  std::function<void(const fx::Node& node, const Spec& spec, const TensorMeta& meta, bool known)> on_source;
+  /// An op node (not getitem, not symbolic).
+  std::function<void(const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule,
+                     const PlannedNode& planned)>
+      on_op;
+};
+
 /// The first hint prime of an unbound symbol (the next ones are the following primes).
 inline constexpr std::int64_t first_symbol_hint = 8191;
 
@@ -75,6 +100,8 @@ inline constexpr std::int64_t first_symbol_hint = 8191;
 /// the graph or its spec has the wrong mesh rank, when a `symbols` name is not a symbol of the
 /// graph or its value is below 1, or when a size expression of the graph does not parse.
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry);
+/// The same plan, reporting every source and op node to `observer` as it is planned.
+Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
 
 /// The `plan --json` document: source, mesh, placements, symbols ([{name, value, bound}]), nodes
 /// ({name, op, inputs, outputs, cost_us, fallback[, reason]}), total_cost_us, nodes_with_rule,

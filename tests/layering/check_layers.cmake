@@ -1,8 +1,9 @@
 # Fails when a public header includes one from a higher layer or a sibling it must not see.
 #   cmake -DROOT=<dir holding ctshard/> -P check_layers.cmake
 # Layers (docs/architecture.md): base (config.hpp, error.hpp) -> core -> einsum -> rules ->
-# {expand, select, registry} -> umbrellas (ctshard.hpp -> rules.hpp -> runtime.hpp -> registry.hpp) -> tools (examples/, python/,
-# outside include/). cost/ needs core only and feeds select/; ext/ are opt-in views over expand/.
+# {expand, select, registry} -> solve -> umbrellas (ctshard.hpp -> rules.hpp -> runtime.hpp -> registry.hpp) -> tools
+# (examples/, python/, outside include/). cost/ needs core only and feeds select/; solve/ (the whole-graph solver) sits
+# above select/ and is in no umbrella; ext/ are opt-in views over expand/.
 # A unit may include itself and the units listed for it; nothing in include/ names a tool.
 set(allowed_base     base)
 set(allowed_core     base core)
@@ -12,6 +13,7 @@ set(allowed_cost     base core cost)
 set(allowed_expand   base core einsum rules expand)
 set(allowed_select   base core einsum rules cost select)
 set(allowed_registry base core einsum rules registry)
+set(allowed_solve    base core einsum rules cost select solve)  # whole-graph solver: candidates over select/, priced by cost/
 set(allowed_ext      base core einsum rules expand ext)
 set(allowed_ctshard.hpp  base core einsum rules cost expand select)  # compile-time tables + selection rules
 set(allowed_rules.hpp    base core einsum rules ctshard.hpp)

@@ -78,5 +78,13 @@
 #include "ctshard/select/search_query.hpp"
 #include "ctshard/select/selection.hpp"
 #include "ctshard/select/survivor_count.hpp"
+#include "ctshard/solve/branch_and_bound.hpp"
+#include "ctshard/solve/candidates.hpp"
+#include "ctshard/solve/cost_graph.hpp"
+#include "ctshard/solve/dual.hpp"
+#include "ctshard/solve/iopddl.hpp"
+#include "ctshard/solve/problem.hpp"
+#include "ctshard/solve/reductions.hpp"
+#include "ctshard/solve/solver.hpp"
 
 static_assert(ctshard::max_mesh_dims == 8 && ctshard::max_tensor_dims == 8);

@@ -1,0 +1,423 @@
+#pragma once
+/// \file solve/problem.hpp
+/// The solver's working copy of a cost graph: costs scaled to "fine" units (cost x scale, so the
+/// dual's messages keep sub-unit precision in integers and every bound is exact integer
+/// arithmetic), labels that can be removed, factored edges that carry their messages, and a
+/// record of every eliminated node for the reconstruction of a full assignment.
+///
+/// Invariant: for every assignment of the live nodes, with every eliminated node at its best
+/// label given its neighbours, scale * (objective of the original graph) equals
+/// `constant + sum of live unary costs + sum of live edge costs` (the "base" form). Messages are
+/// a reparametrization on top: theta'_u = theta_u + sum over incident edges of the edge's message
+/// to u, theta'_e = D - (message to u) - (message to v); they never change the base form.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ctshard/solve/cost_graph.hpp"
+
+namespace ctshard::solve::detail {
+
+using fine_t = std::int64_t;
+inline constexpr fine_t inf = forbidden;  ///< forbidden, in fine units too
+inline constexpr std::uint32_t no_class = std::numeric_limits<std::uint32_t>::max();
+
+[[nodiscard]] inline fine_t sat_add(fine_t a, fine_t b) noexcept { return (a >= inf || b >= inf) ? inf : a + b; }
+
+/// Floor division for possibly negative numerators (positive divisor).
+[[nodiscard]] inline fine_t floor_div(fine_t a, fine_t b) noexcept {
+  fine_t q = a / b;
+  if ((a % b != 0) && (a < 0)) --q;
+  return q;
+}
+
+struct WNode {
+  std::vector<fine_t> theta;         ///< base unary, finite
+  std::vector<std::uint32_t> label;  ///< original label id of each current label
+  std::vector<std::int64_t> usage;   ///< per current label (empty without limits)
+  std::vector<std::uint32_t> edges;  ///< live incident edges
+  std::vector<std::uint32_t> limits; ///< live usage limits the node belongs to
+  bool alive = true;
+};
+
+struct WEdge {
+  std::uint32_t u = 0, v = 0;
+  std::vector<std::uint32_t> rc, cc;  ///< class of each current label of u / v
+  std::uint32_t rows = 0, cols = 0;
+  std::vector<fine_t> d;              ///< rows * cols base costs (inf allowed)
+  std::vector<fine_t> mu, mv;         ///< messages to u / to v, per current label
+  bool alive = true;
+
+  [[nodiscard]] fine_t at(std::size_t a, std::size_t b) const noexcept { return d[std::size_t{rc[a]} * cols + cc[b]]; }
+  [[nodiscard]] std::uint32_t other(std::uint32_t x) const noexcept { return x == u ? v : u; }
+};
+
+struct WLimit {
+  std::vector<std::uint32_t> nodes;  ///< live member nodes
+  std::int64_t limit = 0;            ///< minus the usage of members that left (fixed, or eliminated at their least usage)
+  /// Enforced limits constrain the search (their members with a varying usage are never
+  /// eliminated); the others only remove labels that no solution within them can use.
+  bool enforced = false;
+};
+
+/// One factor of an eliminated node, kept for reconstruction: its cost given the node's label
+/// (by row class) and the neighbour's original label (by class).
+struct ElimFactor {
+  std::uint32_t other = 0;
+  std::vector<std::uint32_t> rc;              ///< per label of the eliminated node (at elimination)
+  std::vector<std::uint32_t> class_of_label;  ///< per original label of `other` (no_class when absent then)
+  std::uint32_t cols = 0;
+  std::vector<fine_t> d;
+};
+
+struct Elimination {
+  std::uint32_t node = 0;
+  std::vector<std::uint32_t> label;  ///< original label ids at elimination
+  std::vector<fine_t> theta;         ///< base unary at elimination
+  std::vector<ElimFactor> factors;   ///< 0, 1 or 2
+};
+
+class Problem {
+ public:
+  std::vector<WNode> nodes;
+  std::vector<WEdge> edges;
+  std::vector<WLimit> limits;
+  std::vector<Elimination> eliminated;  ///< in elimination order
+  std::vector<std::uint32_t> original_labels;  ///< per node, its label count in the input graph
+  fine_t constant = 0;
+  fine_t scale = 1;
+  bool infeasible = false;  ///< some node lost every label
+
+  /// Builds the working copy of `g` at `scale` (costs multiplied). Forbidden unary labels are
+  /// dropped at once. Every usage limit is copied; `enforced[k]` (when given) marks limit k as
+  /// enforced.
+  Problem(const CostGraph& g, fine_t scale_, const std::vector<char>* enforced = nullptr) : scale(scale_) {
+    const std::size_t n = g.num_nodes();
+    nodes.resize(n);
+    original_labels.resize(n);
+    constant = g.constant * scale;
+    const bool use = !g.limits.empty();
+    for (std::size_t u = 0; u < n; ++u) {
+      WNode& w = nodes[u];
+      original_labels[u] = static_cast<std::uint32_t>(g.num_labels(u));
+      w.theta.reserve(g.num_labels(u));
+      for (std::size_t a = 0; a < g.num_labels(u); ++a) {
+        w.theta.push_back(is_forbidden(g.unary[u][a]) ? inf : g.unary[u][a] * scale);
+        w.label.push_back(static_cast<std::uint32_t>(a));
+        if (use) w.usage.push_back(g.usage[u][a]);
+      }
+    }
+    for (const auto& e : g.edges) {
+      WEdge w;
+      w.u = e.u;
+      w.v = e.v;
+      w.rc = e.row_class;
+      w.cc = e.col_class;
+      w.rows = e.rows;
+      w.cols = e.cols;
+      w.d.resize(e.matrix.size());
+      for (std::size_t i = 0; i < e.matrix.size(); ++i) w.d[i] = is_forbidden(e.matrix[i]) ? inf : e.matrix[i] * scale;
+      w.mu.assign(w.rc.size(), 0);
+      w.mv.assign(w.cc.size(), 0);
+      add_edge(std::move(w));
+    }
+    if (use) {
+      for (std::size_t k = 0; k < g.limits.size(); ++k) {
+        const auto& l = g.limits[k];
+        WLimit wl;
+        wl.limit = l.limit;
+        wl.enforced = enforced != nullptr && k < enforced->size() && (*enforced)[k];
+        std::vector<std::uint32_t> members = l.nodes;
+        std::sort(members.begin(), members.end());
+        members.erase(std::unique(members.begin(), members.end()), members.end());
+        wl.nodes = members;
+        limits.push_back(std::move(wl));
+        for (auto u : members) nodes[u].limits.push_back(static_cast<std::uint32_t>(limits.size() - 1));
+      }
+    }
+    for (std::uint32_t u = 0; u < n; ++u) {
+      std::vector<char> keep(nodes[u].theta.size());
+      for (std::size_t a = 0; a < keep.size(); ++a) keep[a] = nodes[u].theta[a] < inf;
+      keep_labels(u, keep);
+    }
+  }
+
+  [[nodiscard]] std::size_t num_labels(std::uint32_t u) const noexcept { return nodes[u].theta.size(); }
+  [[nodiscard]] std::size_t degree(std::uint32_t u) const noexcept { return nodes[u].edges.size(); }
+
+  /// theta'_u: base unary plus incoming messages.
+  void reparam_unary(std::uint32_t u, std::vector<fine_t>& out) const {
+    const WNode& n = nodes[u];
+    out.assign(n.theta.begin(), n.theta.end());
+    for (auto ei : n.edges) {
+      const WEdge& e = edges[ei];
+      const auto& m = e.u == u ? e.mu : e.mv;
+      for (std::size_t a = 0; a < out.size(); ++a) out[a] += m[a];
+    }
+  }
+
+  /// Adds an edge, merging it into a live parallel edge when there is one. Returns its index.
+  std::uint32_t add_edge(WEdge e) {
+    if (e.u == e.v) throw error("ctshard::solve: self edge");
+    const std::uint32_t a = nodes[e.u].edges.size() <= nodes[e.v].edges.size() ? e.u : e.v;
+    for (auto ei : nodes[a].edges) {
+      WEdge& f = edges[ei];
+      if ((f.u == e.u && f.v == e.v) || (f.u == e.v && f.v == e.u)) {
+        merge_into(ei, std::move(e));
+        return ei;
+      }
+    }
+    const auto id = static_cast<std::uint32_t>(edges.size());
+    nodes[e.u].edges.push_back(id);
+    nodes[e.v].edges.push_back(id);
+    edges.push_back(std::move(e));
+    compact_classes(id);
+    return id;
+  }
+
+  /// Removes a live edge from the graph (its messages vanish).
+  void drop_edge(std::uint32_t ei) {
+    WEdge& e = edges[ei];
+    e.alive = false;
+    for (auto x : {e.u, e.v}) {
+      auto& inc = nodes[x].edges;
+      inc.erase(std::find(inc.begin(), inc.end(), ei));
+    }
+    std::vector<fine_t>().swap(e.d);
+    std::vector<fine_t>().swap(e.mu);
+    std::vector<fine_t>().swap(e.mv);
+    std::vector<std::uint32_t>().swap(e.rc);
+    std::vector<std::uint32_t>().swap(e.cc);
+  }
+
+  /// Keeps the labels of `u` whose `keep` entry is nonzero; returns the number removed. A node left
+  /// without labels makes the problem infeasible.
+  std::size_t keep_labels(std::uint32_t u, const std::vector<char>& keep) {
+    WNode& n = nodes[u];
+    std::size_t kept = 0;
+    for (std::size_t a = 0; a < keep.size(); ++a) kept += keep[a] ? 1 : 0;
+    if (kept == keep.size()) return 0;
+    if (kept == 0) infeasible = true;
+    const auto shrink = [&](auto& vec) {
+      std::size_t j = 0;
+      for (std::size_t a = 0; a < keep.size(); ++a)
+        if (keep[a]) vec[j++] = vec[a];
+      vec.resize(j);
+    };
+    shrink(n.theta);
+    shrink(n.label);
+    if (!n.usage.empty()) shrink(n.usage);
+    for (auto ei : n.edges) {
+      WEdge& e = edges[ei];
+      if (e.u == u) {
+        shrink(e.rc);
+        shrink(e.mu);
+      } else {
+        shrink(e.cc);
+        shrink(e.mv);
+      }
+      compact_classes(ei);
+    }
+    return keep.size() - kept;
+  }
+
+  /// Renumbers the classes an edge uses and merges identical rows / columns of its matrix.
+  void compact_classes(std::uint32_t ei) {
+    WEdge& e = edges[ei];
+    // Hash rows/cols first so that comparisons are cheap.
+    const std::uint32_t R = e.rows, C = e.cols;
+    std::vector<std::uint64_t> row_hash(R, 0), col_hash(C, 0);
+    std::vector<char> col_used(C, 0), row_used(R, 0);
+    for (auto c : e.cc) col_used[c] = 1;
+    for (auto r : e.rc) row_used[r] = 1;
+    for (std::uint32_t r = 0; r < R; ++r)
+      if (row_used[r])
+        for (std::uint32_t c = 0; c < C; ++c)
+          if (col_used[c]) {
+            const auto x = static_cast<std::uint64_t>(e.d[std::size_t{r} * C + c]);
+            row_hash[r] = row_hash[r] * 0x9E3779B97F4A7C15ull + x + c;
+            col_hash[c] = col_hash[c] * 0x9E3779B97F4A7C15ull + x + r;
+          }
+    const auto same_row = [&](std::uint32_t a, std::uint32_t b) {
+      if (row_hash[a] != row_hash[b]) return false;
+      for (std::uint32_t c = 0; c < C; ++c)
+        if (col_used[c] && e.d[std::size_t{a} * C + c] != e.d[std::size_t{b} * C + c]) return false;
+      return true;
+    };
+    const auto same_col = [&](std::uint32_t a, std::uint32_t b) {
+      if (col_hash[a] != col_hash[b]) return false;
+      for (std::uint32_t r = 0; r < R; ++r)
+        if (row_used[r] && e.d[std::size_t{r} * C + a] != e.d[std::size_t{r} * C + b]) return false;
+      return true;
+    };
+    // bucket by hash to keep renumbering near linear
+    const auto dedup = [&](std::vector<std::uint32_t>& cls, std::uint32_t count, const std::vector<std::uint64_t>& hash, const auto& same) {
+      std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> buckets;
+      std::vector<std::uint32_t> map(count, no_class), reps;
+      for (auto& c : cls) {
+        if (map[c] == no_class) {
+          auto& bucket = buckets[hash[c]];
+          std::uint32_t found = no_class;
+          for (auto k : bucket)
+            if (same(reps[k], c)) {
+              found = k;
+              break;
+            }
+          if (found == no_class) {
+            found = static_cast<std::uint32_t>(reps.size());
+            reps.push_back(c);
+            bucket.push_back(found);
+          }
+          map[c] = found;
+        }
+        c = map[c];
+      }
+      return reps;
+    };
+    const std::vector<std::uint32_t> row_rep = dedup(e.rc, R, row_hash, same_row);
+    const std::vector<std::uint32_t> col_rep = dedup(e.cc, C, col_hash, same_col);
+    if (row_rep.size() == R && col_rep.size() == C) {
+      bool identity = true;
+      for (std::uint32_t r = 0; r < R && identity; ++r) identity = row_rep[r] == r;
+      for (std::uint32_t c = 0; c < C && identity; ++c) identity = col_rep[c] == c;
+      if (identity) return;
+    }
+    std::vector<fine_t> d(row_rep.size() * col_rep.size());
+    for (std::size_t r = 0; r < row_rep.size(); ++r)
+      for (std::size_t c = 0; c < col_rep.size(); ++c) d[r * col_rep.size() + c] = e.d[std::size_t{row_rep[r]} * C + col_rep[c]];
+    e.d = std::move(d);
+    e.rows = static_cast<std::uint32_t>(row_rep.size());
+    e.cols = static_cast<std::uint32_t>(col_rep.size());
+  }
+
+  /// Records node u (about to be eliminated) with its factors, for reconstruction.
+  Elimination& record(std::uint32_t u) {
+    Elimination el;
+    el.node = u;
+    el.label = nodes[u].label;
+    el.theta = nodes[u].theta;
+    eliminated.push_back(std::move(el));
+    return eliminated.back();
+  }
+
+  /// The factor of edge `ei` seen from its endpoint `u`.
+  [[nodiscard]] ElimFactor factor_from(std::uint32_t ei, std::uint32_t u) const {
+    const WEdge& e = edges[ei];
+    ElimFactor f;
+    f.other = e.other(u);
+    const bool first = e.u == u;
+    const auto& own = first ? e.rc : e.cc;
+    const auto& oth = first ? e.cc : e.rc;
+    const std::uint32_t own_n = first ? e.rows : e.cols, oth_n = first ? e.cols : e.rows;
+    f.rc = own;
+    f.cols = oth_n;
+    f.class_of_label.assign(original_labels[f.other], no_class);
+    for (std::size_t b = 0; b < oth.size(); ++b) f.class_of_label[nodes[f.other].label[b]] = oth[b];
+    f.d.resize(std::size_t{own_n} * oth_n);
+    for (std::uint32_t r = 0; r < own_n; ++r)
+      for (std::uint32_t c = 0; c < oth_n; ++c) f.d[std::size_t{r} * oth_n + c] = first ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r];
+    return f;
+  }
+
+  /// Removes a node from its limits, charging each its usage: the label's when the node has one
+  /// label, else the least (only for nodes that are not protected).
+  void leave_limits(std::uint32_t u) {
+    const WNode& n = nodes[u];
+    if (n.usage.empty()) return;
+    const std::int64_t least = n.usage.empty() ? 0 : *std::min_element(n.usage.begin(), n.usage.end());
+    for (auto li : nodes[u].limits) {
+      WLimit& l = limits[li];
+      l.limit -= least;
+      l.nodes.erase(std::find(l.nodes.begin(), l.nodes.end(), u));
+    }
+    nodes[u].limits.clear();
+  }
+
+  /// Whether u may not be eliminated: an enforced limit contains it and its usage differs
+  /// between its labels.
+  [[nodiscard]] bool is_protected(std::uint32_t u) const {
+    const WNode& n = nodes[u];
+    if (n.limits.empty() || n.usage.empty()) return false;
+    if (std::none_of(n.limits.begin(), n.limits.end(), [&](std::uint32_t li) { return limits[li].enforced; })) return false;
+    return std::any_of(n.usage.begin(), n.usage.end(), [&](std::int64_t x) { return x != n.usage[0]; });
+  }
+
+  /// Reconstructs a full assignment (original label ids) from the labels of the live nodes
+  /// (`live[u]` = current label index for live u; ignored otherwise).
+  [[nodiscard]] std::vector<std::uint32_t> reconstruct(const std::vector<std::uint32_t>& live) const {
+    std::vector<std::uint32_t> out(nodes.size(), no_class);
+    for (std::uint32_t u = 0; u < nodes.size(); ++u)
+      if (nodes[u].alive) out[u] = nodes[u].label[live[u]];
+    for (std::size_t k = eliminated.size(); k-- > 0;) {
+      const Elimination& el = eliminated[k];
+      fine_t best = inf;
+      std::size_t arg = 0;
+      bool any = false;
+      for (std::size_t a = 0; a < el.label.size(); ++a) {
+        fine_t c = el.theta[a];
+        for (const auto& f : el.factors) {
+          const std::uint32_t cls = f.class_of_label[out[f.other]];
+          c = sat_add(c, cls == no_class ? inf : f.d[std::size_t{f.rc[a]} * f.cols + cls]);
+        }
+        if (!any || c < best) {
+          best = c;
+          arg = a;
+          any = true;
+        }
+      }
+      out[el.node] = el.label[arg];
+    }
+    return out;
+  }
+
+ private:
+  /// Adds `e` (between the same nodes as edge `into`) to edge `into`.
+  void merge_into(std::uint32_t into, WEdge e) {
+    WEdge& f = edges[into];
+    if (e.u != f.u) {  // transpose e
+      std::vector<fine_t> t(e.d.size());
+      for (std::uint32_t r = 0; r < e.rows; ++r)
+        for (std::uint32_t c = 0; c < e.cols; ++c) t[std::size_t{c} * e.rows + r] = e.d[std::size_t{r} * e.cols + c];
+      e.d = std::move(t);
+      std::swap(e.rows, e.cols);
+      std::swap(e.rc, e.cc);
+      std::swap(e.mu, e.mv);
+      std::swap(e.u, e.v);
+    }
+    const auto pair_classes = [](const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b, std::uint32_t nb,
+                                 std::vector<std::uint32_t>& out, std::vector<std::pair<std::uint32_t, std::uint32_t>>& reps) {
+      std::unordered_map<std::uint64_t, std::uint32_t> ids;
+      out.resize(a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const std::uint64_t key = std::uint64_t{a[i]} * nb + b[i];
+        auto [it, fresh] = ids.emplace(key, static_cast<std::uint32_t>(reps.size()));
+        if (fresh) reps.emplace_back(a[i], b[i]);
+        out[i] = it->second;
+      }
+    };
+    std::vector<std::uint32_t> rc, cc;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> rreps, creps;
+    pair_classes(f.rc, e.rc, e.rows, rc, rreps);
+    pair_classes(f.cc, e.cc, e.cols, cc, creps);
+    std::vector<fine_t> d(rreps.size() * creps.size());
+    for (std::size_t r = 0; r < rreps.size(); ++r)
+      for (std::size_t c = 0; c < creps.size(); ++c)
+        d[r * creps.size() + c] = sat_add(f.d[std::size_t{rreps[r].first} * f.cols + creps[c].first], e.d[std::size_t{rreps[r].second} * e.cols + creps[c].second]);
+    f.rc = std::move(rc);
+    f.cc = std::move(cc);
+    f.rows = static_cast<std::uint32_t>(rreps.size());
+    f.cols = static_cast<std::uint32_t>(creps.size());
+    f.d = std::move(d);
+    for (std::size_t a = 0; a < f.mu.size(); ++a) f.mu[a] += e.mu[a];
+    for (std::size_t b = 0; b < f.mv.size(); ++b) f.mv[b] += e.mv[b];
+    compact_classes(into);
+  }
+};
+
+}  // namespace ctshard::solve::detail

@@ -1,0 +1,389 @@
+#pragma once
+/// \file solve/reductions.hpp
+/// Exact reductions of a working problem; each keeps at least one optimal solution (of the
+/// problem restricted to solutions no worse than any bound the caller prunes with):
+/// - forbidden labels and pairs: a label without a finite partner on some edge goes (arc
+///   consistency); a label whose usage alone breaks a limit, given the least usage of the other
+///   members, goes (limit propagation);
+/// - fixed nodes (one label) fold into their neighbours' unary costs;
+/// - separable edges (cost = f(row) + g(col), which covers edges where one side has a single
+///   class) fold into the unary costs;
+/// - dominated labels: b goes when some a is never worse in any context
+///   (theta(a) - theta(b) + sum over edges of max over the neighbour's labels of the difference
+///   <= 0) and uses no more of any enforced limit;
+/// - degree 0, 1 and 2 elimination of unprotected nodes: an isolated node takes its best label, a
+///   leaf folds min over its labels into its neighbour, a degree-2 node becomes an edge between
+///   its two neighbours (merged with a parallel edge when there is one). The eliminated node's
+///   label is recovered afterwards (Problem::reconstruct).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "ctshard/solve/problem.hpp"
+
+namespace ctshard::solve::detail {
+
+struct ReduceOptions {
+  bool dominance = true;
+  bool eliminate = true;
+  /// Degree-2 eliminations whose work (label groups x new matrix cells) exceeds this are skipped.
+  std::size_t max_series_work = std::size_t{1} << 24;
+  /// ... or whose new matrix has more cells than this.
+  std::size_t max_edge_cells = std::size_t{1} << 20;
+  /// Dominance is tried on nodes whose pairwise-difference tables stay below this.
+  std::size_t max_dominance_work = std::size_t{1} << 22;
+};
+
+struct ReduceStats {
+  std::size_t labels_removed = 0;
+  std::size_t dominated = 0;
+  std::size_t fixed = 0;
+  std::size_t leaves = 0;
+  std::size_t series = 0;
+  std::size_t isolated = 0;
+  std::size_t separable_edges = 0;
+};
+
+/// Arc consistency plus limit propagation to a fixpoint. False when the problem became
+/// infeasible.
+inline bool propagate(Problem& p, ReduceStats& stats) {
+  std::deque<std::uint32_t> queue;
+  std::vector<char> queued(p.edges.size(), 0);
+  for (std::uint32_t e = 0; e < p.edges.size(); ++e)
+    if (p.edges[e].alive) {
+      queue.push_back(e);
+      queued[e] = 1;
+    }
+  const auto touch = [&](std::uint32_t u, std::uint32_t except) {
+    for (auto ei : p.nodes[u].edges)
+      if (ei != except && !queued[ei]) {
+        if (ei >= queued.size()) queued.resize(p.edges.size(), 0);
+        queued[ei] = 1;
+        queue.push_back(ei);
+      }
+  };
+  bool again = true;
+  while (again && !p.infeasible) {
+    again = false;
+    while (!queue.empty() && !p.infeasible) {
+      const std::uint32_t ei = queue.front();
+      queue.pop_front();
+      queued[ei] = 0;
+      if (!p.edges[ei].alive) continue;
+      for (int side = 0; side < 2 && !p.infeasible; ++side) {
+        WEdge& e = p.edges[ei];
+        const std::uint32_t x = side == 0 ? e.u : e.v;
+        const auto& own = side == 0 ? e.rc : e.cc;
+        const auto& oth = side == 0 ? e.cc : e.rc;
+        const std::uint32_t own_n = side == 0 ? e.rows : e.cols, oth_n = side == 0 ? e.cols : e.rows;
+        std::vector<char> oth_used(oth_n, 0);
+        for (auto c : oth) oth_used[c] = 1;
+        std::vector<char> supported(own_n, 0);
+        for (std::uint32_t r = 0; r < own_n; ++r)
+          for (std::uint32_t c = 0; c < oth_n && !supported[r]; ++c) {
+            const fine_t d = side == 0 ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r];
+            supported[r] = oth_used[c] && d < inf;
+          }
+        std::vector<char> keep(own.size());
+        bool all = true;
+        for (std::size_t a = 0; a < own.size(); ++a) all = (keep[a] = supported[own[a]]) && all;
+        if (!all) {
+          stats.labels_removed += p.keep_labels(x, keep);
+          touch(x, ei);
+          if (!queued[ei]) {
+            queued[ei] = 1;
+            queue.push_back(ei);
+          }
+        }
+      }
+    }
+    // limits: a label whose extra usage exceeds the slack goes
+    for (auto& l : p.limits) {
+      if (p.infeasible) break;
+      std::int64_t least = 0;
+      for (auto u : l.nodes) least += *std::min_element(p.nodes[u].usage.begin(), p.nodes[u].usage.end());
+      const std::int64_t slack = l.limit - least;
+      if (slack < 0) {
+        p.infeasible = true;
+        break;
+      }
+      for (auto u : l.nodes) {
+        const auto& us = p.nodes[u].usage;
+        const std::int64_t lo = *std::min_element(us.begin(), us.end());
+        std::vector<char> keep(us.size());
+        bool all = true;
+        for (std::size_t a = 0; a < us.size(); ++a) all = (keep[a] = us[a] - lo <= slack) && all;
+        if (!all) {
+          stats.labels_removed += p.keep_labels(u, keep);
+          touch(u, ~0u);
+          again = true;
+        }
+      }
+    }
+    if (!queue.empty()) again = true;
+  }
+  return !p.infeasible;
+}
+
+/// Folds a node with a single label into its neighbours.
+inline void fix_node(Problem& p, std::uint32_t u, ReduceStats& stats) {
+  WNode& n = p.nodes[u];
+  p.record(u);
+  p.constant = sat_add(p.constant, n.theta[0]);
+  while (!n.edges.empty()) {
+    const std::uint32_t ei = n.edges.back();
+    WEdge& e = p.edges[ei];
+    const std::uint32_t w = e.other(u);
+    WNode& m = p.nodes[w];
+    const bool u_first = e.u == u;
+    std::vector<char> keep(m.theta.size(), 1);
+    bool all = true;
+    for (std::size_t b = 0; b < m.theta.size(); ++b) {
+      const fine_t d = u_first ? e.at(0, b) : e.at(b, 0);
+      m.theta[b] = sat_add(m.theta[b], d);
+      if (m.theta[b] >= inf) all = (keep[b] = 0);
+    }
+    p.drop_edge(ei);
+    if (!all) stats.labels_removed += p.keep_labels(w, keep);
+  }
+  p.leave_limits(u);
+  n.alive = false;
+  ++stats.fixed;
+}
+
+/// Folds a separable edge into the unary costs; false when it is not separable.
+inline bool fold_if_separable(Problem& p, std::uint32_t ei, ReduceStats& stats) {
+  WEdge& e = p.edges[ei];
+  const std::uint32_t R = e.rows, C = e.cols;
+  for (std::size_t i = 0; i < e.d.size(); ++i)
+    if (e.d[i] >= inf) return false;
+  for (std::uint32_t r = 1; r < R; ++r)
+    for (std::uint32_t c = 1; c < C; ++c)
+      if (e.d[std::size_t{r} * C + c] - e.d[std::size_t{r} * C] - e.d[c] + e.d[0] != 0) return false;
+  WNode& nu = p.nodes[e.u];
+  WNode& nv = p.nodes[e.v];
+  for (std::size_t a = 0; a < nu.theta.size(); ++a) nu.theta[a] += e.d[std::size_t{e.rc[a]} * C];
+  for (std::size_t b = 0; b < nv.theta.size(); ++b) nv.theta[b] += e.d[e.cc[b]] - e.d[0];
+  p.drop_edge(ei);
+  ++stats.separable_edges;
+  return true;
+}
+
+/// Leaf elimination: u has one edge.
+inline void eliminate_leaf(Problem& p, std::uint32_t u, ReduceStats& stats) {
+  const std::uint32_t ei = p.nodes[u].edges[0];
+  Elimination& el = p.record(u);
+  el.factors.push_back(p.factor_from(ei, u));
+  const ElimFactor& f = el.factors.back();
+  const WNode& n = p.nodes[u];
+  // best theta per own row class
+  std::uint32_t rows = 0;
+  for (auto r : f.rc) rows = std::max(rows, r + 1);
+  std::vector<fine_t> best(rows, inf);
+  for (std::size_t a = 0; a < n.theta.size(); ++a) best[f.rc[a]] = std::min(best[f.rc[a]], n.theta[a]);
+  std::vector<fine_t> col(f.cols, inf);
+  for (std::uint32_t c = 0; c < f.cols; ++c)
+    for (std::uint32_t r = 0; r < rows; ++r)
+      if (best[r] < inf) col[c] = std::min(col[c], sat_add(best[r], f.d[std::size_t{r} * f.cols + c]));
+  const std::uint32_t w = f.other;
+  const WEdge& e = p.edges[ei];
+  const auto& wcls = e.u == u ? e.cc : e.rc;
+  WNode& m = p.nodes[w];
+  std::vector<char> keep(m.theta.size(), 1);
+  bool all = true;
+  for (std::size_t b = 0; b < m.theta.size(); ++b) {
+    m.theta[b] = sat_add(m.theta[b], col[wcls[b]]);
+    if (m.theta[b] >= inf) all = (keep[b] = 0);
+  }
+  p.drop_edge(ei);
+  p.leave_limits(u);
+  p.nodes[u].alive = false;
+  if (!all) stats.labels_removed += p.keep_labels(w, keep);
+  ++stats.leaves;
+}
+
+/// Degree-2 elimination: u's two edges become one edge between its neighbours. False (nothing
+/// done) when the work would exceed the options' budget.
+inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& opt, ReduceStats& stats) {
+  const std::uint32_t e1 = p.nodes[u].edges[0], e2 = p.nodes[u].edges[1];
+  ElimFactor f1 = p.factor_from(e1, u), f2 = p.factor_from(e2, u);
+  const WNode& n = p.nodes[u];
+  // groups of u's labels by (row class on e1, row class on e2): best theta
+  std::map<std::pair<std::uint32_t, std::uint32_t>, fine_t> groups;
+  for (std::size_t a = 0; a < n.theta.size(); ++a) {
+    auto [it, fresh] = groups.emplace(std::make_pair(f1.rc[a], f2.rc[a]), n.theta[a]);
+    if (!fresh) it->second = std::min(it->second, n.theta[a]);
+  }
+  const std::size_t cells = std::size_t{f1.cols} * f2.cols;
+  if (cells > opt.max_edge_cells || groups.size() * cells > opt.max_series_work) return false;
+  WEdge ne;
+  ne.u = f1.other;
+  ne.v = f2.other;
+  {
+    const WEdge& a = p.edges[e1];
+    const WEdge& b = p.edges[e2];
+    ne.rc = a.u == u ? a.cc : a.rc;
+    ne.mu = a.u == u ? a.mv : a.mu;
+    ne.cc = b.u == u ? b.cc : b.rc;
+    ne.mv = b.u == u ? b.mv : b.mu;
+  }
+  ne.rows = f1.cols;
+  ne.cols = f2.cols;
+  ne.d.assign(cells, inf);
+  for (const auto& [key, th] : groups) {
+    const fine_t* r1 = &f1.d[std::size_t{key.first} * f1.cols];
+    const fine_t* r2 = &f2.d[std::size_t{key.second} * f2.cols];
+    for (std::uint32_t c1 = 0; c1 < f1.cols; ++c1) {
+      const fine_t x = sat_add(th, r1[c1]);
+      if (x >= inf) continue;
+      fine_t* out = &ne.d[std::size_t{c1} * f2.cols];
+      for (std::uint32_t c2 = 0; c2 < f2.cols; ++c2) {
+        if (r2[c2] >= inf) continue;
+        const fine_t y = x + r2[c2];
+        if (y < out[c2]) out[c2] = y;
+      }
+    }
+  }
+  Elimination& el = p.record(u);
+  el.factors.push_back(std::move(f1));
+  el.factors.push_back(std::move(f2));
+  p.drop_edge(e1);
+  p.drop_edge(e2);
+  p.leave_limits(u);
+  p.nodes[u].alive = false;
+  p.add_edge(std::move(ne));
+  ++stats.series;
+  return true;
+}
+
+/// Removes dominated labels of u (see the file comment). Returns the number removed.
+inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOptions& opt) {
+  const WNode& n = p.nodes[u];
+  const std::size_t L = n.theta.size();
+  if (L < 2) return 0;
+  std::size_t work = L * L * std::max<std::size_t>(1, n.edges.size());
+  for (auto ei : n.edges) {
+    const WEdge& e = p.edges[ei];
+    const std::size_t own = e.u == u ? e.rows : e.cols, oth = e.u == u ? e.cols : e.rows;
+    work += own * own * oth;
+  }
+  if (work > opt.max_dominance_work) return 0;
+  // per edge: maxdiff[ra][rb] = max over the neighbour's classes in use of d(ra, c) - d(rb, c)
+  struct Table {
+    std::uint32_t own = 0;
+    std::vector<fine_t> maxdiff;
+    const std::vector<std::uint32_t>* cls = nullptr;
+  };
+  std::vector<Table> tables;
+  for (auto ei : n.edges) {
+    const WEdge& e = p.edges[ei];
+    const bool first = e.u == u;
+    Table t;
+    t.own = first ? e.rows : e.cols;
+    const std::uint32_t oth = first ? e.cols : e.rows;
+    t.cls = first ? &e.rc : &e.cc;
+    std::vector<char> used(oth, 0);
+    for (auto c : (first ? e.cc : e.rc)) used[c] = 1;
+    const auto d = [&](std::uint32_t r, std::uint32_t c) { return first ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r]; };
+    t.maxdiff.assign(std::size_t{t.own} * t.own, -inf);
+    for (std::uint32_t ra = 0; ra < t.own; ++ra)
+      for (std::uint32_t rb = 0; rb < t.own; ++rb) {
+        fine_t m = ra == rb ? 0 : -inf;
+        if (ra != rb)
+          for (std::uint32_t c = 0; c < oth && m < inf; ++c) {
+            if (!used[c]) continue;
+            const fine_t db = d(rb, c);
+            if (db >= inf) continue;
+            const fine_t da = d(ra, c);
+            m = da >= inf ? inf : std::max(m, da - db);
+          }
+        t.maxdiff[std::size_t{ra} * t.own + rb] = m;
+      }
+    tables.push_back(std::move(t));
+  }
+  std::vector<char> keep(L, 1);
+  const bool usage = !n.usage.empty() && !n.limits.empty();
+  for (std::size_t b = 0; b < L; ++b) {
+    for (std::size_t a = 0; a < L; ++a) {
+      if (a == b || !keep[a]) continue;
+      if (usage && n.usage[a] > n.usage[b]) continue;
+      fine_t total = n.theta[a] - n.theta[b];
+      for (const auto& t : tables) {
+        const fine_t m = t.maxdiff[std::size_t{(*t.cls)[a]} * t.own + (*t.cls)[b]];
+        if (m >= inf) {
+          total = inf;
+          break;
+        }
+        if (m <= -inf) continue;  // b has no finite partner here (arc consistency removes it)
+        total += m;
+      }
+      if (total <= 0) {
+        keep[b] = 0;
+        break;
+      }
+    }
+  }
+  return p.keep_labels(u, keep);
+}
+
+/// All reductions to a fixpoint. Returns false when the problem is infeasible.
+inline bool reduce(Problem& p, const ReduceOptions& opt, ReduceStats& stats) {
+  std::vector<char> dominance_done(p.nodes.size(), 0);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    if (!propagate(p, stats)) return false;
+    for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+      if (!p.nodes[u].alive) continue;
+      if (p.num_labels(u) == 1) {
+        fix_node(p, u, stats);
+        changed = true;
+      }
+    }
+    if (p.infeasible) return false;
+    for (std::uint32_t ei = 0; ei < p.edges.size(); ++ei)
+      if (p.edges[ei].alive && fold_if_separable(p, ei, stats)) changed = true;
+    if (opt.eliminate) {
+      for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+        if (!p.nodes[u].alive || p.is_protected(u) || p.infeasible) continue;
+        const std::size_t deg = p.degree(u);
+        if (deg == 0) {
+          WNode& n = p.nodes[u];
+          const auto best = std::min_element(n.theta.begin(), n.theta.end());
+          Elimination& el = p.record(u);
+          (void)el;
+          p.constant = sat_add(p.constant, *best);
+          p.leave_limits(u);
+          n.alive = false;
+          ++stats.isolated;
+          changed = true;
+        } else if (deg == 1) {
+          eliminate_leaf(p, u, stats);
+          changed = true;
+        } else if (deg == 2 && eliminate_series(p, u, opt, stats)) {
+          changed = true;
+        }
+      }
+      if (p.infeasible) return false;
+    }
+    if (!changed && opt.dominance) {
+      for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+        if (!p.nodes[u].alive || dominance_done[u]) continue;
+        dominance_done[u] = 1;
+        const std::size_t removed = remove_dominated(p, u, opt);
+        if (removed > 0) {
+          stats.dominated += removed;
+          changed = true;
+          for (auto ei : p.nodes[u].edges) dominance_done[p.edges[ei].other(u)] = 0;
+        }
+      }
+    }
+  }
+  return !p.infeasible;
+}
+
+}  // namespace ctshard::solve::detail

@@ -1,0 +1,390 @@
+#pragma once
+/// \file solve/solver.hpp
+/// The exact solver for a CostGraph: reductions, the dual bound, primal decoding and local search,
+/// reduced-cost fixing, then branch and bound on what remains. Anytime: under a time limit it
+/// returns the best labelling found, a proven lower bound and the gap (0 = proven optimal).
+///
+/// Usage limits are handled lazily: every limit removes labels that break it whatever the other
+/// nodes do (propagation), and a round solves the problem with the limits enforced so far (the
+/// others relaxed). If the round's optimum keeps every limit it is optimal; otherwise the limits
+/// it breaks become enforced and the next round starts. Every round's bound is a bound of the
+/// full problem.
+///
+/// \code
+///   ctshard::solve::CostGraph g;
+///   auto a = g.add_node({0, 5}), b = g.add_node({3, 0});
+///   g.add_dense_edge(a, b, {0, 7, 7, 0});
+///   const auto r = ctshard::solve::solve(g);  // r.cost == 3, r.lower_bound == 3, r.optimal
+/// \endcode
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ctshard/error.hpp"
+#include "ctshard/solve/branch_and_bound.hpp"
+#include "ctshard/solve/cost_graph.hpp"
+#include "ctshard/solve/dual.hpp"
+#include "ctshard/solve/problem.hpp"
+#include "ctshard/solve/reductions.hpp"
+
+namespace ctshard::solve {
+
+/// What the solver may use, and for how long.
+struct SolveOptions {
+  double time_limit_s = 10.0;               ///< wall-clock budget; the best answer so far is returned
+  std::size_t max_dual_iterations = 2000;   ///< per round of the dual
+  bool reductions = true;                   ///< exact reductions (elimination, dominance, ...)
+  bool dominance = true;                    ///< dominated-label removal (part of the reductions)
+  bool dual = true;                         ///< message passing (bound, decoding, reduced-cost fixing)
+  bool search = true;                       ///< branch and bound on what remains
+  std::size_t node_limit = static_cast<std::size_t>(-1);  ///< branch-and-bound nodes per round
+  /// A labelling to start from (e.g. the greedy plan): the first incumbent when it is feasible.
+  std::vector<std::uint32_t> start{};
+};
+
+/// Counters of one solve.
+struct SolveStats {
+  std::size_t nodes = 0, labels = 0, edges = 0;                 ///< input
+  std::size_t live_nodes = 0, live_labels = 0, live_edges = 0;  ///< after the first reduction
+  std::size_t core_nodes = 0, core_labels = 0;                  ///< what branch and bound saw (last round)
+  std::size_t eliminated = 0, dominated = 0, labels_removed = 0, reduced_cost_fixed = 0;
+  std::size_t dual_iterations = 0, search_nodes = 0, rounds = 0, enforced_limits = 0;
+  std::int64_t scale = 1;                 ///< fixed-point factor of the dual
+  double reduce_ms = 0, dual_ms = 0, search_ms = 0;
+};
+
+/// The answer.
+struct SolveResult {
+  std::vector<std::uint32_t> labels;  ///< one label per node; empty when nothing feasible was found
+  cost_t cost = forbidden;            ///< objective of `labels` (forbidden when none)
+  cost_t lower_bound = 0;             ///< proven: no feasible labelling costs less (forbidden: infeasible)
+  bool feasible = false;              ///< `labels` keeps every usage limit and has a finite cost
+  bool optimal = false;               ///< cost == lower_bound
+  std::string status;                 ///< "optimal", "infeasible", "time_limit"
+  double seconds = 0;
+  SolveStats stats;
+
+  /// (cost - lower_bound) / cost; 0 when proven optimal, 1 when nothing was found.
+  [[nodiscard]] double gap() const noexcept {
+    if (!feasible) return 1.0;
+    if (cost <= lower_bound) return 0.0;
+    return static_cast<double>(cost - lower_bound) / static_cast<double>(std::max<cost_t>(1, std::abs(cost)));
+  }
+};
+
+namespace detail {
+
+/// The fixed-point factor of the dual: a power of two (at most 2^16) that keeps every objective
+/// magnitude times it below 2^56. Throws ctshard::error when the costs are too large even at 1.
+inline fine_t choose_scale(const CostGraph& g) {
+  long double total = std::abs(static_cast<long double>(g.constant));
+  for (const auto& u : g.unary) {
+    cost_t m = 0;
+    for (auto c : u)
+      if (!is_forbidden(c)) m = std::max(m, std::abs(c));
+    total += static_cast<long double>(m);
+  }
+  for (const auto& e : g.edges) {
+    cost_t m = 0;
+    for (auto c : e.matrix)
+      if (!is_forbidden(c)) m = std::max(m, std::abs(c));
+    total += static_cast<long double>(m);
+  }
+  const long double cap = std::ldexp(1.0L, 56);
+  if (total > cap) throw error("ctshard::solve: the costs are too large for exact arithmetic (their sum exceeds 2^56)");
+  fine_t scale = 1;
+  while (scale < (fine_t{1} << 16) && total * static_cast<long double>(scale * 2) <= cap) scale *= 2;
+  return scale;
+}
+
+/// Ceil(a / b) for b > 0.
+[[nodiscard]] inline fine_t ceil_div(fine_t a, fine_t b) noexcept { return -floor_div(-a, b); }
+
+/// Iterated conditional modes on the live nodes (base costs): each node takes its best label
+/// given its neighbours, until nothing changes.
+inline void local_search(const Problem& p, std::vector<std::uint32_t>& labels, std::size_t sweeps = 20) {
+  std::vector<fine_t> c;
+  for (std::size_t s = 0; s < sweeps; ++s) {
+    bool changed = false;
+    for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+      const WNode& n = p.nodes[u];
+      if (!n.alive || n.theta.size() < 2) continue;
+      c.assign(n.theta.begin(), n.theta.end());
+      for (auto ei : n.edges) {
+        const WEdge& e = p.edges[ei];
+        if (e.u == u) {
+          const std::uint32_t xb = labels[e.v];
+          for (std::size_t a = 0; a < c.size(); ++a) c[a] = sat_add(c[a], e.at(a, xb));
+        } else {
+          const std::uint32_t xa = labels[e.u];
+          for (std::size_t b = 0; b < c.size(); ++b) c[b] = sat_add(c[b], e.at(xa, b));
+        }
+      }
+      const auto best = static_cast<std::uint32_t>(std::min_element(c.begin(), c.end()) - c.begin());
+      if (c[best] < c[labels[u]]) {
+        labels[u] = best;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+}
+
+/// Shared state of a solve across rounds.
+struct Incumbents {
+  const CostGraph& g;
+  std::vector<char> enforced;
+  std::vector<std::uint32_t> relax_labels, feasible_labels;
+  cost_t relax_cost = forbidden, feasible_cost = forbidden;
+
+  /// Records a full labelling: a relaxation incumbent when it keeps the enforced limits, a
+  /// feasible one when it keeps them all.
+  void consider(const std::vector<std::uint32_t>& labels) {
+    const cost_t c = g.evaluate(labels);
+    if (is_forbidden(c)) return;
+    if (c >= relax_cost && c >= feasible_cost) return;
+    bool keeps_enforced = true, keeps_all = true;
+    for (std::size_t k = 0; k < g.limits.size(); ++k) {
+      std::int64_t sum = 0;
+      for (auto u : g.limits[k].nodes) sum += g.usage[u][labels[u]];
+      if (sum > g.limits[k].limit) {
+        keeps_all = false;
+        if (enforced[k]) keeps_enforced = false;
+      }
+    }
+    if (keeps_enforced && c < relax_cost) {
+      relax_cost = c;
+      relax_labels = labels;
+    }
+    if (keeps_all && c < feasible_cost) {
+      feasible_cost = c;
+      feasible_labels = labels;
+    }
+  }
+  /// The pruning value: no labelling at or above it is of interest.
+  [[nodiscard]] cost_t upper() const noexcept { return std::min(relax_cost, feasible_cost); }
+};
+
+/// One round with the limits `inc.enforced`. Returns the proven lower bound of this relaxation
+/// (forbidden when the relaxation is infeasible); `complete` tells whether the round finished.
+inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale,
+                          std::chrono::steady_clock::time_point deadline, SolveStats& st, bool first_round, bool& complete) {
+  using clock = std::chrono::steady_clock;
+  const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
+  complete = false;
+  auto t0 = clock::now();
+  Problem p(g, scale, &inc.enforced);
+  ReduceOptions ro;
+  ro.dominance = o.dominance;
+  ro.eliminate = o.reductions;
+  ReduceStats rs;
+  const auto reduce_now = [&] {
+    if (o.reductions) return reduce(p, ro, rs);
+    return propagate(p, rs);
+  };
+  const auto live_count = [&](std::size_t& nodes, std::size_t& labels, std::size_t& edges) {
+    nodes = labels = edges = 0;
+    for (std::uint32_t u = 0; u < p.nodes.size(); ++u)
+      if (p.nodes[u].alive) {
+        ++nodes;
+        labels += p.num_labels(u);
+      }
+    for (const auto& e : p.edges) edges += e.alive ? 1 : 0;
+  };
+  bool ok = reduce_now();
+  st.reduce_ms += ms_since(t0);
+  if (first_round) live_count(st.live_nodes, st.live_labels, st.live_edges);
+  if (!ok) {
+    complete = true;
+    return forbidden;  // no labelling keeps the enforced limits and the forbidden pairs
+  }
+  std::vector<std::uint32_t> live(p.nodes.size(), 0);
+  const auto consider_live = [&](const std::vector<std::uint32_t>& labels) { inc.consider(p.reconstruct(labels)); };
+  const auto target_fine = [&]() -> fine_t {
+    const cost_t u = inc.upper();
+    return is_forbidden(u) ? inf - 1 : (u - 1) * scale;
+  };
+  std::size_t live_nodes = 0, live_labels = 0, live_edges = 0;
+  live_count(live_nodes, live_labels, live_edges);
+  if (live_nodes == 0) {  // everything eliminated: the reconstruction is this round's optimum
+    consider_live(live);
+    complete = true;
+    st.core_nodes = st.core_labels = 0;
+    return std::min(inc.upper(), p.constant >= inf ? forbidden : ceil_div(p.constant, scale));
+  }
+  fine_t lb_fine = p.constant;  // trivial bound until the dual runs
+  {
+    detail::Srmp tmp(p);
+    lb_fine = tmp.bound();
+  }
+  if (o.dual) {
+    auto t1 = clock::now();
+    for (int fixing_round = 0; fixing_round < 50; ++fixing_round) {
+      Srmp srmp(p);
+      std::vector<std::uint32_t> labels;
+      fine_t best_lb = -inf, window_start = -inf;
+      std::size_t it = 0;
+      for (; it < o.max_dual_iterations; ++it) {
+        const fine_t lb = srmp.iterate(labels);
+        ++st.dual_iterations;
+        best_lb = std::max(best_lb, lb);
+        local_search(p, labels, 3);
+        consider_live(labels);
+        if (ceil_div(best_lb, scale) >= inc.upper()) break;
+        if (it % 16 == 15) {  // stalled: less than 1/1024 of a unit in 16 iterations
+          if (best_lb - window_start < std::max<fine_t>(1, scale / 1024)) break;
+          window_start = best_lb;
+        }
+        if (clock::now() > deadline) break;
+      }
+      lb_fine = std::max(lb_fine, best_lb);
+      if (ceil_div(lb_fine, scale) >= inc.upper() || clock::now() > deadline) break;
+      // reduced-cost fixing with the state after the last backward pass (every edge minimum 0):
+      // a labelling with x_u = a costs at least lb - min theta'_u + theta'_u(a)
+      const fine_t last_lb = srmp.bound();
+      const fine_t target = target_fine();
+      std::size_t removed = 0;
+      std::vector<fine_t> t;
+      for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+        if (!p.nodes[u].alive) continue;
+        p.reparam_unary(u, t);
+        const fine_t mn = *std::min_element(t.begin(), t.end());
+        std::vector<char> keep(t.size());
+        bool all = true;
+        for (std::size_t a = 0; a < t.size(); ++a) all = (keep[a] = last_lb - mn + t[a] <= target) && all;
+        if (!all) removed += p.keep_labels(u, keep);
+      }
+      st.reduced_cost_fixed += removed;
+      if (p.infeasible) {  // nothing below the incumbent: it is optimal for this round
+        lb_fine = std::max(lb_fine, target + 1);
+        break;
+      }
+      if (removed == 0) break;
+      auto tr = clock::now();
+      if (!reduce_now()) {
+        lb_fine = std::max(lb_fine, target + 1);
+        break;
+      }
+      st.reduce_ms += ms_since(tr);
+      live_count(live_nodes, live_labels, live_edges);
+      if (live_nodes == 0) {
+        live.assign(p.nodes.size(), 0);
+        consider_live(live);
+        complete = true;
+        st.dual_ms += ms_since(t1);
+        return inc.upper();
+      }
+    }
+    st.dual_ms += ms_since(t1);
+  }
+  st.eliminated = p.eliminated.size();
+  st.dominated += rs.dominated;
+  st.labels_removed += rs.labels_removed;
+  if (p.infeasible || ceil_div(lb_fine, scale) >= inc.upper()) {
+    complete = true;
+    return inc.upper();
+  }
+  live_count(st.core_nodes, st.core_labels, live_edges);
+  if (!o.search) return ceil_div(lb_fine, scale);
+  auto t2 = clock::now();
+  BranchAndBound bb(
+      p, target_fine(),
+      [&](const std::vector<std::uint32_t>& labels, fine_t) {
+        consider_live(labels);
+        return target_fine();
+      },
+      deadline, o.node_limit);
+  const bool done = bb.run();
+  st.search_nodes += bb.nodes();
+  st.search_ms += ms_since(t2);
+  if (done) {
+    complete = true;
+    return inc.upper();
+  }
+  return std::max(ceil_div(lb_fine, scale), ceil_div(bb.root_bound(), scale));
+}
+
+}  // namespace detail
+
+/// Solves `g` (see the file comment). Throws ctshard::error for a malformed graph or a start
+/// labelling of the wrong size.
+[[nodiscard]] inline SolveResult solve(const CostGraph& g, const SolveOptions& o = {}) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(std::max(0.0, o.time_limit_s)));
+  g.validate();
+  SolveResult r;
+  r.stats.nodes = g.num_nodes();
+  r.stats.labels = g.total_labels();
+  r.stats.edges = g.edges.size();
+  const detail::fine_t scale = detail::choose_scale(g);
+  r.stats.scale = scale;
+  detail::Incumbents inc{g, std::vector<char>(g.limits.size(), 0), {}, {}, forbidden, forbidden};
+  if (!o.start.empty()) {
+    if (o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
+    inc.consider(o.start);
+  }
+  cost_t lower = std::numeric_limits<cost_t>::min();
+  bool infeasible = false, timed_out = false;
+  for (std::size_t round = 0;; ++round) {
+    bool complete = false;
+    ++r.stats.rounds;
+    const cost_t lb = detail::solve_round(g, o, inc, scale, deadline, r.stats, round == 0, complete);
+    lower = std::max(lower, lb);
+    if (is_forbidden(lb) && complete) {
+      infeasible = true;
+      break;
+    }
+    if (!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) break;  // proven
+    if (!complete || clock::now() > deadline) {
+      timed_out = true;
+      break;
+    }
+    // the round's optimum breaks some limits: enforce them and go again
+    std::size_t added = 0;
+    if (!inc.relax_labels.empty())
+      for (std::size_t k = 0; k < g.limits.size(); ++k) {
+        if (inc.enforced[k]) continue;
+        std::int64_t sum = 0;
+        for (auto u : g.limits[k].nodes) sum += g.usage[u][inc.relax_labels[u]];
+        if (sum > g.limits[k].limit) {
+          inc.enforced[k] = 1;
+          ++added;
+        }
+      }
+    if (added == 0) {  // should not happen: enforce everything
+      for (auto& e : inc.enforced) e = 1;
+    }
+    r.stats.enforced_limits = static_cast<std::size_t>(std::count(inc.enforced.begin(), inc.enforced.end(), 1));
+    inc.relax_cost = forbidden;
+    inc.relax_labels.clear();
+    if (added == 0 && r.stats.rounds > g.limits.size() + 1) {
+      timed_out = true;
+      break;
+    }
+  }
+  r.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  if (!is_forbidden(inc.feasible_cost)) {
+    r.labels = inc.feasible_labels;
+    r.cost = inc.feasible_cost;
+    r.feasible = true;
+  }
+  if (infeasible) {
+    r.lower_bound = r.feasible ? r.cost : forbidden;
+    r.status = r.feasible ? "optimal" : "infeasible";
+  } else {
+    r.lower_bound = r.feasible ? std::min(lower, r.cost) : lower;
+  }
+  r.optimal = r.feasible && r.lower_bound >= r.cost;
+  if (r.optimal) r.lower_bound = r.cost;
+  if (r.status.empty()) r.status = r.optimal ? "optimal" : (timed_out ? "time_limit" : "stopped");
+  return r;
+}
+
+}  // namespace ctshard::solve
