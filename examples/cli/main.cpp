@@ -11,7 +11,10 @@
 
 #include "commands.hpp"
 #include "ctshard/registry.hpp"
+#include "ctshard/solve/iopddl.hpp"
 #include "fx_graph.hpp"
+#include "global_plan.hpp"
+#include "iopddl_command.hpp"
 #include "plan.hpp"
 
 namespace {
@@ -124,6 +127,25 @@ int main(int argc, char** argv) {
                        "report rule coverage for every *.fx.txt in DIR (an unreadable file is an error line; exit 1 only when no file "
                        "could be read)");
   plan_cmd->add_flag("--json", json, "machine-readable output");
+  bool global = false;
+  GlobalOptions global_options;
+  std::vector<std::string> ties;
+  std::string export_path;
+  plan_cmd->add_flag("--global", global,
+                     "choose every node's strategy jointly: the exact optimum over the whole graph, with a lower bound and the gap "
+                     "(0 = proven optimal), compared with the greedy plan");
+  plan_cmd->add_option("--time-limit-ms", global_options.time_limit_ms, "--global: solver time budget (ms); the best plan so far is returned with its gap")
+      ->capture_default_str();
+  plan_cmd->add_flag("--free-inputs", global_options.free_inputs,
+                     "--global: unpinned inputs become variables; the objective adds each op's compute time and --memory-budget-gib applies");
+  plan_cmd->add_option("--device-tflops", global_options.device_tflops, "--free-inputs: per-device compute rate (TFLOP/s)")->capture_default_str();
+  plan_cmd->add_option("--device-gbps", global_options.device_gbps, "--free-inputs: per-device memory bandwidth (GB/s)")->capture_default_str();
+  plan_cmd->add_option("--memory-budget-gib", global_options.memory_budget_gib,
+                       "--free-inputs: per-device bytes of the graph inputs (parameters and activations), GiB; 0 = none")
+      ->capture_default_str();
+  plan_cmd->add_option("--tie", ties, "--global: two values that must share a placement, A=B (e.g. a parameter and its gradient; repeatable)");
+  plan_cmd->add_option("--export-costgraph", export_path,
+                       "write the plan's cost graph in the IOPDDL JSON format (costs in ns; .gz compresses)");
   std::string plan_linearity = "sound", plan_cost_model = "dtensor";
   const auto add_cost_model = [](CLI::App* cmd, std::string& model) {
     cmd->add_option("--cost-model", model,
@@ -202,6 +224,14 @@ int main(int argc, char** argv) {
   add_cost_model(cost_cmd, cost.cost_model);
   cost_cmd->add_flag("--json", cost_json_flag, "machine-readable output");
 
+  std::string iopddl_path;
+  double iopddl_time_limit = 60;
+  bool iopddl_json_flag = false;
+  auto* iopddl_cmd = app.add_subcommand("iopddl", "solve an IOPDDL contest instance (cost graph with per-time-step usage limits)");
+  iopddl_cmd->add_option("file", iopddl_path, "instance: .json or .json.gz")->required();
+  iopddl_cmd->add_option("--time-limit-s", iopddl_time_limit, "time budget (s), reading included")->capture_default_str();
+  iopddl_cmd->add_flag("--json", iopddl_json_flag, "machine-readable output (with the strategies)");
+
   bool ops_json = false;
   auto* ops_cmd = app.add_subcommand("ops", "list the op overloads that have a sharding rule");
   ops_cmd->add_flag("--json", ops_json, "machine-readable output");
@@ -226,6 +256,12 @@ int main(int argc, char** argv) {
       const auto t = table_json(options);
       if (table_json_flag) std::cout << t.dump() << '\n';
       else print_table(t, std::cout);
+      return 0;
+    }
+    if (*iopddl_cmd) {
+      const auto doc = iopddl_json(iopddl_path, iopddl_time_limit);
+      if (iopddl_json_flag) std::cout << doc.dump() << '\n';
+      else print_iopddl(doc, std::cout);
       return 0;
     }
     if (*ops_cmd) {
@@ -268,6 +304,21 @@ int main(int argc, char** argv) {
     }
     const fx::Graph graph = graph_path.empty() ? default_graph() : fx::read_fx_graph_file(graph_path);
     if (graph_path.empty() && options.placements.empty()) options.placements = default_placements(options.mesh.size());
+    for (const auto& t : ties) {
+      const auto eq = t.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) throw error("ctshard plan: --tie expects A=B, got '" + t + "'");
+      global_options.ties.emplace_back(t.substr(0, eq), t.substr(eq + 1));
+    }
+    if (!export_path.empty()) {
+      const auto g = build_cost_graph(graph, options, global_options, registry_for(plan_linearity, plan_passthrough));
+      write_maybe_gzip(export_path, solve::write_iopddl(g, graph.source_name));
+    }
+    if (global) {
+      const GlobalPlan plan = global_plan(graph, options, global_options, registry_for(plan_linearity, plan_passthrough));
+      if (json) std::cout << global_plan_json(plan, options, global_options).dump(2) << '\n';
+      else print_global_plan(plan, options, global_options, std::cout);
+      return 0;
+    }
     const Plan plan = plan_graph(graph, options, registry_for(plan_linearity, plan_passthrough));
     if (json) std::cout << plan_json(plan, options).dump(2) << '\n';
     else print_plan(plan, options, std::cout);

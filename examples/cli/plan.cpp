@@ -250,7 +250,7 @@ class Planner {
   }
 
   Resolved resolve(const fx::Arg& a) const {
-    Resolved r{Spec(mesh_.size()), TensorMeta{}, false, ""};
+    Resolved r{Spec(mesh_.size()), TensorMeta{}, false, "", "", 0};
     const auto it = values_.find(a.text);
     if (it == values_.end()) return r;
     const std::size_t k = a.index ? static_cast<std::size_t>(*a.index) : 0;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -48,9 +49,14 @@ struct CostEdge {
   std::vector<std::uint32_t> col_class;  ///< per label of v: its column in `matrix`
   std::uint32_t rows = 0, cols = 0;
   std::vector<cost_t> matrix;  ///< rows * cols, row-major; entries may be `forbidden`
+  /// Alternatively a matrix shared with other edges (repeated blocks of a model): used when set,
+  /// and then `matrix` stays empty.
+  std::shared_ptr<const std::vector<cost_t>> shared{};
 
+  /// The matrix in use (`shared` when set, else `matrix`).
+  [[nodiscard]] const std::vector<cost_t>& costs() const noexcept { return shared ? *shared : matrix; }
   /// The cost of labels (a, b).
-  [[nodiscard]] cost_t at(std::size_t a, std::size_t b) const noexcept { return matrix[std::size_t{row_class[a]} * cols + col_class[b]]; }
+  [[nodiscard]] cost_t at(std::size_t a, std::size_t b) const noexcept { return costs()[std::size_t{row_class[a]} * cols + col_class[b]]; }
 };
 
 /// A linear limit over node usages: the sum, over `nodes`, of the usage of each node's label is at
@@ -102,7 +108,7 @@ struct CostGraph {
     if (e.u >= num_nodes() || e.v >= num_nodes()) bad("node out of range");
     if (e.u == e.v) bad("a self edge (fold it into the unary costs)");
     if (e.row_class.size() != num_labels(e.u) || e.col_class.size() != num_labels(e.v)) bad("class maps do not match the label counts");
-    if (e.matrix.size() != std::size_t{e.rows} * e.cols) bad("matrix size is not rows * cols");
+    if (e.costs().size() != std::size_t{e.rows} * e.cols) bad("matrix size is not rows * cols");
     for (auto r : e.row_class)
       if (r >= e.rows) bad("row class out of range");
     for (auto c : e.col_class)
@@ -144,7 +150,7 @@ struct CostGraph {
       if (unary[u].empty()) throw error("ctshard::solve::CostGraph: node " + std::to_string(u) + " has no label");
     for (const auto& e : edges) {
       if (e.u >= num_nodes() || e.v >= num_nodes() || e.u == e.v || e.row_class.size() != num_labels(e.u) ||
-          e.col_class.size() != num_labels(e.v) || e.matrix.size() != std::size_t{e.rows} * e.cols)
+          e.col_class.size() != num_labels(e.v) || e.costs().size() != std::size_t{e.rows} * e.cols)
         throw error("ctshard::solve::CostGraph: malformed edge " + std::to_string(e.u) + "-" + std::to_string(e.v));
       for (auto r : e.row_class)
         if (r >= e.rows) throw error("ctshard::solve::CostGraph: row class out of range");

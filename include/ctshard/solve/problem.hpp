@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <unordered_map>
 #include <utility>
@@ -37,6 +38,23 @@ inline constexpr std::uint32_t no_class = std::numeric_limits<std::uint32_t>::ma
   return q;
 }
 
+/// A cost matrix shared between edges (and elimination records) until one of them replaces it;
+/// read-only.
+class SharedMatrix {
+ public:
+  SharedMatrix() = default;
+  explicit SharedMatrix(std::vector<fine_t> v) : p_(std::make_shared<const std::vector<fine_t>>(std::move(v))) {}
+  [[nodiscard]] const fine_t& operator[](std::size_t i) const noexcept { return (*p_)[i]; }
+  [[nodiscard]] const fine_t* data() const noexcept { return p_->data(); }
+  [[nodiscard]] std::size_t size() const noexcept { return p_ ? p_->size() : 0; }
+  [[nodiscard]] const fine_t* begin() const noexcept { return p_->data(); }
+  [[nodiscard]] const fine_t* end() const noexcept { return p_->data() + p_->size(); }
+  void reset() noexcept { p_.reset(); }
+
+ private:
+  std::shared_ptr<const std::vector<fine_t>> p_;
+};
+
 struct WNode {
   std::vector<fine_t> theta;         ///< base unary, finite
   std::vector<std::uint32_t> label;  ///< original label id of each current label
@@ -50,7 +68,7 @@ struct WEdge {
   std::uint32_t u = 0, v = 0;
   std::vector<std::uint32_t> rc, cc;  ///< class of each current label of u / v
   std::uint32_t rows = 0, cols = 0;
-  std::vector<fine_t> d;              ///< rows * cols base costs (inf allowed)
+  SharedMatrix d;                     ///< rows * cols base costs (inf allowed)
   std::vector<fine_t> mu, mv;         ///< messages to u / to v, per current label
   bool alive = true;
 
@@ -67,13 +85,25 @@ struct WLimit {
 };
 
 /// One factor of an eliminated node, kept for reconstruction: its cost given the node's label
-/// (by row class) and the neighbour's original label (by class).
+/// (by class) and the neighbour's original label (by class). The edge's matrix is shared, not
+/// copied: `at(own class, other class)` reads it in either orientation.
 struct ElimFactor {
   std::uint32_t other = 0;
   std::vector<std::uint32_t> rc;              ///< per label of the eliminated node (at elimination)
   std::vector<std::uint32_t> class_of_label;  ///< per original label of `other` (no_class when absent then)
-  std::uint32_t cols = 0;
-  std::vector<fine_t> d;
+  std::uint32_t own = 0, cols = 0;            ///< classes of the eliminated node / of `other`
+  SharedMatrix d;
+  bool own_is_row = true;                     ///< d is own x other (else other x own)
+  [[nodiscard]] fine_t at(std::uint32_t r, std::uint32_t c) const noexcept {
+    return own_is_row ? d[std::size_t{r} * cols + c] : d[std::size_t{c} * own + r];
+  }
+  /// The matrix as own x other, row-major (a copy only when it is stored the other way).
+  [[nodiscard]] std::vector<fine_t> rows() const {
+    std::vector<fine_t> out(std::size_t{own} * cols);
+    for (std::uint32_t r = 0; r < own; ++r)
+      for (std::uint32_t c = 0; c < cols; ++c) out[std::size_t{r} * cols + c] = at(r, c);
+    return out;
+  }
 };
 
 struct Elimination {
@@ -113,6 +143,7 @@ class Problem {
         if (use) w.usage.push_back(g.usage[u][a]);
       }
     }
+    std::unordered_map<const void*, SharedMatrix> scaled;  // shared input matrices are scaled once
     for (const auto& e : g.edges) {
       WEdge w;
       w.u = e.u;
@@ -121,8 +152,15 @@ class Problem {
       w.cc = e.col_class;
       w.rows = e.rows;
       w.cols = e.cols;
-      w.d.resize(e.matrix.size());
-      for (std::size_t i = 0; i < e.matrix.size(); ++i) w.d[i] = is_forbidden(e.matrix[i]) ? inf : e.matrix[i] * scale;
+      const std::vector<cost_t>& m = e.costs();
+      if (const auto it = e.shared ? scaled.find(e.shared.get()) : scaled.end(); it != scaled.end()) {
+        w.d = it->second;
+      } else {
+        std::vector<fine_t> d(m.size());
+        for (std::size_t i = 0; i < m.size(); ++i) d[i] = is_forbidden(m[i]) ? inf : m[i] * scale;
+        w.d = SharedMatrix(std::move(d));
+        if (e.shared) scaled.emplace(e.shared.get(), w.d);
+      }
       w.mu.assign(w.rc.size(), 0);
       w.mv.assign(w.cc.size(), 0);
       add_edge(std::move(w));
@@ -189,7 +227,7 @@ class Problem {
       auto& inc = nodes[x].edges;
       inc.erase(std::find(inc.begin(), inc.end(), ei));
     }
-    std::vector<fine_t>().swap(e.d);
+    e.d.reset();
     std::vector<fine_t>().swap(e.mu);
     std::vector<fine_t>().swap(e.mv);
     std::vector<std::uint32_t>().swap(e.rc);
@@ -291,7 +329,7 @@ class Problem {
     std::vector<fine_t> d(row_rep.size() * col_rep.size());
     for (std::size_t r = 0; r < row_rep.size(); ++r)
       for (std::size_t c = 0; c < col_rep.size(); ++c) d[r * col_rep.size() + c] = e.d[std::size_t{row_rep[r]} * C + col_rep[c]];
-    e.d = std::move(d);
+    e.d = SharedMatrix(std::move(d));
     e.rows = static_cast<std::uint32_t>(row_rep.size());
     e.cols = static_cast<std::uint32_t>(col_rep.size());
   }
@@ -316,12 +354,12 @@ class Problem {
     const auto& oth = first ? e.cc : e.rc;
     const std::uint32_t own_n = first ? e.rows : e.cols, oth_n = first ? e.cols : e.rows;
     f.rc = own;
+    f.own = own_n;
     f.cols = oth_n;
     f.class_of_label.assign(original_labels[f.other], no_class);
     for (std::size_t b = 0; b < oth.size(); ++b) f.class_of_label[nodes[f.other].label[b]] = oth[b];
-    f.d.resize(std::size_t{own_n} * oth_n);
-    for (std::uint32_t r = 0; r < own_n; ++r)
-      for (std::uint32_t c = 0; c < oth_n; ++c) f.d[std::size_t{r} * oth_n + c] = first ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r];
+    f.d = e.d;
+    f.own_is_row = first;
     return f;
   }
 
@@ -363,7 +401,7 @@ class Problem {
         fine_t c = el.theta[a];
         for (const auto& f : el.factors) {
           const std::uint32_t cls = f.class_of_label[out[f.other]];
-          c = sat_add(c, cls == no_class ? inf : f.d[std::size_t{f.rc[a]} * f.cols + cls]);
+          c = sat_add(c, cls == no_class ? inf : f.at(f.rc[a], cls));
         }
         if (!any || c < best) {
           best = c;
@@ -384,7 +422,7 @@ class Problem {
       std::vector<fine_t> t(e.d.size());
       for (std::uint32_t r = 0; r < e.rows; ++r)
         for (std::uint32_t c = 0; c < e.cols; ++c) t[std::size_t{c} * e.rows + r] = e.d[std::size_t{r} * e.cols + c];
-      e.d = std::move(t);
+      e.d = SharedMatrix(std::move(t));
       std::swap(e.rows, e.cols);
       std::swap(e.rc, e.cc);
       std::swap(e.mu, e.mv);
@@ -413,7 +451,7 @@ class Problem {
     f.cc = std::move(cc);
     f.rows = static_cast<std::uint32_t>(rreps.size());
     f.cols = static_cast<std::uint32_t>(creps.size());
-    f.d = std::move(d);
+    f.d = SharedMatrix(std::move(d));
     for (std::size_t a = 0; a < f.mu.size(); ++a) f.mu[a] += e.mu[a];
     for (std::size_t b = 0; b < f.mv.size(); ++b) f.mv[b] += e.mv[b];
     compact_classes(into);

@@ -188,7 +188,7 @@ inline void eliminate_leaf(Problem& p, std::uint32_t u, ReduceStats& stats) {
   std::vector<fine_t> col(f.cols, inf);
   for (std::uint32_t c = 0; c < f.cols; ++c)
     for (std::uint32_t r = 0; r < rows; ++r)
-      if (best[r] < inf) col[c] = std::min(col[c], sat_add(best[r], f.d[std::size_t{r} * f.cols + c]));
+      if (best[r] < inf) col[c] = std::min(col[c], sat_add(best[r], f.at(r, c)));
   const std::uint32_t w = f.other;
   const WEdge& e = p.edges[ei];
   const auto& wcls = e.u == u ? e.cc : e.rc;
@@ -233,21 +233,28 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   }
   ne.rows = f1.cols;
   ne.cols = f2.cols;
-  ne.d.assign(cells, inf);
+  std::vector<fine_t> nd(cells, inf);
+  std::vector<fine_t> t1, t2;  // transposed copies only when a matrix is stored other x own
+  if (!f1.own_is_row) t1 = f1.rows();
+  if (!f2.own_is_row) t2 = f2.rows();
+  const fine_t* m1 = f1.own_is_row ? f1.d.data() : t1.data();
+  const fine_t* m2 = f2.own_is_row ? f2.d.data() : t2.data();
+  // min-plus product, branch-free inside: a forbidden r2 entry gives a sum far above any finite
+  // value (finite magnitudes stay below 2^57, see choose_scale), clamped back to inf afterwards
+  constexpr fine_t huge = fine_t{1} << 60;
   for (const auto& [key, th] : groups) {
-    const fine_t* r1 = &f1.d[std::size_t{key.first} * f1.cols];
-    const fine_t* r2 = &f2.d[std::size_t{key.second} * f2.cols];
+    const fine_t* r1 = &m1[std::size_t{key.first} * f1.cols];
+    const fine_t* r2 = &m2[std::size_t{key.second} * f2.cols];
     for (std::uint32_t c1 = 0; c1 < f1.cols; ++c1) {
       const fine_t x = sat_add(th, r1[c1]);
       if (x >= inf) continue;
-      fine_t* out = &ne.d[std::size_t{c1} * f2.cols];
-      for (std::uint32_t c2 = 0; c2 < f2.cols; ++c2) {
-        if (r2[c2] >= inf) continue;
-        const fine_t y = x + r2[c2];
-        if (y < out[c2]) out[c2] = y;
-      }
+      fine_t* out = &nd[std::size_t{c1} * f2.cols];
+      for (std::uint32_t c2 = 0; c2 < f2.cols; ++c2) out[c2] = std::min(out[c2], x + r2[c2]);
     }
   }
+  for (auto& x : nd)
+    if (x >= huge) x = inf;
+  ne.d = SharedMatrix(std::move(nd));
   Elimination& el = p.record(u);
   el.factors.push_back(std::move(f1));
   el.factors.push_back(std::move(f2));

@@ -92,7 +92,7 @@ inline fine_t choose_scale(const CostGraph& g) {
   }
   for (const auto& e : g.edges) {
     cost_t m = 0;
-    for (auto c : e.matrix)
+    for (auto c : e.costs())
       if (!is_forbidden(c)) m = std::max(m, std::abs(c));
     total += static_cast<long double>(m);
   }

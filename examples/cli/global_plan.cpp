@@ -1,0 +1,734 @@
+#include "global_plan.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "commands.hpp"
+#include "ctshard/registry.hpp"
+#include "ctshard/solve/candidates.hpp"
+
+namespace ctshard::cli {
+namespace {
+
+using solve::cost_t;
+using solve::forbidden;
+
+/// Distinct values of some type, numbered by first appearance.
+template <class T, class KeyOf>
+class Pool {
+ public:
+  explicit Pool(KeyOf key_of) : key_of_(key_of) {}
+  std::uint32_t id(const T& value) {
+    auto [it, fresh] = ids_.emplace(key_of_(value), static_cast<std::uint32_t>(values_.size()));
+    if (fresh) values_.push_back(value);
+    return it->second;
+  }
+  const T& operator[](std::uint32_t id) const { return values_[id]; }
+  std::size_t size() const { return values_.size(); }
+
+ private:
+  KeyOf key_of_;
+  std::unordered_map<std::string, std::uint32_t> ids_;
+  std::vector<T> values_;
+};
+
+std::string spec_key(const Spec& s) {
+  std::string k(1, static_cast<char>(s.size()));
+  for (const Placement& p : s) {
+    k += static_cast<char>(p.kind);
+    k += static_cast<char>(p.dim);
+    k += static_cast<char>(p.split_factor & 0xff);
+    k += static_cast<char>(p.split_factor >> 8);
+    k += static_cast<char>(p.reduce_op);
+  }
+  return k;
+}
+
+std::string meta_key(const TensorMeta& m) {
+  std::string k = std::to_string(m.itemsize) + ":";
+  for (std::size_t d = 0; d < m.shape.rank; ++d) k += std::to_string(m.shape[d]) + ",";
+  return k;
+}
+
+using SpecPool = Pool<Spec, std::string (*)(const Spec&)>;
+using MetaPool = Pool<TensorMeta, std::string (*)(const TensorMeta&)>;
+
+struct SourceInfo {
+  Spec spec;
+  TensorMeta meta;
+  bool known = false;
+  bool placeholder = false;
+  bool pinned = false;
+};
+
+struct OpInfo {
+  std::string name;
+  std::vector<TensorMeta> in_metas, out_metas;
+  std::vector<ValueSource> inputs;
+  std::optional<OpRule> rule;
+  PlannedNode planned;
+};
+
+/// A variable of the cost graph: an op node with a rule (rows of outputs + inputs) or a free
+/// input (rows of one spec).
+struct Var {
+  bool is_op = true;
+  std::size_t info = 0;        // index into ops (op) or sources_order (source)
+  std::size_t nout = 1, width = 1;
+  std::vector<std::uint32_t> specs;  // spec ids, candidates x width
+  std::vector<std::uint64_t> bypass; // per candidate (op): inputs that need the uneven bypass
+  std::uint32_t greedy = 0;          // the greedy plan's candidate
+  [[nodiscard]] std::size_t count() const { return specs.size() / width; }
+  [[nodiscard]] std::uint32_t spec(std::size_t c, std::size_t operand) const { return specs[c * width + operand]; }
+};
+
+/// FLOPs of one op call, roughly: 2 x output elements x contraction size for the matmul family
+/// and convolutions, 4 B H L S E for attention, else one per element of the largest operand.
+double estimate_flops(const std::string& op, const std::vector<TensorMeta>& in, const std::vector<TensorMeta>& out) {
+  const auto numel = [](const TensorMeta& m) { return static_cast<double>(m.shape.numel()); };
+  double largest = 0;
+  for (const auto& m : in) largest = std::max(largest, numel(m));
+  for (const auto& m : out) largest = std::max(largest, numel(m));
+  const auto last = [](const TensorMeta& m) { return m.shape.rank == 0 ? 1.0 : static_cast<double>(m.shape[m.shape.rank - 1]); };
+  const bool has_out = !out.empty() && out[0].shape.rank > 0;
+  if ((op == "aten.mm.default" || op == "aten.bmm.default") && in.size() == 2 && has_out) return 2.0 * numel(out[0]) * last(in[0]);
+  if ((op == "aten.addmm.default" || op == "aten.baddbmm.default") && in.size() == 3 && has_out) return 2.0 * numel(out[0]) * last(in[1]) + numel(out[0]);
+  if (op == "aten.convolution.default" && in.size() >= 2 && has_out) {
+    double k = 1;
+    for (std::size_t d = 1; d < in[1].shape.rank; ++d) k *= static_cast<double>(in[1].shape[d]);
+    return 2.0 * numel(out[0]) * k;
+  }
+  if (op == "aten.convolution_backward.default" && in.size() >= 3) {
+    double k = 1;
+    for (std::size_t d = 1; d < in[2].shape.rank; ++d) k *= static_cast<double>(in[2].shape[d]);
+    return 4.0 * numel(in[0]) * k;
+  }
+  if (op.find("scaled_dot_product") != std::string::npos && in.size() >= 3 && in[0].shape.rank == 4 && in[1].shape.rank == 4) {
+    const auto& q = in[0].shape;
+    const double f = 4.0 * static_cast<double>(q[0]) * static_cast<double>(q[1]) * static_cast<double>(q[2]) *
+                     static_cast<double>(in[1].shape[2]) * static_cast<double>(q[3]);
+    return op.find("backward") != std::string::npos ? 2.5 * f : f;
+  }
+  return largest;
+}
+
+class Builder {
+ public:
+  Builder(const fx::Graph& g, const PlanOptions& o, const GlobalOptions& go, const OpRegistry& r)
+      : graph_(g), options_(o), global_(go), registry_(r), specs_(&spec_key), metas_(&meta_key) {
+    mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), o.mesh.size()), o.devices_per_host, {}, o.cost_model);
+    replicate_ = specs_.id(Spec(o.mesh.size()));
+  }
+
+  /// Runs the greedy plan with the observer, then builds the variables and the cost graph.
+  void build() {
+    PlanObserver obs;
+    obs.on_source = [&](const fx::Node& node, const Spec& spec, const TensorMeta& meta, bool known) {
+      SourceInfo s{spec, meta, known, node.kind == "placeholder", options_.placements.count(node.name) != 0};
+      sources_[node.name] = s;
+      sources_order_.push_back(node.name);
+    };
+    obs.on_op = [&](const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned) {
+      OpInfo info;
+      info.name = node.name;
+      info.in_metas = call.tensors;
+      info.out_metas = call.outputs;
+      info.inputs.assign(inputs.begin(), inputs.end());
+      if (rule != nullptr) info.rule = *rule;
+      info.planned = planned;
+      op_index_[node.name] = ops_.size();
+      ops_.push_back(std::move(info));
+    };
+    greedy_ = plan_graph(graph_, options_, registry_, obs);
+    make_variables();
+    make_graph();
+  }
+
+  Plan greedy_;
+  solve::CostGraph cg_;
+  std::vector<Var> vars_;
+  std::size_t greedy_rows_added_ = 0;
+
+  std::vector<std::uint32_t> greedy_labels() const {
+    std::vector<std::uint32_t> x;
+    for (const auto& v : vars_) x.push_back(v.greedy);
+    return x;
+  }
+
+  /// The plan of an assignment, in `plan`'s format, with the flags of the changed nodes.
+  Plan plan_of(const std::vector<std::uint32_t>& labels, std::vector<bool>& changed, std::map<std::string, Spec>& inputs, double& compute_us) const {
+    Plan p = greedy_;
+    p.total_cost_us = 0;
+    changed.assign(p.nodes.size(), false);
+    compute_us = 0;
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const OpInfo& op = ops_[i];
+      PlannedNode& n = p.nodes[i];
+      n.cost_us = 0;
+      const auto src = [&](std::size_t k) { return specs_[source_spec(op.inputs[k], labels)]; };
+      if (const auto it = op_var_.find(i); it != op_var_.end()) {
+        const Var& v = vars_[it->second];
+        const std::uint32_t c = labels[it->second];
+        n.inputs.clear();
+        n.outputs.clear();
+        for (std::size_t k = 0; k < v.nout; ++k) n.outputs.push_back(to_string(specs_[v.spec(c, k)]));
+        for (std::size_t k = 0; k + v.nout < v.width; ++k) {
+          const Spec& dst = specs_[v.spec(c, v.nout + k)];
+          n.inputs.push_back(to_string(dst));
+          n.cost_us += redistribute_cost(src(k), dst, op.in_metas[k], mesh_);
+        }
+        if (global_.free_inputs) compute_us += compute_time(i, v, c);
+      } else {
+        for (std::size_t k = 0; k < op.inputs.size(); ++k)
+          if (op.inputs[k].known) n.cost_us += redistribute_cost(src(k), Spec(mesh_.size()), op.inputs[k].meta, mesh_);
+      }
+      p.total_cost_us += n.cost_us;
+      changed[i] = n.inputs != greedy_.nodes[i].inputs || n.outputs != greedy_.nodes[i].outputs;
+    }
+    inputs.clear();
+    for (const auto& name : sources_order_) {
+      const SourceInfo& s = sources_.at(name);
+      if (!s.placeholder || !s.known) continue;
+      const auto it = source_var_.find(name);
+      inputs[name] = it == source_var_.end() ? s.spec : specs_[vars_[it->second].spec(labels[it->second], 0)];
+    }
+    return p;
+  }
+
+  double compute_of_greedy() const {
+    double t = 0;
+    for (const auto& [i, vi] : op_var_) t += compute_time(i, vars_[vi], vars_[vi].greedy);
+    return t;
+  }
+
+ private:
+  /// The spec id of an input's source under an assignment.
+  std::uint32_t source_spec(const ValueSource& s, const std::vector<std::uint32_t>& labels) const {
+    if (const int v = var_of(s); v >= 0) return vars_[static_cast<std::size_t>(v)].spec(labels[static_cast<std::size_t>(v)], s.output);
+    return fixed_spec(s);
+  }
+
+  /// The variable defining a value, or -1 when the value is fixed.
+  int var_of(const ValueSource& s) const {
+    if (const auto it = op_index_.find(s.node); it != op_index_.end()) {
+      const auto v = op_var_.find(it->second);
+      return v == op_var_.end() ? -1 : static_cast<int>(v->second);
+    }
+    if (const auto it = source_var_.find(s.node); it != source_var_.end()) return static_cast<int>(it->second);
+    return -1;
+  }
+
+  /// The spec of a fixed value: a pinned or replicated source, a fallback node's output (R).
+  std::uint32_t fixed_spec(const ValueSource& s) const {
+    if (const auto it = sources_.find(s.node); it != sources_.end()) return specs_.id(it->second.spec);
+    return replicate_;
+  }
+
+  void make_variables() {
+    // free inputs
+    if (global_.free_inputs) {
+      for (const auto& name : sources_order_) {
+        const SourceInfo& s = sources_.at(name);
+        if (!s.placeholder || s.pinned || !s.known) continue;
+        Var v;
+        v.is_op = false;
+        v.info = 0;
+        std::vector<Spec> all{Spec(mesh_.size())};
+        for (std::size_t d = 0; d < mesh_.size(); ++d) {
+          std::vector<Spec> next;
+          for (const Spec& base : all) {
+            next.push_back(base);
+            for (std::size_t t = 0; t < s.meta.shape.rank; ++t) {
+              Spec x = base;
+              x[d] = Shard(static_cast<int>(t));
+              next.push_back(x);
+            }
+          }
+          all = std::move(next);
+        }
+        for (const Spec& x : all)
+          if (is_tensor_shardable(s.meta.shape, x, mesh_)) v.specs.push_back(specs_.id(x));
+        v.greedy = 0;  // all-Replicate comes first
+        source_var_[name] = vars_.size();
+        vars_.push_back(std::move(v));
+      }
+    }
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const OpInfo& op = ops_[i];
+      if (!op.rule) continue;
+      const OpRule& rule = *op.rule;
+      Var v;
+      v.info = i;
+      v.nout = rule.rules.num_outputs();
+      v.width = rule.rules.width();
+      // shard kinds: plain Shard, and every strided kind a producer candidate can deliver
+      ShardKinds kinds;
+      kinds.shard = true;
+      ShardKinds greedy_kinds;
+      for (const auto& in : op.inputs) {
+        if (const int pv = var_of(in); pv >= 0) {
+          const Var& p = vars_[static_cast<std::size_t>(pv)];
+          for (std::size_t c = 0; c < p.count(); ++c)
+            for (const Placement& pl : specs_[p.spec(c, in.output)]) kinds.add(pl);
+          for (const Placement& pl : specs_[p.spec(p.greedy, in.output)]) greedy_kinds.add(pl);
+        } else {
+          for (const Placement& pl : specs_[fixed_spec(in)]) {
+            kinds.add(pl);
+            greedy_kinds.add(pl);
+          }
+        }
+      }
+      solve::CandidateSet cands;
+      bool enumerated = false;
+      for (const ShardKinds* k : {&kinds, &greedy_kinds}) {
+        try {
+          cands = solve::enumerate_candidates(rule.rules, mesh_, op.in_metas, *k, rule.uneven_inputs, rule.filter);
+          enumerated = true;
+          break;
+        } catch (const error&) {
+        }
+      }
+      std::unordered_set<std::string> seen;
+      const auto add_row = [&](std::span<const Spec> row, std::uint64_t bypass) {
+        std::string key;
+        std::vector<std::uint32_t> ids;
+        for (const Spec& s : row) {
+          ids.push_back(specs_.id(s));
+          key.append(reinterpret_cast<const char*>(&ids.back()), sizeof(std::uint32_t));
+        }
+        if (!seen.insert(key).second) return false;
+        v.specs.insert(v.specs.end(), ids.begin(), ids.end());
+        v.bypass.push_back(bypass);
+        return true;
+      };
+      if (enumerated)
+        for (std::size_t c = 0; c < cands.size(); ++c) add_row(cands.row(c), cands.needs_bypass[c]);
+      // the greedy row
+      std::vector<Spec> row;
+      for (const auto& s : op.planned.outputs) row.push_back(parse_spec(s));
+      for (const auto& s : op.planned.inputs) row.push_back(parse_spec(s));
+      std::string key;
+      for (const Spec& s : row) {
+        const std::uint32_t id = specs_.id(s);
+        key.append(reinterpret_cast<const char*>(&id), sizeof(std::uint32_t));
+      }
+      if (!seen.count(key)) {
+        std::uint64_t bypass = 0;
+        for (std::size_t k = 0; k + v.nout < row.size(); ++k)
+          if (!is_tensor_shardable(op.in_metas[k].shape, row[v.nout + k], mesh_)) bypass |= std::uint64_t{1} << k;
+        add_row(row, bypass);
+        ++greedy_rows_added_;
+      }
+      // locate the greedy row
+      for (std::size_t c = 0; c < v.count(); ++c) {
+        bool same = true;
+        for (std::size_t k = 0; k < v.width && same; ++k) same = specs_[v.spec(c, k)] == row[k];
+        if (same) {
+          v.greedy = static_cast<std::uint32_t>(c);
+          break;
+        }
+      }
+      op_var_[i] = vars_.size();
+      vars_.push_back(std::move(v));
+    }
+  }
+
+  /// Cost (ns, fixed point) of feeding `src` to an input whose strategy needs `dst`; forbidden for
+  /// DTensor's infinite redistributions and for a target the op's uneven-input bypass would not
+  /// let through from this source.
+  cost_t pair_cost(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, UnevenInputs mode, bool bypass) {
+    const std::uint64_t key = (std::uint64_t{meta} << 42) | (std::uint64_t{src} << 22) | (std::uint64_t{dst} << 2) |
+                              (bypass ? (static_cast<std::uint64_t>(mode) + 1) : 0);
+    if (meta >= (1u << 22) || src >= (1u << 20) || dst >= (1u << 20)) throw error("ctshard plan --global: too many distinct specs or shapes");
+    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    const TensorMeta& m = metas_[meta];
+    const Spec& s = specs_[src];
+    const Spec& d = specs_[dst];
+    cost_t c = forbidden;
+    const auto dims_ok = [&](const Spec& x) {
+      for (const Placement& p : x)
+        if (p.is_any_shard() && (p.dim < 0 || static_cast<std::size_t>(p.dim) >= m.shape.rank)) return false;
+      return true;
+    };
+    bool allowed = dims_ok(s) && dims_ok(d);
+    if (allowed && bypass)
+      allowed = (mode != UnevenInputs::reject && s == d) || (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
+    if (allowed) {
+      const double us = redistribute_cost(s, d, m, mesh_);
+      if (std::isfinite(us)) c = static_cast<cost_t>(std::llround(us * units_per_us));
+    }
+    memo_.emplace(key, c);
+    return c;
+  }
+
+  /// Per-device compute time (µs) of op `i` under candidate `c`: FLOPs divided among the devices
+  /// that share the work (the mesh dims where some operand is not Replicate), local bytes of
+  /// every operand, at the device's rates (roofline: the larger of the two).
+  double compute_time(std::size_t i, const Var& v, std::size_t c) const {
+    const OpInfo& op = ops_[i];
+    double share = 1;
+    for (std::size_t d = 0; d < mesh_.size(); ++d) {
+      bool split = false;
+      for (std::size_t k = 0; k < v.width && !split; ++k) split = !specs_[v.spec(c, k)][d].is_replicate();
+      if (split) share *= static_cast<double>(mesh_.sizes[d]);
+    }
+    double bytes = 0;
+    for (std::size_t k = 0; k < v.width; ++k) {
+      const TensorMeta* m = k < v.nout ? (k < op.out_metas.size() ? &op.out_metas[k] : nullptr) : &op.in_metas[k - v.nout];
+      if (m == nullptr) continue;
+      bytes += m->bytes() / static_cast<double>(num_shards(specs_[v.spec(c, k)], mesh_.sizes));
+    }
+    const double flops = estimate_flops(op.planned.op, op.in_metas, op.out_metas);
+    return std::max(flops / share / (global_.device_tflops * 1e6), bytes / (global_.device_gbps * 1e3));
+  }
+
+  void make_graph() {
+    for (const auto& v : vars_) cg_.add_node(std::vector<cost_t>(v.count(), 0));
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const OpInfo& op = ops_[i];
+      const auto it = op_var_.find(i);
+      if (it == op_var_.end()) {  // fallback: every known input is replicated
+        for (const auto& in : op.inputs) {
+          if (!in.known) continue;
+          const std::uint32_t meta = metas_.id(in.meta);
+          if (const int pv = var_of(in); pv >= 0) {
+            const Var& p = vars_[static_cast<std::size_t>(pv)];
+            for (std::size_t c = 0; c < p.count(); ++c)
+              cg_.unary[static_cast<std::size_t>(pv)][c] =
+                  solve::add_costs(cg_.unary[static_cast<std::size_t>(pv)][c], pair_cost(meta, p.spec(c, in.output), replicate_, UnevenInputs::reject, false));
+          } else {
+            cg_.constant = solve::add_costs(cg_.constant, pair_cost(meta, fixed_spec(in), replicate_, UnevenInputs::reject, false));
+          }
+        }
+        continue;
+      }
+      const std::size_t ci = it->second;
+      const Var& cv = vars_[ci];
+      const UnevenInputs mode = op.rule->uneven_inputs;
+      std::map<std::size_t, std::vector<std::size_t>> groups;  // producer var -> input positions
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        const ValueSource& in = op.inputs[k];
+        if (const int pv = var_of(in); pv >= 0) {
+          groups[static_cast<std::size_t>(pv)].push_back(k);
+          continue;
+        }
+        const std::uint32_t meta = metas_.id(op.in_metas[k]), src = fixed_spec(in);
+        for (std::size_t c = 0; c < cv.count(); ++c)
+          cg_.unary[ci][c] = solve::add_costs(cg_.unary[ci][c], pair_cost(meta, src, cv.spec(c, cv.nout + k), mode, (cv.bypass[c] >> k) & 1));
+      }
+      for (const auto& [pv, ks] : groups) add_edge(pv, ci, ks, mode);
+      if (global_.free_inputs)
+        for (std::size_t c = 0; c < cv.count(); ++c)
+          cg_.unary[ci][c] = solve::add_costs(cg_.unary[ci][c], static_cast<cost_t>(std::llround(compute_time(i, cv, c) * units_per_us)));
+    }
+    add_ties();
+    add_budget();
+  }
+
+  /// The edge between producer variable `pv` and consumer `ci` for the consumer's inputs `ks`.
+  void add_edge(std::size_t pv, std::size_t ci, const std::vector<std::size_t>& ks, UnevenInputs mode) {
+    const Var& p = vars_[pv];
+    const Var& c = vars_[ci];
+    const OpInfo& op = ops_[c.info];
+    solve::CostEdge e;
+    e.u = static_cast<std::uint32_t>(pv);
+    e.v = static_cast<std::uint32_t>(ci);
+    std::unordered_map<std::string, std::uint32_t> rows, cols;
+    std::vector<std::vector<std::uint32_t>> row_specs, col_specs;  // per class: the spec ids (cols: + bypass bit)
+    for (std::size_t a = 0; a < p.count(); ++a) {
+      std::vector<std::uint32_t> t;
+      for (auto k : ks) t.push_back(p.spec(a, op.inputs[k].output));
+      const std::string key(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
+      auto [it, fresh] = rows.emplace(key, static_cast<std::uint32_t>(row_specs.size()));
+      if (fresh) row_specs.push_back(std::move(t));
+      e.row_class.push_back(it->second);
+    }
+    for (std::size_t b = 0; b < c.count(); ++b) {
+      std::vector<std::uint32_t> t;
+      for (auto k : ks) {
+        t.push_back(c.spec(b, c.nout + k));
+        t.push_back(static_cast<std::uint32_t>((c.bypass[b] >> k) & 1));
+      }
+      const std::string key(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
+      auto [it, fresh] = cols.emplace(key, static_cast<std::uint32_t>(col_specs.size()));
+      if (fresh) col_specs.push_back(std::move(t));
+      e.col_class.push_back(it->second);
+    }
+    e.rows = static_cast<std::uint32_t>(row_specs.size());
+    e.cols = static_cast<std::uint32_t>(col_specs.size());
+    std::vector<std::uint32_t> meta;
+    for (auto k : ks) meta.push_back(metas_.id(op.in_metas[k]));
+    // repeated blocks give identical matrices: key = metas, mode, row and column spec tuples
+    std::string key(reinterpret_cast<const char*>(meta.data()), meta.size() * sizeof(std::uint32_t));
+    key += static_cast<char>(mode);
+    for (const auto& t : row_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
+    key += '|';
+    for (const auto& t : col_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
+    if (const auto it = matrices_.find(key); it != matrices_.end()) {
+      e.shared = it->second;
+    } else {
+      e.matrix.assign(std::size_t{e.rows} * e.cols, 0);
+      for (std::uint32_t r = 0; r < e.rows; ++r)
+        for (std::uint32_t q = 0; q < e.cols; ++q) {
+          cost_t total = 0;
+          for (std::size_t j = 0; j < ks.size() && !solve::is_forbidden(total); ++j)
+            total = solve::add_costs(total, pair_cost(meta[j], row_specs[r][j], col_specs[q][2 * j], mode, col_specs[q][2 * j + 1] != 0));
+          e.matrix[std::size_t{r} * e.cols + q] = total;
+        }
+      e.shared = std::make_shared<const std::vector<cost_t>>(std::move(e.matrix));
+      e.matrix.clear();
+      matrices_.emplace(std::move(key), e.shared);
+    }
+    cg_.add_edge(std::move(e));
+  }
+
+  /// The value a name refers to: (defining node, output), looking through getitem nodes.
+  ValueSource value_named(const std::string& name) const {
+    const fx::Node* n = graph_.find(name);
+    if (n == nullptr) throw error("ctshard plan --tie: '" + name + "' is not a node of " + graph_.source_name);
+    if (n->kind == "call_function" && n->target == "getitem" && n->args.size() > 1 && n->args[0].is_node() && n->args[1].kind == fx::ArgKind::integer) {
+      ValueSource s = value_named(n->args[0].text);
+      s.output = static_cast<std::size_t>(n->args[1].int_value);
+      return s;
+    }
+    ValueSource s;
+    s.node = name;
+    return s;
+  }
+
+  void add_ties() {
+    for (const auto& [a, b] : global_.ties) {
+      const ValueSource sa = value_named(a), sb = value_named(b);
+      const int va = var_of(sa), vb = var_of(sb);
+      const auto specs_of = [&](int v, const ValueSource& s) {
+        std::vector<std::uint32_t> out;
+        if (v < 0) out.push_back(fixed_spec(s));
+        else
+          for (std::size_t c = 0; c < vars_[static_cast<std::size_t>(v)].count(); ++c) out.push_back(vars_[static_cast<std::size_t>(v)].spec(c, s.output));
+        return out;
+      };
+      const std::vector<std::uint32_t> xa = specs_of(va, sa), xb = specs_of(vb, sb);
+      if (va < 0 && vb < 0) {
+        if (xa[0] != xb[0]) throw error("ctshard plan --tie " + a + "=" + b + ": both are fixed, at different placements");
+        continue;
+      }
+      if (va == vb) {
+        for (std::size_t c = 0; c < xa.size(); ++c)
+          if (xa[c] != xb[c]) cg_.unary[static_cast<std::size_t>(va)][c] = forbidden;
+        continue;
+      }
+      if (va < 0 || vb < 0) {
+        const int v = va < 0 ? vb : va;
+        const auto& mine = va < 0 ? xb : xa;
+        const std::uint32_t fixed = va < 0 ? xa[0] : xb[0];
+        for (std::size_t c = 0; c < mine.size(); ++c)
+          if (mine[c] != fixed) cg_.unary[static_cast<std::size_t>(v)][c] = forbidden;
+        continue;
+      }
+      std::vector<cost_t> m(xa.size() * xb.size());
+      for (std::size_t i = 0; i < xa.size(); ++i)
+        for (std::size_t j = 0; j < xb.size(); ++j) m[i * xb.size() + j] = xa[i] == xb[j] ? 0 : forbidden;
+      cg_.add_dense_edge(static_cast<std::uint32_t>(va), static_cast<std::uint32_t>(vb), std::move(m));
+    }
+  }
+
+  void add_budget() {
+    if (!global_.free_inputs || global_.memory_budget_gib <= 0) return;
+    std::int64_t limit = static_cast<std::int64_t>(global_.memory_budget_gib * 1073741824.0);
+    solve::UsageLimit l;
+    cg_.usage.assign(cg_.num_nodes(), {});
+    for (std::size_t v = 0; v < vars_.size(); ++v) cg_.usage[v].assign(vars_[v].count(), 0);
+    for (const auto& name : sources_order_) {
+      const SourceInfo& s = sources_.at(name);
+      if (!s.placeholder || !s.known) continue;
+      const auto local = [&](const Spec& x) { return static_cast<std::int64_t>(std::ceil(s.meta.bytes() / static_cast<double>(num_shards(x, mesh_.sizes)))); };
+      if (const auto it = source_var_.find(name); it != source_var_.end()) {
+        const Var& v = vars_[it->second];
+        for (std::size_t c = 0; c < v.count(); ++c) cg_.usage[it->second][c] = local(specs_[v.spec(c, 0)]);
+        l.nodes.push_back(static_cast<std::uint32_t>(it->second));
+      } else {
+        limit -= local(s.spec);
+      }
+    }
+    l.limit = limit;
+    cg_.limits.push_back(std::move(l));
+  }
+
+  const fx::Graph& graph_;
+  const PlanOptions& options_;
+  const GlobalOptions& global_;
+  const OpRegistry& registry_;
+  MeshTopology mesh_;
+  mutable SpecPool specs_;
+  MetaPool metas_;
+  std::uint32_t replicate_ = 0;
+  std::map<std::string, SourceInfo> sources_;
+  std::vector<std::string> sources_order_;
+  std::vector<OpInfo> ops_;
+  std::map<std::string, std::size_t> op_index_;
+  std::map<std::size_t, std::size_t> op_var_;                 // op index -> variable
+  std::map<std::string, std::size_t> source_var_;             // free input -> variable
+  std::unordered_map<std::uint64_t, cost_t> memo_;
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<cost_t>>> matrices_;  // edge matrices by content key
+};
+
+double us_of(cost_t c) { return solve::is_forbidden(c) ? INFINITY : static_cast<double>(c) / units_per_us; }
+
+}  // namespace
+
+solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry) {
+  Builder b(graph, options, global, registry);
+  b.build();
+  return std::move(b.cg_);
+}
+
+GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  Builder b(graph, options, global, registry);
+  b.build();
+  GlobalPlan out;
+  out.build_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  out.greedy = b.greedy_;
+  out.graph = std::move(b.cg_);
+  out.variables = b.vars_.size();
+  for (const auto& v : b.vars_) {
+    out.candidates += v.count();
+    out.max_candidates = std::max(out.max_candidates, v.count());
+  }
+  out.greedy_rows_added = b.greedy_rows_added_;
+  solve::SolveOptions so;
+  so.time_limit_s = global.time_limit_ms / 1000.0;
+  so.start = b.greedy_labels();
+  const auto t1 = clock::now();
+  out.result = solve::solve(out.graph, so);
+  out.solve_ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
+  const cost_t greedy_cost = out.graph.evaluate(so.start);
+  out.greedy_objective_us = us_of(greedy_cost);
+  std::vector<std::uint32_t> labels = out.result.feasible ? out.result.labels : so.start;
+  out.plan = b.plan_of(labels, out.changed, out.inputs, out.compute_us);
+  if (global.free_inputs) out.greedy_compute_us = b.compute_of_greedy();
+  out.objective_us = out.result.feasible ? us_of(out.result.cost) : out.greedy_objective_us;
+  out.lower_bound_us = us_of(out.result.lower_bound);
+  out.optimality_gap = out.result.gap();
+  return out;
+}
+
+nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options, const GlobalOptions& global) {
+  nlohmann::json j = plan_json(g.plan, options);
+  for (std::size_t i = 0; i < g.plan.nodes.size(); ++i) j["nodes"][i]["changed"] = static_cast<bool>(g.changed[i]);
+  j["algo"] = "global";
+  j["lower_bound_us"] = cost_value(g.lower_bound_us);
+  j["optimality_gap"] = g.optimality_gap;
+  j["proven_optimal"] = g.result.optimal;
+  j["status"] = g.result.status;
+  j["greedy_total_cost_us"] = cost_value(g.greedy.total_cost_us);
+  j["objective_us"] = cost_value(g.objective_us);
+  j["greedy_objective_us"] = cost_value(g.greedy_objective_us);
+  std::size_t changed = 0;
+  nlohmann::json changes = nlohmann::json::array();
+  for (std::size_t i = 0; i < g.plan.nodes.size(); ++i) {
+    if (!g.changed[i]) continue;
+    ++changed;
+    const auto& a = g.greedy.nodes[i];
+    const auto& b = g.plan.nodes[i];
+    changes.push_back({{"name", b.name}, {"op", b.op},
+                       {"greedy", {{"inputs", a.inputs}, {"outputs", a.outputs}, {"cost_us", cost_value(a.cost_us)}}},
+                       {"global", {{"inputs", b.inputs}, {"outputs", b.outputs}, {"cost_us", cost_value(b.cost_us)}}}});
+  }
+  j["nodes_changed"] = changed;
+  j["changes"] = changes;
+  nlohmann::json inputs = nlohmann::json::object();
+  for (const auto& [name, spec] : g.inputs) inputs[name] = to_string(spec);
+  j["input_placements"] = inputs;
+  if (global.free_inputs) {
+    j["free_inputs"] = true;
+    j["compute_us"] = g.compute_us;
+    j["greedy_compute_us"] = g.greedy_compute_us;
+    j["device_tflops"] = global.device_tflops;
+    j["device_gbps"] = global.device_gbps;
+    if (global.memory_budget_gib > 0) j["memory_budget_gib"] = global.memory_budget_gib;
+  }
+  const auto& s = g.result.stats;
+  j["solver"] = {{"variables", g.variables},
+                 {"candidates", g.candidates},
+                 {"max_candidates", g.max_candidates},
+                 {"edges", g.graph.edges.size()},
+                 {"greedy_rows_added", g.greedy_rows_added},
+                 {"live_after_reduction", {{"nodes", s.live_nodes}, {"labels", s.live_labels}, {"edges", s.live_edges}}},
+                 {"search_core", {{"nodes", s.core_nodes}, {"labels", s.core_labels}}},
+                 {"eliminated", s.eliminated},
+                 {"dominated_labels", s.dominated},
+                 {"reduced_cost_fixed", s.reduced_cost_fixed},
+                 {"dual_iterations", s.dual_iterations},
+                 {"search_nodes", s.search_nodes},
+                 {"build_ms", g.build_ms},
+                 {"solve_ms", g.solve_ms},
+                 {"time_limit_ms", global.time_limit_ms}};
+  return j;
+}
+
+void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const GlobalOptions& global, std::ostream& out) {
+  std::ostringstream body;
+  print_plan(g.plan, options, body);
+  // mark changed nodes: print_plan writes one line per node after the header lines
+  std::istringstream lines(body.str());
+  std::string line;
+  std::size_t node = 0;
+  const std::size_t header = 2 + (g.plan.symbols.empty() ? 0 : 1);
+  std::size_t row = 0;
+  while (std::getline(lines, line)) {
+    if (row >= header && node < g.plan.nodes.size()) {
+      out << line << (g.changed[node] ? "   [changed]" : "") << '\n';
+      ++node;
+    } else {
+      out << line << '\n';
+    }
+    ++row;
+  }
+  std::size_t changed = 0;
+  for (bool c : g.changed) changed += c ? 1 : 0;
+  out << std::fixed << std::setprecision(3);
+  out << "global plan: redistribution " << g.plan.total_cost_us << " us (greedy " << g.greedy.total_cost_us << " us), " << changed << " of "
+      << g.plan.nodes.size() << " nodes changed\n";
+  if (global.free_inputs)
+    out << "objective (redistribution + compute): " << g.objective_us << " us (greedy " << g.greedy_objective_us << " us); compute " << g.compute_us
+        << " us (greedy " << g.greedy_compute_us << " us)\n";
+  out << "lower bound: " << g.lower_bound_us << " us, gap " << std::setprecision(6) << g.optimality_gap
+      << (g.result.optimal ? " (proven optimal)" : (" (" + g.result.status + ")")) << std::setprecision(3) << '\n';
+  out << "solver: " << g.variables << " variables, " << g.candidates << " candidates (max " << g.max_candidates << "), " << g.graph.edges.size()
+      << " edges; after reduction " << g.result.stats.live_nodes << " nodes; " << g.result.stats.dual_iterations << " dual iterations, "
+      << g.result.stats.search_nodes << " search nodes; build " << g.build_ms << " ms, solve " << g.solve_ms << " ms\n"
+      << std::defaultfloat;
+  // the largest savings
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < g.plan.nodes.size(); ++i)
+    if (g.changed[i]) idx.push_back(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+    return g.greedy.nodes[a].cost_us - g.plan.nodes[a].cost_us > g.greedy.nodes[b].cost_us - g.plan.nodes[b].cost_us;
+  });
+  if (!idx.empty()) out << "where the global plan differs (largest saving first):\n";
+  for (std::size_t k = 0; k < idx.size() && k < 10; ++k) {
+    const auto& a = g.greedy.nodes[idx[k]];
+    const auto& b = g.plan.nodes[idx[k]];
+    const auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+      return s;
+    };
+    out << "  " << b.name << " " << b.op << ": (" << join(a.inputs) << ") -> " << join(a.outputs) << " " << std::fixed << std::setprecision(3) << a.cost_us
+        << " us  =>  (" << join(b.inputs) << ") -> " << join(b.outputs) << " " << b.cost_us << " us\n"
+        << std::defaultfloat;
+  }
+  if (idx.size() > 10) out << "  ... and " << idx.size() - 10 << " more\n";
+}
+
+}  // namespace ctshard::cli

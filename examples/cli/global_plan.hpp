@@ -1,0 +1,80 @@
+#pragma once
+/// \file global_plan.hpp
+/// Whole-graph plans: every op node's strategy chosen jointly (`ctshard plan --global`), as
+/// auto-parallel planners do, instead of node by node as DTensor does at run time. The graph
+/// becomes a pairwise cost graph (ctshard::solve::CostGraph) — one variable per op node with a
+/// rule, its labels the node's candidate strategies, an edge per producer -> consumer pair
+/// priced by the redistribution between the producer's output spec and the spec the consumer's
+/// strategy needs — and the exact solver returns the optimum with its proof (lower bound, gap).
+/// The model is documented in docs/global_plan.md.
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ctshard/solve/cost_graph.hpp"
+#include "ctshard/solve/solver.hpp"
+#include "fx_graph.hpp"
+#include "plan.hpp"
+
+namespace ctshard::cli {
+
+/// Options of `ctshard plan --global` beyond PlanOptions.
+struct GlobalOptions {
+  double time_limit_ms = 10000;  ///< solver budget; the best plan so far is returned with its gap
+  /// Unpinned inputs become variables (R or S(d) on each mesh dim); the objective then adds each
+  /// op's compute time under its strategy, and the per-device memory budget applies.
+  bool free_inputs = false;
+  double device_tflops = 100;      ///< per-device FLOP rate for the compute term (10^12 FLOP/s)
+  double device_gbps = 1000;       ///< per-device memory bandwidth for the compute term (GB/s)
+  double memory_budget_gib = 0;    ///< per-device bytes of graph inputs (GiB); 0 = no budget
+  std::vector<std::pair<std::string, std::string>> ties;  ///< values that must share a placement
+};
+
+/// Fixed point of the cost graph: units per microsecond (1 unit = 1 ns).
+inline constexpr double units_per_us = 1000.0;
+
+/// A plan's change against the greedy plan at one node.
+struct NodeChange {
+  std::size_t index = 0;   ///< position in Plan::nodes
+  double greedy_cost_us = 0, global_cost_us = 0;
+};
+
+/// The result of `plan --global`.
+struct GlobalPlan {
+  Plan plan;                 ///< the global plan, in `plan`'s format
+  Plan greedy;               ///< `plan`'s greedy plan of the same graph
+  std::vector<bool> changed; ///< per node of `plan.nodes`: strategy differs from the greedy one
+  std::map<std::string, Spec> inputs;  ///< every tensor input's placement in the global plan
+  solve::SolveResult result;           ///< the solver's answer (costs in ns)
+  solve::CostGraph graph;              ///< the cost graph that was solved
+  double lower_bound_us = 0, optimality_gap = 0;
+  double objective_us = 0, greedy_objective_us = 0;  ///< the solver's objective (redistribution [+ compute]) of each plan
+  double compute_us = 0, greedy_compute_us = 0;      ///< the compute term (free inputs only)
+  std::size_t variables = 0, candidates = 0, greedy_rows_added = 0, max_candidates = 0;
+  double build_ms = 0, solve_ms = 0;
+};
+
+/// Builds the cost graph of `graph` and solves it. Throws like plan_graph, or ctshard::error for a
+/// bad tie or budget.
+GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
+
+/// Only the cost graph (for `--export-costgraph`): variables in graph order.
+solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
+
+/// The `plan --global --json` document: `plan --json`'s fields (nodes with a `changed` flag)
+/// plus algo, lower_bound_us, optimality_gap, proven_optimal, greedy_total_cost_us,
+/// nodes_changed, changes (per changed node: greedy and global inputs, outputs, cost), solver
+/// statistics, and with free inputs objective_us, compute_us and the input placements chosen.
+nlohmann::json global_plan_json(const GlobalPlan& plan, const PlanOptions& options, const GlobalOptions& global);
+
+/// Text rendering: the plan as `print_plan` prints it, each changed node marked, then the
+/// comparison with the greedy plan and the proof (lower bound, gap).
+void print_global_plan(const GlobalPlan& plan, const PlanOptions& options, const GlobalOptions& global, std::ostream& out);
+
+}  // namespace ctshard::cli
