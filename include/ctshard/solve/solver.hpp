@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -178,6 +180,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   using clock = std::chrono::steady_clock;
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   complete = false;
+  const bool trace = std::getenv("CTSHARD_TRACE") != nullptr;
   auto t0 = clock::now();
   Problem p(g, scale, &inc.enforced);
   ReduceOptions ro;
@@ -224,24 +227,24 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     lb_fine = tmp.bound();
   }
   if (o.dual) {
+    // Message passing in chunks of growing length; after each chunk, reduced-cost fixing removes
+    // the labels that cannot be in a labelling below the incumbent, and the reductions run again
+    // on what is left (smaller domains make the next iterations cheaper and the bound tighter).
     auto t1 = clock::now();
-    for (int fixing_round = 0; fixing_round < 50; ++fixing_round) {
+    std::size_t chunk = 4, total_it = 0;
+    fine_t chunk_start = -inf;
+    while (total_it < o.max_dual_iterations && clock::now() <= deadline) {
       Srmp srmp(p);
       std::vector<std::uint32_t> labels;
-      fine_t best_lb = -inf, window_start = -inf;
-      std::size_t it = 0;
-      for (; it < o.max_dual_iterations; ++it) {
+      fine_t best_lb = -inf;
+      for (std::size_t it = 0; it < chunk && total_it < o.max_dual_iterations; ++it, ++total_it) {
         const fine_t lb = srmp.iterate(labels);
         ++st.dual_iterations;
         best_lb = std::max(best_lb, lb);
         local_search(p, labels, 3);
         consider_live(labels);
-        if (ceil_div(best_lb, scale) >= inc.upper()) break;
-        if (it % 16 == 15) {  // stalled: less than 1/1024 of a unit in 16 iterations
-          if (best_lb - window_start < std::max<fine_t>(1, scale / 1024)) break;
-          window_start = best_lb;
-        }
-        if (clock::now() > deadline) break;
+        if (trace) std::fprintf(stderr, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it, static_cast<double>(lb) / static_cast<double>(scale), static_cast<long long>(inc.upper()), live_nodes, live_labels);
+        if (ceil_div(best_lb, scale) >= inc.upper() || clock::now() > deadline) break;
       }
       lb_fine = std::max(lb_fine, best_lb);
       if (ceil_div(lb_fine, scale) >= inc.upper() || clock::now() > deadline) break;
@@ -251,7 +254,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       const fine_t target = target_fine();
       std::size_t removed = 0;
       std::vector<fine_t> t;
-      for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+      for (std::uint32_t u = 0; u < p.nodes.size() && !p.infeasible; ++u) {
         if (!p.nodes[u].alive) continue;
         p.reparam_unary(u, t);
         const fine_t mn = *std::min_element(t.begin(), t.end());
@@ -265,21 +268,28 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         lb_fine = std::max(lb_fine, target + 1);
         break;
       }
-      if (removed == 0) break;
-      auto tr = clock::now();
-      if (!reduce_now()) {
-        lb_fine = std::max(lb_fine, target + 1);
-        break;
+      if (removed > 0) {
+        auto tr = clock::now();
+        const bool feasible = reduce_now();
+        st.reduce_ms += ms_since(tr);
+        if (!feasible) {
+          lb_fine = std::max(lb_fine, target + 1);
+          break;
+        }
+        live_count(live_nodes, live_labels, live_edges);
+        if (live_nodes == 0) {
+          live.assign(p.nodes.size(), 0);
+          consider_live(live);
+          complete = true;
+          st.dual_ms += ms_since(t1);
+          st.eliminated = p.eliminated.size();
+          return inc.upper();
+        }
+      } else if (lb_fine - chunk_start < std::max<fine_t>(1, scale / 1024)) {
+        break;  // stalled: the bound no longer moves and nothing can be fixed
       }
-      st.reduce_ms += ms_since(tr);
-      live_count(live_nodes, live_labels, live_edges);
-      if (live_nodes == 0) {
-        live.assign(p.nodes.size(), 0);
-        consider_live(live);
-        complete = true;
-        st.dual_ms += ms_since(t1);
-        return inc.upper();
-      }
+      chunk_start = lb_fine;
+      chunk = std::min<std::size_t>(chunk * 2, 256);
     }
     st.dual_ms += ms_since(t1);
   }
