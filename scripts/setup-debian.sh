@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages ctshard builds with (root, or sudo when available).
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
-packages=(g++ cmake make libboost-dev catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev xtensor-dev python3 python3-pip)
+packages=(g++ cmake make libboost-dev catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev xtensor-dev zlib1g-dev python3 python3-pip
+          coinor-cbc toulbar2)  # the last two: the global planner's tests compare with CBC and toulbar2
 # clang (second compiler, libFuzzer targets: libclang-rt-14-dev holds libFuzzer and the sanitizer
 # runtimes on Debian 12), clang-format and clang-tidy (the .clang-format / .clang-tidy configs)
 packages+=(clang libclang-rt-14-dev clang-format clang-tidy)

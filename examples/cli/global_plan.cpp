@@ -608,6 +608,7 @@ GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& options, const
   solve::SolveOptions so;
   so.time_limit_s = global.time_limit_ms / 1000.0;
   so.start = b.greedy_labels();
+  out.greedy_labels = so.start;
   const auto t1 = clock::now();
   out.result = solve::solve(out.graph, so);
   out.solve_ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();

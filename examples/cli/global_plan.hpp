@@ -52,6 +52,7 @@ struct GlobalPlan {
   std::vector<bool> changed; ///< per node of `plan.nodes`: strategy differs from the greedy one
   std::map<std::string, Spec> inputs;  ///< every tensor input's placement in the global plan
   solve::SolveResult result;           ///< the solver's answer (costs in ns)
+  std::vector<std::uint32_t> greedy_labels;  ///< the greedy plan as a labelling of `graph`
   solve::CostGraph graph;              ///< the cost graph that was solved
   double lower_bound_us = 0, optimality_gap = 0;
   double objective_us = 0, greedy_objective_us = 0;  ///< the solver's objective (redistribution [+ compute]) of each plan

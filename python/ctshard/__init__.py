@@ -119,6 +119,12 @@ def plan(
     cost_model: str = "dtensor",
     algo: str = "search",
     partial_passthrough: str = "ctshard",
+    time_limit_ms: float = 10000,
+    free_inputs: bool = False,
+    device_tflops: float = 100,
+    device_gbps: float = 1000,
+    memory_budget_gib: float = 0,
+    ties: Sequence[tuple[str, str]] | None = None,
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -135,8 +141,16 @@ def plan(
         a prime hint (8191, 8209, ... in order of first appearance; ``docs/semantics.md``). A
         GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``) keeps
         its sizes symbolic (``str(SymInt)``), exactly like its printout.
-    algo: ``"search"`` (default: each node's choice by exact search, any mesh up to 8 dims) or
-        ``"enumerate"`` (price every row; an op whose table exceeds 2^20 rows falls back).
+    algo: ``"search"`` (default; also ``"greedy"``) or ``"enumerate"``: node by node, as DTensor at
+        run time, each node's choice by exact search (any mesh up to 8 dims) or by pricing every row
+        (an op whose table exceeds 2^20 rows falls back); or ``"global"`` (every
+        node's strategy chosen jointly: the exact optimum of the whole graph with its proof, as
+        ``ctshard plan --global --json``; see docs/global_plan.md). The remaining arguments apply
+        to ``"global"`` only: ``time_limit_ms`` (the best plan so far is returned with its gap),
+        ``free_inputs`` (unpinned inputs become variables; the objective adds each op's compute
+        time at ``device_tflops`` / ``device_gbps``, and ``memory_budget_gib`` bounds the
+        per-device bytes of the inputs), ``ties`` (pairs of value names that must share a
+        placement, e.g. a parameter and its gradient).
     partial_passthrough: ``"ctshard"`` (default: a Partial input passes through the ops linear in
         it — clone, casts, the activation backwards' gradient, native_layer_norm_backward) or
         ``"dtensor"`` (those ops take no Partial input, as in DTensor 2.13: for plans that
@@ -144,24 +158,41 @@ def plan(
 
     Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
     ``fallback``), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``, ``fallback_ops``,
-    ``mesh``, ``placements`` and ``symbols`` (``name``, ``value``, ``bound``). Raises ValueError
-    for unreadable graphs, bad placements, or a ``sym`` name that is not a symbol of the graph
-    or whose value is not a positive integer.
+    ``mesh``, ``placements`` and ``symbols`` (``name``, ``value``, ``bound``); with
+    ``algo="global"`` also ``lower_bound_us``, ``optimality_gap`` (0 = proven optimal),
+    ``proven_optimal``, ``greedy_total_cost_us``, ``nodes_changed``, ``changes`` (per changed
+    node: the greedy and the global strategy), a ``changed`` flag per node, ``input_placements``
+    and ``solver`` statistics. Raises ValueError for unreadable graphs, bad placements, an
+    unknown ``algo``, or a ``sym`` name that is not a symbol of the graph or whose value is not
+    a positive integer.
     """
+    if algo not in ("search", "enumerate", "greedy", "global"):
+        raise ValueError(f"ctshard.plan: algo must be 'search', 'enumerate', 'greedy' or 'global', got {algo!r}")
+    greedy_algo = "enumerate" if algo == "enumerate" else "search"
+    glob = None
+    if algo == "global":
+        glob = {
+            "time_limit_ms": float(time_limit_ms),
+            "free_inputs": bool(free_inputs),
+            "device_tflops": float(device_tflops),
+            "device_gbps": float(device_gbps),
+            "memory_budget_gib": float(memory_budget_gib),
+            "ties": [(str(a), str(b)) for a, b in (ties or [])],
+        }
     mesh = list(mesh)
     place = dict(place) if place is not None else {}
     if sym is not None and not isinstance(sym, Mapping):
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
     if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
     if isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
         if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
         raise ValueError(
             "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
             + repr(graph[:200])
@@ -170,7 +201,7 @@ def plan(
         from ._graph import node_records
 
         name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, algo, partial_passthrough)
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
     raise ValueError(
         "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
         + type(graph).__name__

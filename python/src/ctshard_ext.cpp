@@ -20,6 +20,7 @@
 #include "commands.hpp"
 #include "ctshard/registry.hpp"
 #include "fx_graph.hpp"
+#include "global_plan.hpp"
 #include "plan.hpp"
 
 namespace nb = nanobind;
@@ -362,9 +363,37 @@ std::map<std::string, Spec> placements_of(nb::handle place) {
 /// What `graph` is: the embedded default (None), graph text, a path, or node records.
 enum class GraphSource { embedded_default, text, path, records };
 
+/// The options of algo="global" from a dict (None: the greedy plan).
+std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
+  if (global.is_none()) return std::nullopt;
+  if (!nb::isinstance<nb::dict>(global)) throw error("ctshard.plan: global options must be a dict");
+  cli::GlobalOptions o;
+  for (auto [k, v] : nb::borrow<nb::dict>(global)) {
+    const std::string key = nb::cast<std::string>(k);
+    if (key == "time_limit_ms") o.time_limit_ms = nb::cast<double>(v);
+    else if (key == "free_inputs") o.free_inputs = nb::cast<bool>(v);
+    else if (key == "device_tflops") o.device_tflops = nb::cast<double>(v);
+    else if (key == "device_gbps") o.device_gbps = nb::cast<double>(v);
+    else if (key == "memory_budget_gib") o.memory_budget_gib = nb::cast<double>(v);
+    else if (key == "ties") {
+      for (nb::handle t : nb::borrow<nb::list>(v)) {
+        const nb::tuple pair = nb::cast<nb::tuple>(t);
+        if (pair.size() != 2) throw error("ctshard.plan: ties must be pairs of value names");
+        o.ties.emplace_back(nb::cast<std::string>(pair[0]), nb::cast<std::string>(pair[1]));
+      }
+    } else {
+      throw error("ctshard.plan: unknown global option '" + key + "'");
+    }
+  }
+  if (!(o.time_limit_ms >= 0)) throw error("ctshard.plan: time_limit_ms must be >= 0");
+  if (!(o.device_tflops > 0) || !(o.device_gbps > 0)) throw error("ctshard.plan: device_tflops and device_gbps must be > 0");
+  return o;
+}
+
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place,
                 std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model,
-                const std::string& algo, const std::string& partial_passthrough) {
+                nb::handle global, const std::string& algo, const std::string& partial_passthrough) {
+  const std::optional<cli::GlobalOptions> global_options = global_options_of(global);
   cli::PlanOptions options;
   options.algo = cli::parse_algo(algo);
   options.mesh = int_list(mesh, "plan: mesh");
@@ -382,6 +411,7 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
                   : kind == GraphSource::path           ? fx::read_fx_graph_file(text)
                                                         : std::move(*records);
     if (kind == GraphSource::embedded_default && options.placements.empty()) options.placements = cli::default_placements(options.mesh.size());
+    if (global_options) return cli::global_plan_json(cli::global_plan(g, options, *global_options, registry), options, *global_options);
     return cli::plan_json(cli::plan_graph(g, options, registry), options);
   });
 }
@@ -425,30 +455,34 @@ NB_MODULE(_ext, m) {
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"), nb::arg("cost_model") = "dtensor");
   m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("cost_model") = "dtensor");
   m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
-                           const std::string& algo, const std::string& pp) {
-          return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, algo, pp);
+                           nb::handle global, const std::string& algo, const std::string& pp) {
+          return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, global, algo, pp);
         },
         nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+        nb::arg("partial_passthrough") = "ctshard");
   m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin,
-                        nb::handle sym, const std::string& cm,
-                        const std::string& algo, const std::string& pp) {
-          return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, algo, pp);
+                        nb::handle sym, const std::string& cm, nb::handle global, const std::string& algo, const std::string& pp) {
+          return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, global, algo, pp);
         },
         nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+        nb::arg("partial_passthrough") = "ctshard");
   m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
-                        const std::string& cm, const std::string& algo, const std::string& pp) {
-          return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, algo, pp);
+                        const std::string& cm, nb::handle global, const std::string& algo, const std::string& pp) {
+          return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, global, algo, pp);
         },
         nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-        nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+        nb::arg("partial_passthrough") = "ctshard");
   m.def("plan_records", [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph,
-                           const std::string& lin, nb::handle sym, const std::string& cm, const std::string& algo, const std::string& pp) {
-          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, algo, pp);
+                           const std::string& lin, nb::handle sym, const std::string& cm, nb::handle global, const std::string& algo,
+                           const std::string& pp) {
+          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, global, algo, pp);
         },
         nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+        nb::arg("partial_passthrough") = "ctshard");
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.

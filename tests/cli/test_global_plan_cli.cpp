@@ -1,0 +1,422 @@
+// `ctshard plan --global` and `ctshard iopddl`: every real graph on 2x4 and 2x2x2 (proven optimum,
+// global <= greedy in the model's fixed point, the model reproducing `plan`'s own costs), CBC and
+// toulbar2 agreeing with the optimum on exported instances, the JSON and text surfaces, free
+// inputs with a memory budget and ties, and the IOPDDL instances B and G.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ctshard/registry.hpp"
+#include "ctshard/solve/iopddl.hpp"
+#include "fx_graph.hpp"
+#include "global_plan.hpp"
+#include "iopddl_command.hpp"
+#include "plan.hpp"
+#include "run_tool.hpp"
+
+using namespace ctshard;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<fs::path> real_graphs() {
+  std::vector<fs::path> out;
+  for (const char* sub : {"/graphs", "/graphs/more"}) {
+    const std::string dir = std::string(CTSHARD_SHARED_DIR) + sub;
+    if (!fs::exists(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().string().ends_with(".fx.txt")) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// FSDP-like placements: every input whose dim 0 splits over mesh dim 0 is S(0) there.
+std::map<std::string, Spec> fsdp_placements(const fx::Graph& g, const std::vector<std::int64_t>& mesh) {
+  std::map<std::string, Spec> out;
+  for (const auto& n : g.nodes) {
+    if (n.kind != "placeholder" || n.outputs.empty() || !n.outputs[0].known() || n.outputs[0].symbolic()) continue;
+    if (n.outputs[0].shape.empty() || n.outputs[0].shape[0] < mesh[0]) continue;
+    Spec s(mesh.size());
+    s[0] = Shard(0);
+    out[n.name] = s;
+  }
+  return out;
+}
+
+/// Checks one global plan against its greedy plan and the model (see the file comment).
+void check_global(const cli::GlobalPlan& g) {
+  REQUIRE(g.result.feasible);
+  CHECK(g.result.optimal);
+  CHECK(g.optimality_gap == 0.0);
+  CHECK(g.greedy_rows_added == 0);
+  const solve::cost_t greedy = g.graph.evaluate(g.greedy_labels);
+  REQUIRE_FALSE(solve::is_forbidden(greedy));
+  CHECK(g.result.cost <= greedy);  // global <= greedy, exactly, in the model's fixed point
+  CHECK(g.graph.evaluate(g.result.labels) == g.result.cost);
+  // the model prices the greedy plan and the global plan as `plan` does (each term rounded to 1 ns)
+  const double tol = 1e-3 * static_cast<double>(g.plan.nodes.size() + 10);
+  CHECK(std::abs(g.greedy_objective_us - g.greedy.total_cost_us) <= tol);
+  CHECK(std::abs(g.objective_us - g.plan.total_cost_us) <= tol);
+  CHECK(g.plan.total_cost_us <= g.greedy.total_cost_us + tol);
+  CHECK(g.plan.nodes.size() == g.greedy.nodes.size());
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < g.plan.nodes.size(); ++i) {
+    const bool differs = g.plan.nodes[i].inputs != g.greedy.nodes[i].inputs || g.plan.nodes[i].outputs != g.greedy.nodes[i].outputs;
+    CHECK(differs == g.changed[i]);
+    changed += differs ? 1 : 0;
+    CHECK(g.plan.nodes[i].fallback == g.greedy.nodes[i].fallback);
+  }
+  if (g.result.cost == greedy) CHECK(g.plan.total_cost_us == Approx(g.greedy.total_cost_us).margin(tol));
+}
+
+bool have(const char* tool) { return std::system((std::string("command -v ") + tool + " >/dev/null 2>&1").c_str()) == 0; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Row / column classes of a dense matrix (identical rows share a class), for a compact LP.
+std::vector<std::uint32_t> classes_of(const solve::CostGraph& g, const solve::CostEdge& e, bool rows, std::uint32_t& count) {
+  const std::size_t n = g.num_labels(rows ? e.u : e.v), m = g.num_labels(rows ? e.v : e.u);
+  std::map<std::vector<solve::cost_t>, std::uint32_t> ids;
+  std::vector<std::uint32_t> out(n);
+  for (std::size_t a = 0; a < n; ++a) {
+    std::vector<solve::cost_t> line(m);
+    for (std::size_t b = 0; b < m; ++b) line[b] = rows ? e.at(a, b) : e.at(b, a);
+    out[a] = ids.emplace(line, static_cast<std::uint32_t>(ids.size())).first->second;
+  }
+  count = static_cast<std::uint32_t>(ids.size());
+  return out;
+}
+
+/// The instance as a mixed-integer program (CPLEX LP format): x_u_a binary, y_e_r_c >= 0 per
+/// pair of row / column classes, marginal constraints; forbidden labels and pairs left out.
+std::string to_lp(const solve::CostGraph& g) {
+  std::ostringstream obj, cons, bin;
+  std::size_t terms = 0;
+  const auto term = [&](std::ostringstream& out, solve::cost_t c, const std::string& var) {
+    out << " + " << c << ' ' << var << ((++terms % 8) == 0 ? "\n" : "");
+  };
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) {
+    cons << " n" << u << ":";
+    for (std::size_t a = 0; a < g.num_labels(u); ++a) {
+      if (solve::is_forbidden(g.unary[u][a])) continue;
+      std::ostringstream name;
+      name << 'x' << u << '_' << a;
+      const std::string x = name.str();
+      term(obj, g.unary[u][a], x);
+      cons << " + " << x;
+      bin << ' ' << x << '\n';
+    }
+    cons << " = 1\n";
+  }
+  for (std::size_t k = 0; k < g.edges.size(); ++k) {
+    const auto& e = g.edges[k];
+    std::uint32_t R = 0, C = 0;
+    const auto rc = classes_of(g, e, true, R), cc = classes_of(g, e, false, C);
+    std::vector<std::size_t> ra(R), cb(C);  // a representative label per class
+    for (std::size_t a = 0; a < rc.size(); ++a) ra[rc[a]] = a;
+    for (std::size_t b = 0; b < cc.size(); ++b) cb[cc[b]] = b;
+    std::vector<std::vector<std::string>> by_row(R), by_col(C);
+    for (std::uint32_t r = 0; r < R; ++r)
+      for (std::uint32_t c = 0; c < C; ++c) {
+        const solve::cost_t v = e.at(ra[r], cb[c]);
+        if (solve::is_forbidden(v)) continue;
+        std::ostringstream name;
+        name << 'y' << k << '_' << r << '_' << c;
+        const std::string y = name.str();
+        term(obj, v, y);
+        by_row[r].push_back(y);
+        by_col[c].push_back(y);
+      }
+    for (std::uint32_t r = 0; r < R; ++r) {
+      cons << " e" << k << "r" << r << ":";
+      for (const auto& y : by_row[r]) cons << " + " << y;
+      for (std::size_t a = 0; a < rc.size(); ++a)
+        if (rc[a] == r && !solve::is_forbidden(g.unary[e.u][a])) cons << " - x" << e.u << '_' << a;
+      cons << " = 0\n";
+    }
+    for (std::uint32_t c = 0; c < C; ++c) {
+      cons << " e" << k << "c" << c << ":";
+      for (const auto& y : by_col[c]) cons << " + " << y;
+      for (std::size_t b = 0; b < cc.size(); ++b)
+        if (cc[b] == c && !solve::is_forbidden(g.unary[e.v][b])) cons << " - x" << e.v << '_' << b;
+      cons << " = 0\n";
+    }
+  }
+  for (std::size_t k = 0; k < g.limits.size(); ++k) {
+    cons << " l" << k << ":";
+    for (auto u : g.limits[k].nodes)
+      for (std::size_t a = 0; a < g.num_labels(u); ++a)
+        if (!solve::is_forbidden(g.unary[u][a])) cons << " + " << g.usage[u][a] << " x" << u << '_' << a;
+    cons << " <= " << g.limits[k].limit << '\n';
+  }
+  std::ostringstream lp;
+  lp << "Minimize\n obj: 0" << obj.str() << "\nSubject To\n" << cons.str() << "Binary\n" << bin.str() << "End\n";
+  return lp.str();
+}
+
+/// The instance in toulbar2's WCSP format (a pairwise cost function network).
+std::string to_wcsp(const solve::CostGraph& g) {
+  solve::cost_t top = 1 + g.constant;
+  for (const auto& u : g.unary) {
+    solve::cost_t m = 0;
+    for (auto c : u)
+      if (!solve::is_forbidden(c)) m = std::max(m, c);
+    top += m;
+  }
+  for (const auto& e : g.edges) {
+    solve::cost_t m = 0;
+    for (auto c : e.costs())
+      if (!solve::is_forbidden(c)) m = std::max(m, c);
+    top += m;
+  }
+  const auto cost = [&](solve::cost_t c) { return solve::is_forbidden(c) ? top : c; };
+  std::size_t maxdom = 1;
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) maxdom = std::max(maxdom, g.num_labels(u));
+  std::ostringstream out;
+  out << "ctshard " << g.num_nodes() << ' ' << maxdom << ' ' << (g.num_nodes() + g.edges.size() + 1) << ' ' << top << '\n';
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) out << g.num_labels(u) << (u + 1 < g.num_nodes() ? ' ' : '\n');
+  out << "0 " << g.constant << " 0\n";
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) {
+    out << "1 " << u << " 0 " << g.num_labels(u) << '\n';
+    for (std::size_t a = 0; a < g.num_labels(u); ++a) out << a << ' ' << cost(g.unary[u][a]) << '\n';
+  }
+  for (const auto& e : g.edges) {
+    std::size_t nonzero = 0;
+    for (std::size_t a = 0; a < g.num_labels(e.u); ++a)
+      for (std::size_t b = 0; b < g.num_labels(e.v); ++b) nonzero += e.at(a, b) != 0 ? 1 : 0;
+    out << "2 " << e.u << ' ' << e.v << " 0 " << nonzero << '\n';
+    for (std::size_t a = 0; a < g.num_labels(e.u); ++a)
+      for (std::size_t b = 0; b < g.num_labels(e.v); ++b)
+        if (e.at(a, b) != 0) out << a << ' ' << b << ' ' << cost(e.at(a, b)) << '\n';
+  }
+  return out.str();
+}
+
+/// Runs a shell command and returns its output.
+std::string shell(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {};
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("plan --global: every real graph on 2x4 and 2x2x2 is proven optimal and never worse than greedy", "[global]") {
+  const auto graphs = real_graphs();
+  if (graphs.empty()) {
+    WARN("../shared/graphs not found: skipping the real-graph global plans");
+    return;
+  }
+  std::size_t plans = 0, improved = 0;
+  for (const auto& path : graphs) {
+    const fx::Graph graph = fx::read_fx_graph_file(path.string());
+    for (const auto& mesh : {std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>{2, 2, 2}}) {
+      // the four largest graphs on the 3-dim mesh take 10-40 s each: they are in the benchmarks
+      const std::string name = path.filename().string();
+      const bool large = name.starts_with("swin") || name.starts_with("t5_small") || name.starts_with("qwen3") || name.starts_with("resnet50");
+      if (mesh.size() == 3 && large) continue;
+      for (const bool fsdp : {false, true}) {
+        cli::PlanOptions options;
+        options.mesh = mesh;
+        if (fsdp) options.placements = fsdp_placements(graph, mesh);
+        cli::GlobalOptions global;
+        global.time_limit_ms = 120000;
+        INFO(name << " on " << mesh.size() << "-dim mesh, " << (fsdp ? "fsdp" : "replicated") << " inputs");
+        const cli::GlobalPlan g = cli::global_plan(graph, options, global, builtin_registry());
+        check_global(g);
+        ++plans;
+        improved += g.plan.total_cost_us < g.greedy.total_cost_us - 1e-3 ? 1 : 0;
+      }
+    }
+  }
+  CHECK(plans >= 40);
+  CHECK(improved >= 15);  // the global plan is strictly better than the greedy one on many of them
+}
+
+TEST_CASE("plan --global --json: the plan's fields plus the proof and the comparison", "[global]") {
+  const auto j = nlohmann::json::parse(run_tool("plan --global --json --time-limit-ms 20000"));
+  for (const char* key : {"nodes", "total_cost_us", "nodes_with_rule", "nodes_fallback", "fallback_ops", "mesh", "placements", "algo",
+                          "lower_bound_us", "optimality_gap", "proven_optimal", "greedy_total_cost_us", "nodes_changed", "changes",
+                          "input_placements", "solver", "objective_us", "greedy_objective_us", "status"})
+    CHECK(j.contains(key));
+  CHECK(j["algo"] == "global");
+  CHECK(j["proven_optimal"].get<bool>());
+  CHECK(j["optimality_gap"].get<double>() == 0.0);
+  std::size_t changed = 0;
+  for (const auto& n : j["nodes"]) changed += n["changed"].get<bool>() ? 1 : 0;
+  CHECK(changed == j["nodes_changed"].get<std::size_t>());
+  CHECK(j["changes"].size() == changed);
+  CHECK(changed > 0);  // the embedded block: the greedy plan leaves a partial sum the global plan avoids
+  CHECK(j["total_cost_us"].get<double>() < j["greedy_total_cost_us"].get<double>());
+  CHECK(j["lower_bound_us"].get<double>() == Approx(j["total_cost_us"].get<double>()).margin(0.01));
+  const std::string text = run_tool("plan --global");
+  CHECK(text.find("(proven optimal)") != std::string::npos);
+  CHECK(text.find("[changed]") != std::string::npos);
+  CHECK(text.find("where the global plan differs") != std::string::npos);
+  // plain `plan --json` is unchanged by the feature
+  const auto greedy = nlohmann::json::parse(run_tool("plan --json"));
+  CHECK_FALSE(greedy.contains("algo"));
+  CHECK(greedy["total_cost_us"] == j["greedy_total_cost_us"]);
+}
+
+TEST_CASE("plan --export-costgraph: the IOPDDL export solves to the same optimum, and CBC and toulbar2 agree", "[global][external]") {
+  const bool cbc = have("cbc"), tb2 = have("toulbar2");
+  if (!cbc) WARN("cbc not installed (Debian: coinor-cbc): skipping the CBC comparison");
+  if (!tb2) WARN("toulbar2 not installed (Debian: toulbar2): skipping the toulbar2 comparison");
+  const std::string dir = std::string(CTSHARD_SHARED_DIR) + "/graphs";
+  std::vector<std::string> files = {""};  // the embedded block
+  for (const char* f : {"bart_layer_fw", "bart_layer_bw", "gpt_megatron_l1_fw", "gpt_megatron_l1_tp2_r0", "qwen2_vllm_l1_fw",
+                        "qwen2_vllm_l1_tp2_r0", "more/dlrm_fw", "more/dlrm_bw"})
+    if (fs::exists(dir + "/" + f + ".fx.txt")) files.push_back(dir + "/" + f + ".fx.txt");
+  const fs::path tmp = fs::temp_directory_path() / ("ctshard_global_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  std::size_t compared_cbc = 0, compared_tb2 = 0;
+  for (const auto& file : files) {
+    for (const bool fsdp : {false, true}) {
+      if (file.empty() && fsdp) continue;
+      std::string place;
+      if (fsdp)
+        for (const auto& [name, spec] : fsdp_placements(fx::read_fx_graph_file(file), {2, 4})) place += " --place '" + name + "=" + to_string(spec) + "'";
+      const std::string exported = (tmp / "instance.json").string();
+      const auto j = nlohmann::json::parse(run_tool("plan " + file + " --mesh 2x4 --global --json --export-costgraph " + exported + place));
+      INFO((file.empty() ? "embedded block" : file) << (fsdp ? " fsdp" : ""));
+      REQUIRE(j["proven_optimal"].get<bool>());
+      const solve::CostGraph g = solve::read_iopddl(slurp(exported)).graph;
+      const solve::SolveResult mine = solve::solve(g);
+      REQUIRE(mine.optimal);
+      // the export has the same optimum (ns) as the plan (µs)
+      CHECK(static_cast<double>(mine.cost) / 1000.0 == Approx(j["objective_us"].get<double>()).margin(1e-6));
+      // `ctshard iopddl` on the export
+      const auto k = nlohmann::json::parse(run_tool("iopddl " + exported + " --json"));
+      CHECK(k["cost"].get<solve::cost_t>() == mine.cost);
+      CHECK(k["lower_bound"].get<solve::cost_t>() == mine.cost);
+      if (cbc) {
+        std::ofstream((tmp / "m.lp").string()) << to_lp(g);
+        std::filesystem::remove(tmp / "m.sol");
+        shell("cbc " + (tmp / "m.lp").string() + " sec 60 solve solu " + (tmp / "m.sol").string());
+        const std::string sol = slurp((tmp / "m.sol").string());
+        std::smatch m;
+        if (std::regex_search(sol, m, std::regex("^Optimal - objective value ([-0-9.e+]+)"))) {
+          CHECK(std::llround(std::stod(m[1].str())) + g.constant == mine.cost);
+          ++compared_cbc;
+        } else {
+          WARN("CBC did not finish within a minute: " << sol.substr(0, 80));
+        }
+      }
+      if (tb2) {
+        std::ofstream((tmp / "m.wcsp").string()) << to_wcsp(g);
+        const std::string out = shell("toulbar2 " + (tmp / "m.wcsp").string() + " -timer=60");
+        std::smatch m;
+        if (std::regex_search(out, m, std::regex("Optimum: ([0-9]+)"))) {
+          CHECK(std::stoll(m[1].str()) == mine.cost);
+          ++compared_tb2;
+        } else {
+          WARN("toulbar2 did not finish within a minute");
+        }
+      }
+    }
+  }
+  fs::remove_all(tmp);
+  if (cbc) CHECK(compared_cbc >= 10);
+  if (tb2) CHECK(compared_tb2 >= 10);
+}
+
+TEST_CASE("plan --global --free-inputs: inputs become variables, with the compute term, a memory budget and ties", "[global]") {
+  // the embedded block, nothing pinned
+  const auto free = nlohmann::json::parse(run_tool("plan --global --json --free-inputs --place 'primals_1=S(0)R'"));
+  CHECK(free["proven_optimal"].get<bool>());
+  CHECK(free["objective_us"].get<double>() <= free["greedy_objective_us"].get<double>() + 1e-6);
+  CHECK(free["compute_us"].get<double>() > 0);
+  CHECK(free["input_placements"]["primals_1"] == "S(0)R");  // pinned stays
+  // a budget forces the inputs to shard: every input's local bytes summed stay within it
+  const fx::Graph graph = cli::default_graph();
+  std::map<std::string, double> bytes;
+  for (const auto& n : graph.nodes)
+    if (n.kind == "placeholder" && !n.outputs.empty() && n.outputs[0].known()) bytes[n.name] = static_cast<double>(n.outputs[0].nbytes());
+  double total = 0;
+  for (const auto& [name, b] : bytes) total += b;
+  const double budget_gib = 0.3 * total / 1073741824.0;
+  std::ostringstream cmd;
+  cmd << "plan --global --json --free-inputs --memory-budget-gib " << budget_gib << " --tie primals_2=primals_6";
+  const auto tight = nlohmann::json::parse(run_tool(cmd.str()));
+  REQUIRE(tight["proven_optimal"].get<bool>());
+  double local = 0;
+  for (const auto& [name, b] : bytes) {
+    const Spec s = parse_spec(tight["input_placements"][name].get<std::string>());
+    local += std::ceil(b / static_cast<double>(num_shards(s, std::array<std::int64_t, 2>{2, 4})));
+  }
+  CHECK(local <= budget_gib * 1073741824.0 + 1);
+  CHECK(tight["input_placements"]["primals_2"] == tight["input_placements"]["primals_6"]);
+  CHECK(tight["objective_us"].get<double>() >= free["objective_us"].get<double>() - 1e-6);  // a constraint never helps
+  // an impossible budget: no feasible plan, said so
+  const auto none = nlohmann::json::parse(run_tool("plan --global --json --free-inputs --memory-budget-gib 0.0000001"));
+  CHECK(none["status"] == "infeasible");
+  CHECK_FALSE(none["proven_optimal"].get<bool>());
+  // bad ties are errors
+  int status = 0;
+  const std::string bad = run_tool_status("plan --global --tie nosuch=primals_2", status);
+  CHECK(status == 1);
+  CHECK(bad.find("nosuch") != std::string::npos);
+}
+
+TEST_CASE("ctshard iopddl: instances B and G at their optimum with the bound reached, within the contest limits", "[global][iopddl]") {
+  const std::string dir = std::string(CTSHARD_SHARED_DIR) + "/iopddl";
+  if (!fs::exists(dir + "/asplos-2025-iopddl-B.json.gz")) {
+    WARN("../shared/iopddl not found: skipping the IOPDDL instances");
+    return;
+  }
+  struct Case {
+    const char* file;
+    double limit_s;
+    solve::cost_t best;  // B: the proven optimum; G: the best contest submission
+  };
+  for (const Case& c : {Case{"asplos-2025-iopddl-B.json.gz", 60, 532843}, Case{"asplos-2025-iopddl-G.json.gz", 120, 217039}}) {
+    const std::string path = dir + "/" + c.file;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto j = nlohmann::json::parse(run_tool("iopddl " + path + " --json --time-limit-s " + std::to_string(c.limit_s)));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(c.file);
+    REQUIRE(j["feasible"].get<bool>());
+    CHECK(j["cost"].get<solve::cost_t>() <= c.best);
+    CHECK(j["lower_bound"].get<solve::cost_t>() == j["cost"].get<solve::cost_t>());
+    CHECK(j["optimal"].get<bool>());
+    CHECK(seconds < c.limit_s);
+    // the strategies, checked against the instance read independently of the solver
+    const solve::IopddlInstance inst = solve::read_iopddl(cli::read_maybe_gzip(path));
+    const auto labels = j["strategies"].get<std::vector<std::uint32_t>>();
+    CHECK(inst.graph.evaluate(labels) == j["cost"].get<solve::cost_t>());
+    CHECK(inst.graph.feasible(labels));
+    // and every time step's usage directly from the intervals
+    std::map<std::int64_t, std::int64_t> use;
+    for (std::size_t u = 0; u < labels.size(); ++u)
+      for (std::int64_t t = inst.graph.intervals[u].first; t < inst.graph.intervals[u].second; ++t) use[t] += inst.graph.usage[u][labels[u]];
+    for (const auto& [t, x] : use) CHECK(x <= inst.usage_limit);
+  }
+  CHECK(nlohmann::json::parse(run_tool("iopddl " + dir + "/example.json --json"))["optimal"].get<bool>());
+  int status = 0;
+  run_tool_status("iopddl /nonexistent.json", status);
+  CHECK(status == 1);
+}

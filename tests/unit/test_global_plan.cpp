@@ -1,0 +1,368 @@
+// Whole-graph planning, library side: the exact solver against brute force on random cost graphs
+// (forbidden pairs, factored edges, usage limits, every part switched on and off), an independent
+// certificate check of every answer, the time-limited answer's honesty, candidates against
+// StrategyEnumerator's tables, and the IOPDDL reader / writer.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ctshard/registry.hpp"
+#include "ctshard/solve/candidates.hpp"
+#include "ctshard/solve/iopddl.hpp"
+#include "ctshard/solve/solver.hpp"
+#include "op_call_builders.hpp"
+
+using namespace ctshard;
+using namespace ctshard::solve;
+
+namespace {
+
+/// A random cost graph: 2..max_nodes nodes of 1..max_labels labels, random factored edges (some
+/// parallel), ~10% forbidden unary labels and ~15% forbidden pairs, optional usage limits.
+CostGraph random_graph(std::mt19937& rng, std::size_t max_nodes, std::size_t max_labels, std::size_t edge_factor, bool limits) {
+  CostGraph g;
+  const std::size_t n = 2 + rng() % (max_nodes - 1);
+  for (std::size_t u = 0; u < n; ++u) {
+    const std::size_t L = 1 + rng() % max_labels;
+    std::vector<cost_t> c;
+    for (std::size_t a = 0; a < L; ++a) c.push_back(rng() % 10 == 0 ? forbidden : static_cast<cost_t>(rng() % 50));
+    g.add_node(std::move(c));
+  }
+  const std::size_t m = rng() % (edge_factor * n + 1);
+  for (std::size_t k = 0; k < m; ++k) {
+    const auto u = static_cast<std::uint32_t>(rng() % n), v = static_cast<std::uint32_t>(rng() % n);
+    if (u == v) continue;
+    CostEdge e;
+    e.u = u;
+    e.v = v;
+    e.rows = 1 + static_cast<std::uint32_t>(rng() % 4);
+    e.cols = 1 + static_cast<std::uint32_t>(rng() % 4);
+    for (std::size_t a = 0; a < g.num_labels(u); ++a) e.row_class.push_back(static_cast<std::uint32_t>(rng() % e.rows));
+    for (std::size_t b = 0; b < g.num_labels(v); ++b) e.col_class.push_back(static_cast<std::uint32_t>(rng() % e.cols));
+    for (std::uint32_t i = 0; i < e.rows * e.cols; ++i) e.matrix.push_back(rng() % 7 == 0 ? forbidden : static_cast<cost_t>(rng() % 40));
+    g.add_edge(std::move(e));
+  }
+  g.constant = static_cast<cost_t>(rng() % 7);
+  if (limits) {
+    for (std::size_t u = 0; u < n; ++u) {
+      std::vector<std::int64_t> us;
+      for (std::size_t a = 0; a < g.num_labels(u); ++a) us.push_back(static_cast<std::int64_t>(rng() % 10));
+      g.usage.push_back(std::move(us));
+    }
+    const std::size_t nl = 1 + rng() % 3;
+    for (std::size_t k = 0; k < nl; ++k) {
+      UsageLimit l;
+      for (std::size_t u = 0; u < n; ++u)
+        if (rng() % 2) l.nodes.push_back(static_cast<std::uint32_t>(u));
+      l.limit = static_cast<std::int64_t>(rng() % (4 * l.nodes.size() + 3));
+      g.limits.push_back(std::move(l));
+    }
+  }
+  return g;
+}
+
+/// The optimum by enumeration (forbidden when nothing is feasible).
+cost_t brute_force(const CostGraph& g) {
+  std::vector<std::uint32_t> x(g.num_nodes(), 0);
+  cost_t best = forbidden;
+  while (true) {
+    const cost_t c = g.evaluate(x);
+    if (!is_forbidden(c) && c < best && g.feasible(x)) best = c;
+    std::size_t i = 0;
+    while (i < x.size() && ++x[i] == g.num_labels(i)) x[i++] = 0;
+    if (i == x.size()) break;
+  }
+  return best;
+}
+
+/// The objective recomputed without CostGraph::evaluate: dense loops over every edge's label pairs.
+cost_t independent_cost(const CostGraph& g, const std::vector<std::uint32_t>& x) {
+  cost_t total = g.constant;
+  bool forbidden_seen = false;
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) {
+    forbidden_seen = forbidden_seen || is_forbidden(g.unary[u][x[u]]);
+    total += is_forbidden(g.unary[u][x[u]]) ? 0 : g.unary[u][x[u]];
+  }
+  for (const auto& e : g.edges) {
+    const auto& m = e.costs();
+    for (std::size_t a = 0; a < g.num_labels(e.u); ++a)
+      for (std::size_t b = 0; b < g.num_labels(e.v); ++b) {
+        if (a != x[e.u] || b != x[e.v]) continue;
+        const cost_t c = m[std::size_t{e.row_class[a]} * e.cols + e.col_class[b]];
+        forbidden_seen = forbidden_seen || is_forbidden(c);
+        total += is_forbidden(c) ? 0 : c;
+      }
+  }
+  return forbidden_seen ? forbidden : total;
+}
+
+/// Certificate check of an answer: its labelling's cost recomputed independently, its limits,
+/// the bound at most the cost, and for a claimed optimum, no single-node change improves it
+/// (a necessary condition; brute force or the external solvers check sufficiency).
+void check_certificate(const CostGraph& g, const SolveResult& r) {
+  if (!r.feasible) {
+    CHECK(r.labels.empty());
+    return;
+  }
+  REQUIRE(r.labels.size() == g.num_nodes());
+  CHECK(independent_cost(g, r.labels) == r.cost);
+  CHECK(g.feasible(r.labels));
+  CHECK(r.lower_bound <= r.cost);
+  CHECK(r.optimal == (r.lower_bound == r.cost));
+  CHECK(r.gap() >= 0.0);
+  if (!r.optimal) return;
+  std::vector<std::uint32_t> x = r.labels;
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) {
+    const std::uint32_t keep = x[u];
+    for (std::uint32_t a = 0; a < g.num_labels(u); ++a) {
+      x[u] = a;
+      const cost_t c = g.evaluate(x);
+      if (!is_forbidden(c) && g.feasible(x)) CHECK(c >= r.cost);
+    }
+    x[u] = keep;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("solve: the optimum of random cost graphs equals brute force, every part on and off", "[global][solve]") {
+  std::size_t with_core = 0, searched = 0;
+  for (std::uint32_t seed = 0; seed < 4000; ++seed) {
+    std::mt19937 rng(seed);
+    const bool limits = seed % 2 == 1;
+    const bool dense = seed % 5 == 4;  // bigger, denser graphs exercise the dual and the search
+    const CostGraph g = dense ? random_graph(rng, 9, 5, 3, limits) : random_graph(rng, 8, 4, 2, limits);
+    const cost_t best = brute_force(g);
+    SolveOptions o;
+    o.time_limit_s = 5;
+    const unsigned variant = seed % 8;
+    o.dominance = (variant & 1) != 0;
+    o.reductions = (variant & 2) != 0;
+    o.dual = (variant & 4) != 0;
+    const SolveResult r = solve::solve(g, o);
+    INFO("seed " << seed << " variant " << variant << " brute force " << best << " solver " << r.cost << " bound " << r.lower_bound);
+    if (is_forbidden(best)) {
+      CHECK_FALSE(r.feasible);
+      CHECK(r.status == "infeasible");
+      continue;
+    }
+    REQUIRE(r.feasible);
+    CHECK(r.cost == best);
+    CHECK(r.lower_bound == best);
+    CHECK(r.status == "optimal");
+    check_certificate(g, r);
+    with_core += r.stats.core_nodes > 0 ? 1 : 0;
+    searched += r.stats.search_nodes > 0 ? 1 : 0;
+  }
+  // the dual, reduced-cost fixing and the search all had work to do on some instances
+  CHECK(with_core > 50);
+  CHECK(searched > 50);
+}
+
+TEST_CASE("solve: a start labelling is the first incumbent; a zero time limit still answers honestly", "[global][solve]") {
+  for (std::uint32_t seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed + 100000);
+    const CostGraph g = random_graph(rng, 9, 5, 3, false);
+    const cost_t best = brute_force(g);
+    if (is_forbidden(best)) continue;
+    // the brute-force optimum's labelling as the start
+    std::vector<std::uint32_t> x(g.num_nodes(), 0), arg;
+    while (true) {
+      if (g.evaluate(x) == best) {
+        arg = x;
+        break;
+      }
+      std::size_t i = 0;
+      while (i < x.size() && ++x[i] == g.num_labels(i)) x[i++] = 0;
+      if (i == x.size()) break;
+    }
+    SolveOptions o;
+    o.time_limit_s = 0;
+    o.start = arg;
+    const SolveResult r = solve::solve(g, o);
+    REQUIRE(r.feasible);
+    CHECK(r.cost == best);  // never worse than the start
+    CHECK(r.lower_bound <= best);
+    check_certificate(g, r);
+    // and with a bad start and no time, the answer is still a valid labelling with a valid bound
+    o.start.assign(g.num_nodes(), 0);
+    const SolveResult q = solve::solve(g, o);
+    if (q.feasible) {
+      CHECK(q.cost >= best);
+      check_certificate(g, q);
+    }
+    CHECK(q.lower_bound <= best);
+  }
+}
+
+TEST_CASE("solve: chains, trees and cycles of 50-label nodes reduce exactly", "[global][solve]") {
+  // a ring of 40 nodes with one chord: degree-2 elimination and parallel-edge merging close it
+  std::mt19937 rng(7);
+  CostGraph g;
+  const std::uint32_t n = 40;
+  for (std::uint32_t u = 0; u < n; ++u) {
+    std::vector<cost_t> c(50);
+    for (auto& x : c) x = static_cast<cost_t>(rng() % 1000);
+    g.add_node(std::move(c));
+  }
+  const auto dense = [&](std::uint32_t u, std::uint32_t v) {
+    std::vector<cost_t> m(50 * 50);
+    for (auto& x : m) x = rng() % 9 == 0 ? forbidden : static_cast<cost_t>(rng() % 1000);
+    g.add_dense_edge(u, v, std::move(m));
+  };
+  for (std::uint32_t u = 0; u < n; ++u) dense(u, (u + 1) % n);
+  dense(0, n / 2);
+  const SolveResult r = solve::solve(g);
+  REQUIRE(r.feasible);
+  CHECK(r.optimal);
+  check_certificate(g, r);
+  // the same answer without reductions (dual + search only)
+  SolveOptions o;
+  o.reductions = false;
+  o.dominance = false;
+  o.time_limit_s = 60;
+  const SolveResult q = solve::solve(g, o);
+  CHECK(q.optimal);
+  CHECK(q.cost == r.cost);
+}
+
+TEST_CASE("solve: usage limits are enforced lazily and exactly", "[global][solve]") {
+  // two nodes that both want their big label; the limit admits only one big label
+  CostGraph g;
+  g.add_node({0, 10});
+  g.add_node({0, 7});
+  g.add_dense_edge(0, 1, {0, 0, 0, 0});
+  g.usage = {{5, 1}, {5, 1}};
+  g.limits.push_back({{0, 1}, 6});
+  const SolveResult r = solve::solve(g);
+  CHECK(r.optimal);
+  CHECK(r.cost == 7);
+  CHECK(r.labels == std::vector<std::uint32_t>{0, 1});
+  g.limits[0].limit = 1;  // nothing fits
+  const SolveResult q = solve::solve(g);
+  CHECK_FALSE(q.feasible);
+  CHECK(q.status == "infeasible");
+}
+
+TEST_CASE("solve: malformed graphs and starts are errors", "[global][solve]") {
+  CostGraph g;
+  g.add_node({1, 2});
+  CHECK_THROWS_AS(g.add_node({}), ctshard::error);
+  CHECK_THROWS_AS(g.add_dense_edge(0, 0, {0, 0, 0, 0}), ctshard::error);
+  g.add_node({3});
+  CHECK_THROWS_AS(g.add_dense_edge(0, 1, {0, 0, 0}), ctshard::error);
+  SolveOptions o;
+  o.start = {0};
+  CHECK_THROWS_AS(solve::solve(g, o), ctshard::error);
+  g.unary[0][0] = std::numeric_limits<cost_t>::max() / 8;  // finite but too large for exact arithmetic
+  CHECK_THROWS_AS(solve::solve(g), ctshard::error);
+}
+
+TEST_CASE("candidates: every row DTensor's enumeration lists for some input specs is a candidate", "[global][candidates]") {
+  // For ops of each UnevenInputs kind, random current specs: each surviving row of
+  // StrategyEnumerator::for_each is among enumerate_candidates' rows (placeholders filled with
+  // plain Shard), and a row that passed through the uneven bypass is flagged for that input.
+  const auto& registry = builtin_registry();
+  std::vector<OpCall> calls;
+  calls.push_back(test::make_call("aten.mm.default", {test::meta({8, 6}), test::meta({6, 4})}, {test::tensor_arg(0), test::tensor_arg(1)}));
+  calls.push_back(test::make_call("aten.add.Tensor", {test::meta({3, 8}), test::meta({3, 8})}, {test::tensor_arg(0), test::tensor_arg(1)}));
+  calls.push_back(test::make_call("aten.view.default", {test::meta({3, 4, 8})}, {test::tensor_arg(0), test::ints_arg({12, 8})}));
+  calls.push_back(test::make_call("aten.sum.dim_IntList", {test::meta({3, 8, 2})}, {test::tensor_arg(0), test::ints_arg({1})}));
+  std::mt19937 rng(11);
+  for (const auto& sizes : {std::vector<std::int64_t>{4}, std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>{2, 2, 2}}) {
+    const MeshTopology mesh = MeshTopology::build(std::span<const std::int64_t>(sizes.data(), sizes.size()), 8);
+    for (const auto& call : calls) {
+      const OpRule rule = (*registry.find(call.op))(call);
+      const CandidateSet cands = enumerate_candidates(rule.rules, mesh, call.tensors, plain_shard_kinds, rule.uneven_inputs, rule.filter);
+      StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+      for (int trial = 0; trial < 40; ++trial) {
+        // a random current spec per input: R, S(d) or P(sum) per mesh dim
+        std::vector<Spec> current;
+        for (const auto& m : call.tensors) {
+          Spec s(mesh.size());
+          for (std::size_t d = 0; d < mesh.size(); ++d) {
+            const auto pick = rng() % (m.shape.rank + 2);
+            if (pick < m.shape.rank) s[d] = Shard(static_cast<int>(pick));
+            else if (pick == m.shape.rank) s[d] = Partial(ReduceOp::sum);
+          }
+          current.push_back(s);
+        }
+        std::size_t rows = 0, found = 0;
+        e.for_each(call.tensors, current, [&](const CandidateView& v) {
+          ++rows;
+          for (std::size_t c = 0; c < cands.size(); ++c) {
+            bool same = true;
+            for (std::size_t k = 0; k < cands.width() && same; ++k) same = cands.spec(c, k) == e.spec_of(v.digits, k);
+            if (!same) continue;
+            ++found;
+            for (std::size_t i = 0; i < cands.num_inputs; ++i) {
+              const bool shardable = is_tensor_shardable(call.tensors[i].shape, cands.spec(c, cands.num_outputs + i), mesh);
+              CHECK(((cands.needs_bypass[c] >> i) & 1) == (shardable ? 0u : 1u));
+            }
+            break;
+          }
+        });
+        INFO(call.op << " on a " << mesh.size() << "-dim mesh");
+        CHECK(found == rows);
+      }
+    }
+  }
+}
+
+TEST_CASE("iopddl: the worked example, a round trip, and the writer's limits", "[global][iopddl]") {
+  const std::string path = std::string(CTSHARD_SHARED_DIR) + "/iopddl/example.json";
+  if (!std::filesystem::exists(path)) {
+    WARN("../shared/iopddl not found (" << path << "): skipping the IOPDDL example");
+  } else {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const IopddlInstance inst = read_iopddl(text.str());
+    CHECK(inst.name == "example");
+    CHECK(inst.graph.num_nodes() == 5);
+    CHECK(inst.usage_limit == 50);
+    const cost_t best = brute_force(inst.graph);
+    const SolveResult r = solve::solve(inst.graph);
+    CHECK(r.optimal);
+    CHECK(r.cost == best);
+    check_certificate(inst.graph, r);
+    // written and read back: the same optimum
+    const IopddlInstance back = read_iopddl(write_iopddl(inst.graph, inst.name));
+    CHECK(back.graph.num_nodes() == inst.graph.num_nodes());
+    CHECK(solve::solve(back.graph).cost == r.cost);
+  }
+  // a graph with a constant, forbidden entries and one limit round-trips
+  std::mt19937 rng(3);
+  for (int k = 0; k < 50; ++k) {
+    CostGraph g = random_graph(rng, 6, 4, 2, false);
+    if (k % 2 == 0) {
+      for (std::size_t u = 0; u < g.num_nodes(); ++u) g.usage.push_back(std::vector<std::int64_t>(g.num_labels(u), static_cast<std::int64_t>(u % 3)));
+      UsageLimit l;
+      for (std::uint32_t u = 0; u < g.num_nodes(); u += 2) l.nodes.push_back(u);
+      l.limit = 3;
+      g.limits.push_back(l);
+    }
+    const IopddlInstance back = read_iopddl(write_iopddl(g, "random"));
+    CHECK(brute_force(back.graph) == brute_force(g));
+  }
+  CHECK_THROWS_AS(read_iopddl("{\"problem\": {\"nodes\": {\"costs\": [[1]]}, \"edges\": {\"nodes\": [[0, 3]], \"costs\": [[1]]}}}"), ctshard::error);
+  CHECK_THROWS_AS(read_iopddl("{\"problem\": "), ctshard::error);
+  CHECK_THROWS_AS(read_iopddl("[]"), ctshard::error);
+}
+
+TEST_CASE("iopddl: usage limits come from the maximal sets of live nodes", "[global][iopddl]") {
+  // [0,3) [1,2) [2,5) [4,5): live sets {0} {0,1} {0,2} {2} {2,3}; maximal: {0,1} {0,2} {2,3}
+  const auto limits = limits_from_intervals({{0, 3}, {1, 2}, {2, 5}, {4, 5}}, 10, false);
+  std::vector<std::vector<std::uint32_t>> sets;
+  for (const auto& l : limits) sets.push_back(l.nodes);
+  CHECK(sets == std::vector<std::vector<std::uint32_t>>{{0, 1}, {0, 2}, {2, 3}});
+  CHECK(limits_from_intervals({{0, 3}, {1, 2}, {2, 5}, {4, 5}}, 10, true).size() == 5);
+  CHECK(limits_from_intervals({{3, 3}}, 10, false).empty());  // an empty interval is never live
+}
