@@ -671,8 +671,11 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
                  {"reduced_cost_fixed", s.reduced_cost_fixed},
                  {"dual_iterations", s.dual_iterations},
                  {"search_nodes", s.search_nodes},
+                 {"elimination_work", s.elimination_work},
+                 {"phase_ms", {{"reduce", s.reduce_ms}, {"dual", s.dual_ms}, {"elimination", s.elimination_ms}, {"search", s.search_ms}}},
                  {"build_ms", g.build_ms},
                  {"solve_ms", g.solve_ms},
+                 {"solve_cpu_ms", g.result.cpu_seconds * 1000.0},
                  {"time_limit_ms", global.time_limit_ms}};
   return j;
 }

@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+#include <cstdlib>
+#include <string>
 
 #include "ctshard/solve/problem.hpp"
 
@@ -33,22 +35,40 @@ class Srmp {
   void prepare() {
     order_.clear();
     pos_.assign(p_.nodes.size(), 0);
-    for (std::uint32_t u = 0; u < p_.nodes.size(); ++u)
-      if (p_.nodes[u].alive) {
-        pos_[u] = static_cast<std::uint32_t>(order_.size());
-        order_.push_back(u);
+    const char* mode = std::getenv("CTSHARD_ORDER");
+    if (mode != nullptr && std::string(mode) == "bfs") {
+      std::vector<char> seen(p_.nodes.size(), 0);
+      for (std::uint32_t s = 0; s < p_.nodes.size(); ++s) {
+        if (!p_.nodes[s].alive || seen[s]) continue;
+        std::vector<std::uint32_t> q{s};
+        seen[s] = 1;
+        for (std::size_t i = 0; i < q.size(); ++i) {
+          order_.push_back(q[i]);
+          for (auto ei : p_.nodes[q[i]].edges) {
+            const auto w = p_.edges[ei].other(q[i]);
+            if (!seen[w]) { seen[w] = 1; q.push_back(w); }
+          }
+        }
       }
+    } else {
+      for (std::uint32_t u = 0; u < p_.nodes.size(); ++u)
+        if (p_.nodes[u].alive) order_.push_back(u);
+    }
+    for (std::size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = static_cast<std::uint32_t>(k);
   }
 
   [[nodiscard]] const std::vector<std::uint32_t>& order() const noexcept { return order_; }
 
   /// One forward pass (decoding into `labels`, indexed by node: current label index) and one
-  /// backward pass; returns the lower bound (fine units, constant included).
-  fine_t iterate(std::vector<std::uint32_t>& labels) {
+  /// backward pass (decoding into `backward`, from the other end of the order: a decision the
+  /// forward decoding takes early, before the messages carry the consequences at the far end,
+  /// is taken last here); returns the lower bound (fine units, constant included).
+  fine_t iterate(std::vector<std::uint32_t>& labels, std::vector<std::uint32_t>* backward = nullptr) {
     labels.assign(p_.nodes.size(), 0);
+    if (backward != nullptr) backward->assign(p_.nodes.size(), 0);
     for (std::size_t k = 0; k < order_.size(); ++k) step(order_[k], true, &labels);
     fine_t lb = p_.constant;
-    for (std::size_t k = order_.size(); k-- > 0;) lb = sat_add(lb, step(order_[k], false, nullptr));
+    for (std::size_t k = order_.size(); k-- > 0;) lb = sat_add(lb, step(order_[k], false, backward));
     return lb;
   }
 
@@ -131,7 +151,7 @@ class Srmp {
         const WEdge& e = p_.edges[ei];
         const std::uint32_t w = e.other(u);
         const bool first = e.u == u;
-        if (pos_[w] < pos_[u]) {
+        if (forward ? pos_[w] < pos_[u] : pos_[w] > pos_[u]) {
           const std::uint32_t xw = (*labels)[w];
           for (std::size_t a = 0; a < dec_.size(); ++a) dec_[a] = sat_add(dec_[a], first ? e.at(a, xw) : e.at(xw, a));
         } else {

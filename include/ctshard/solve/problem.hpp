@@ -123,6 +123,10 @@ class Problem {
   fine_t constant = 0;
   fine_t scale = 1;
   bool infeasible = false;  ///< some node lost every label
+  /// Nodes whose labels, costs or edges changed since dominance last looked at them (it looks
+  /// again at these and their neighbours only).
+  std::vector<char> dirty;
+  std::vector<std::uint8_t> dominance_checks;  ///< per node: how often dominance looked at it
 
   /// Builds the working copy of `g` at `scale` (costs multiplied). Forbidden unary labels are
   /// dropped at once. Every usage limit is copied; `enforced[k]` (when given) marks limit k as
@@ -131,6 +135,8 @@ class Problem {
     const std::size_t n = g.num_nodes();
     nodes.resize(n);
     original_labels.resize(n);
+    dirty.assign(n, 1);
+    dominance_checks.assign(n, 0);
     constant = g.constant * scale;
     const bool use = !g.limits.empty();
     for (std::size_t u = 0; u < n; ++u) {
@@ -212,6 +218,7 @@ class Problem {
       }
     }
     const auto id = static_cast<std::uint32_t>(edges.size());
+    dirty[e.u] = dirty[e.v] = 1;
     nodes[e.u].edges.push_back(id);
     nodes[e.v].edges.push_back(id);
     edges.push_back(std::move(e));
@@ -223,6 +230,7 @@ class Problem {
   void drop_edge(std::uint32_t ei) {
     WEdge& e = edges[ei];
     e.alive = false;
+    dirty[e.u] = dirty[e.v] = 1;
     for (auto x : {e.u, e.v}) {
       auto& inc = nodes[x].edges;
       inc.erase(std::find(inc.begin(), inc.end(), ei));
@@ -242,6 +250,8 @@ class Problem {
     for (std::size_t a = 0; a < keep.size(); ++a) kept += keep[a] ? 1 : 0;
     if (kept == keep.size()) return 0;
     if (kept == 0) infeasible = true;
+    dirty[u] = 1;
+    for (auto ei : n.edges) dirty[edges[ei].other(u)] = 1;
     const auto shrink = [&](auto& vec) {
       std::size_t j = 0;
       for (std::size_t a = 0; a < keep.size(); ++a)
@@ -386,6 +396,17 @@ class Problem {
     return std::any_of(n.usage.begin(), n.usage.end(), [&](std::int64_t x) { return x != n.usage[0]; });
   }
 
+  /// scale x (objective of the reconstructed labelling) for a labelling of the live nodes, from
+  /// the base form alone (see the file comment): cheap, and exact.
+  [[nodiscard]] fine_t live_cost(const std::vector<std::uint32_t>& live) const {
+    fine_t c = constant;
+    for (std::uint32_t u = 0; u < nodes.size(); ++u)
+      if (nodes[u].alive) c = sat_add(c, nodes[u].theta[live[u]]);
+    for (const auto& e : edges)
+      if (e.alive) c = sat_add(c, e.at(live[e.u], live[e.v]));
+    return c;
+  }
+
   /// Reconstructs a full assignment (original label ids) from the labels of the live nodes
   /// (`live[u]` = current label index for live u; ignored otherwise).
   [[nodiscard]] std::vector<std::uint32_t> reconstruct(const std::vector<std::uint32_t>& live) const {
@@ -418,6 +439,7 @@ class Problem {
   /// Adds `e` (between the same nodes as edge `into`) to edge `into`.
   void merge_into(std::uint32_t into, WEdge e) {
     WEdge& f = edges[into];
+    dirty[f.u] = dirty[f.v] = 1;
     if (e.u != f.u) {  // transpose e
       std::vector<fine_t> t(e.d.size());
       for (std::uint32_t r = 0; r < e.rows; ++r)

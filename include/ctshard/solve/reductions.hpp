@@ -17,10 +17,16 @@
 ///   label is recovered afterwards (Problem::reconstruct).
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ctshard/solve/problem.hpp"
@@ -36,6 +42,10 @@ struct ReduceOptions {
   std::size_t max_edge_cells = std::size_t{1} << 20;
   /// Dominance is tried on nodes whose pairwise-difference tables stay below this.
   std::size_t max_dominance_work = std::size_t{1} << 22;
+  /// How often one node is looked at (its neighbourhood keeps changing while others are reduced).
+  std::uint8_t dominance_checks = 4;
+  /// Candidate dominators per node: its cheapest labels.
+  std::size_t dominators = std::numeric_limits<std::size_t>::max();
 };
 
 struct ReduceStats {
@@ -255,6 +265,7 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   for (auto& x : nd)
     if (x >= huge) x = inf;
   ne.d = SharedMatrix(std::move(nd));
+  if (std::getenv("CTSHARD_SERIES")) std::fprintf(stderr, "series %u: L %zu groups %zu c1 %u c2 %u work %zu\n", u, n.theta.size(), groups.size(), f1.cols, f2.cols, groups.size() * cells);
   Elimination& el = p.record(u);
   el.factors.push_back(std::move(f1));
   el.factors.push_back(std::move(f2));
@@ -272,61 +283,140 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
   const WNode& n = p.nodes[u];
   const std::size_t L = n.theta.size();
   if (L < 2) return 0;
-  std::size_t work = L * L * std::max<std::size_t>(1, n.edges.size());
-  for (auto ei : n.edges) {
-    const WEdge& e = p.edges[ei];
-    const std::size_t own = e.u == u ? e.rows : e.cols, oth = e.u == u ? e.cols : e.rows;
-    work += own * own * oth;
-  }
+  const std::size_t work = L * L * std::max<std::size_t>(1, n.edges.size());
   if (work > opt.max_dominance_work) return 0;
-  // per edge: maxdiff[ra][rb] = max over the neighbour's classes in use of d(ra, c) - d(rb, c)
+  // per edge: maxdiff(ra, rb) = max over the neighbour's classes in use of d(ra, c) - d(rb, c),
+  // computed on demand (most pairs are rejected by a probe column or the first edges)
+  static constexpr fine_t unset = std::numeric_limits<fine_t>::min();
   struct Table {
-    std::uint32_t own = 0;
-    std::vector<fine_t> maxdiff;
+    std::uint32_t own = 0, oth = 0;
+    bool first = true;
+    const WEdge* e = nullptr;
+    std::vector<std::uint32_t> used;  // the neighbour's classes in use
+    std::vector<std::uint32_t> lo, hi;  // per own class: the column in use of its least / largest finite cost
+    std::vector<fine_t> maxdiff;      // own x own, `unset` until computed (allocated on first use)
     const std::vector<std::uint32_t>* cls = nullptr;
+    [[nodiscard]] fine_t d(std::uint32_t r, std::uint32_t c) const { return first ? e->d[std::size_t{r} * e->cols + c] : e->d[std::size_t{c} * e->cols + r]; }
+    /// A lower bound of maxdiff(ra, rb): the difference at b's cheapest and at a's dearest column.
+    [[nodiscard]] fine_t probe(std::uint32_t ra, std::uint32_t rb) const {
+      fine_t m = -inf;
+      for (const std::uint32_t c : {lo[rb], hi[ra]}) {
+        const fine_t db = d(rb, c);
+        if (db >= inf) continue;
+        const fine_t da = d(ra, c);
+        if (da >= inf) return inf;
+        m = std::max(m, da - db);
+      }
+      return m;
+    }
+    fine_t get(std::uint32_t ra, std::uint32_t rb) {
+      if (maxdiff.empty()) maxdiff.assign(std::size_t{own} * own, unset);
+      fine_t& m = maxdiff[std::size_t{ra} * own + rb];
+      if (m != unset) return m;
+      m = ra == rb ? 0 : -inf;
+      if (ra != rb)
+        for (auto c : used) {
+          const fine_t db = d(rb, c);
+          if (db >= inf) continue;
+          const fine_t da = d(ra, c);
+          if (da >= inf) {
+            m = inf;
+            break;
+          }
+          m = std::max(m, da - db);
+        }
+      return m;
+    }
   };
   std::vector<Table> tables;
   for (auto ei : n.edges) {
     const WEdge& e = p.edges[ei];
-    const bool first = e.u == u;
     Table t;
-    t.own = first ? e.rows : e.cols;
-    const std::uint32_t oth = first ? e.cols : e.rows;
-    t.cls = first ? &e.rc : &e.cc;
-    std::vector<char> used(oth, 0);
-    for (auto c : (first ? e.cc : e.rc)) used[c] = 1;
-    const auto d = [&](std::uint32_t r, std::uint32_t c) { return first ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r]; };
-    t.maxdiff.assign(std::size_t{t.own} * t.own, -inf);
-    for (std::uint32_t ra = 0; ra < t.own; ++ra)
-      for (std::uint32_t rb = 0; rb < t.own; ++rb) {
-        fine_t m = ra == rb ? 0 : -inf;
-        if (ra != rb)
-          for (std::uint32_t c = 0; c < oth && m < inf; ++c) {
-            if (!used[c]) continue;
-            const fine_t db = d(rb, c);
-            if (db >= inf) continue;
-            const fine_t da = d(ra, c);
-            m = da >= inf ? inf : std::max(m, da - db);
-          }
-        t.maxdiff[std::size_t{ra} * t.own + rb] = m;
+    t.first = e.u == u;
+    t.e = &e;
+    t.own = t.first ? e.rows : e.cols;
+    t.oth = t.first ? e.cols : e.rows;
+    t.cls = t.first ? &e.rc : &e.cc;
+    std::vector<char> seen(t.oth, 0);
+    for (auto c : (t.first ? e.cc : e.rc))
+      if (!seen[c]) {
+        seen[c] = 1;
+        t.used.push_back(c);
       }
+    t.lo.assign(t.own, t.used.empty() ? 0 : t.used[0]);
+    t.hi.assign(t.own, t.used.empty() ? 0 : t.used[0]);
+    for (std::uint32_t r = 0; r < t.own; ++r) {
+      fine_t mn = inf, mx = -inf;
+      for (auto c : t.used) {
+        const fine_t x = t.d(r, c);
+        if (x >= inf) continue;
+        if (x < mn) {
+          mn = x;
+          t.lo[r] = c;
+        }
+        if (x > mx) {
+          mx = x;
+          t.hi[r] = c;
+        }
+      }
+    }
     tables.push_back(std::move(t));
   }
   std::vector<char> keep(L, 1);
   const bool usage = !n.usage.empty() && !n.limits.empty();
+  // labels with the same class on every edge differ only in their unary cost (and usage): the
+  // cheapest of each group stays, by hashing, before the pairwise test
+  {
+    std::unordered_map<std::string, std::uint32_t> best_of;
+    std::string key;
+    for (std::uint32_t a = 0; a < L; ++a) {
+      key.clear();
+      for (const auto& t : tables) key.append(reinterpret_cast<const char*>(&(*t.cls)[a]), sizeof(std::uint32_t));
+      if (usage) key.append(reinterpret_cast<const char*>(&n.usage[a]), sizeof(std::int64_t));
+      auto [it, fresh] = best_of.emplace(key, a);
+      if (fresh) continue;
+      if (n.theta[a] < n.theta[it->second]) {
+        keep[it->second] = 0;
+        it->second = a;
+      } else {
+        keep[a] = 0;
+      }
+    }
+  }
+  // dominators are looked for among the cheapest labels only (a label that dominates another is
+  // usually cheap itself; missing a dominance only leaves a label in place)
+  std::vector<std::uint32_t> by_cost(L);
+  for (std::uint32_t a = 0; a < L; ++a) by_cost[a] = a;
+  std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::uint32_t x, std::uint32_t y) { return n.theta[x] < n.theta[y]; });
+  if (by_cost.size() > opt.dominators) by_cost.resize(opt.dominators);
   for (std::size_t b = 0; b < L; ++b) {
-    for (std::size_t a = 0; a < L; ++a) {
+    if (!keep[b]) continue;
+    for (const std::size_t a : by_cost) {
       if (a == b || !keep[a]) continue;
       if (usage && n.usage[a] > n.usage[b]) continue;
       fine_t total = n.theta[a] - n.theta[b];
+      // cheap necessary condition first (see Table::probe)
+      fine_t probe = total;
       for (const auto& t : tables) {
-        const fine_t m = t.maxdiff[std::size_t{(*t.cls)[a]} * t.own + (*t.cls)[b]];
+        if (t.used.empty()) continue;
+        const fine_t m = t.probe((*t.cls)[a], (*t.cls)[b]);
+        if (m >= inf) {
+          probe = inf;
+          break;
+        }
+        if (m > -inf) probe += m;
+        if (probe > 0) break;
+      }
+      if (probe > 0) continue;
+      for (auto& t : tables) {
+        const fine_t m = t.get((*t.cls)[a], (*t.cls)[b]);
         if (m >= inf) {
           total = inf;
           break;
         }
         if (m <= -inf) continue;  // b has no finite partner here (arc consistency removes it)
         total += m;
+        if (total > 0) break;
       }
       if (total <= 0) {
         keep[b] = 0;
@@ -339,10 +429,11 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
 
 /// All reductions to a fixpoint. Returns false when the problem is infeasible.
 inline bool reduce(Problem& p, const ReduceOptions& opt, ReduceStats& stats) {
-  std::vector<char> dominance_done(p.nodes.size(), 0);
   bool changed = true;
+  std::set<std::uint32_t> skip_series;  // degree-2 nodes over the work budget (until the next round)
   while (changed) {
     changed = false;
+    skip_series.clear();
     if (!propagate(p, stats)) return false;
     for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
       if (!p.nodes[u].alive) continue;
@@ -354,42 +445,67 @@ inline bool reduce(Problem& p, const ReduceOptions& opt, ReduceStats& stats) {
     if (p.infeasible) return false;
     for (std::uint32_t ei = 0; ei < p.edges.size(); ++ei)
       if (p.edges[ei].alive && fold_if_separable(p, ei, stats)) changed = true;
-    if (opt.eliminate) {
+    if (opt.dominance) {  // before eliminating: smaller domains make the eliminations cheaper
+      // only nodes whose neighbourhood changed since they were last looked at (Problem::dirty;
+      // drop_edge / add_edge / keep_labels / merges mark both ends, which covers the unary folds)
       for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
-        if (!p.nodes[u].alive || p.is_protected(u) || p.infeasible) continue;
-        const std::size_t deg = p.degree(u);
-        if (deg == 0) {
-          WNode& n = p.nodes[u];
-          const auto best = std::min_element(n.theta.begin(), n.theta.end());
-          Elimination& el = p.record(u);
-          (void)el;
-          p.constant = sat_add(p.constant, *best);
-          p.leave_limits(u);
-          n.alive = false;
-          ++stats.isolated;
-          changed = true;
-        } else if (deg == 1) {
-          eliminate_leaf(p, u, stats);
-          changed = true;
-        } else if (deg == 2 && eliminate_series(p, u, opt, stats)) {
-          changed = true;
-        }
-      }
-      if (p.infeasible) return false;
-    }
-    if (!changed && opt.dominance) {
-      for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
-        if (!p.nodes[u].alive || dominance_done[u]) continue;
-        dominance_done[u] = 1;
+        if (!p.nodes[u].alive || !p.dirty[u] || p.dominance_checks[u] >= opt.dominance_checks) continue;
+        p.dirty[u] = 0;
+        ++p.dominance_checks[u];
         const std::size_t removed = remove_dominated(p, u, opt);
         if (removed > 0) {
           stats.dominated += removed;
           changed = true;
-          for (auto ei : p.nodes[u].edges) dominance_done[p.edges[ei].other(u)] = 0;
         }
       }
     }
   }
+    if (opt.eliminate) {
+      // isolated nodes and leaves first (cheap, and they turn degree-2 nodes into leaves), then
+      // the degree-2 node whose new edge is cheapest to build, one at a time
+      bool again = true;
+      while (again && !p.infeasible) {
+        again = false;
+        for (std::uint32_t u = 0; u < p.nodes.size() && !p.infeasible; ++u) {
+          if (!p.nodes[u].alive || p.is_protected(u)) continue;
+          const std::size_t deg = p.degree(u);
+          if (deg == 0) {
+            WNode& n = p.nodes[u];
+            const auto best = std::min_element(n.theta.begin(), n.theta.end());
+            p.record(u);
+            p.constant = sat_add(p.constant, *best);
+            p.leave_limits(u);
+            n.alive = false;
+            ++stats.isolated;
+            changed = again = true;
+          } else if (deg == 1) {
+            eliminate_leaf(p, u, stats);
+            changed = again = true;
+          }
+        }
+        if (again || p.infeasible) continue;
+        std::uint32_t best = 0;
+        std::size_t best_work = std::numeric_limits<std::size_t>::max();
+        for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+          if (!p.nodes[u].alive || p.is_protected(u) || p.degree(u) != 2 || skip_series.count(u)) continue;
+          const WEdge& e1 = p.edges[p.nodes[u].edges[0]];
+          const WEdge& e2 = p.edges[p.nodes[u].edges[1]];
+          const std::size_t c1 = e1.u == u ? e1.cols : e1.rows, c2 = e2.u == u ? e2.cols : e2.rows;
+          const std::size_t work = p.num_labels(u) * c1 * c2;
+          if (work < best_work) {
+            best_work = work;
+            best = u;
+          }
+        }
+        if (best_work == std::numeric_limits<std::size_t>::max()) break;
+        if (eliminate_series(p, best, opt, stats)) changed = again = true;
+        else {
+          skip_series.insert(best);
+          again = true;
+        }
+      }
+      if (p.infeasible) return false;
+    }
   return !p.infeasible;
 }
 

@@ -24,7 +24,9 @@
 #include <cstdlib>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@
 #include "ctshard/solve/branch_and_bound.hpp"
 #include "ctshard/solve/cost_graph.hpp"
 #include "ctshard/solve/dual.hpp"
+#include "ctshard/solve/elimination.hpp"
 #include "ctshard/solve/problem.hpp"
 #include "ctshard/solve/reductions.hpp"
 
@@ -45,6 +48,9 @@ struct SolveOptions {
   bool dominance = true;                    ///< dominated-label removal (part of the reductions)
   bool dual = true;                         ///< message passing (bound, decoding, reduced-cost fixing)
   bool search = true;                       ///< branch and bound on what remains
+  /// Exact variable elimination of the remaining core when its plan costs at most this much work
+  /// (table cells x factors; 0 disables it).
+  std::size_t elimination_work = std::size_t{1} << 25;
   std::size_t node_limit = static_cast<std::size_t>(-1);  ///< branch-and-bound nodes per round
   /// A labelling to start from (e.g. the greedy plan): the first incumbent when it is feasible.
   std::vector<std::uint32_t> start{};
@@ -57,8 +63,9 @@ struct SolveStats {
   std::size_t core_nodes = 0, core_labels = 0;                  ///< what branch and bound saw (last round)
   std::size_t eliminated = 0, dominated = 0, labels_removed = 0, reduced_cost_fixed = 0;
   std::size_t dual_iterations = 0, search_nodes = 0, rounds = 0, enforced_limits = 0;
+  std::size_t elimination_work = 0;  ///< work of the exact variable elimination (0: not used)
   std::int64_t scale = 1;                 ///< fixed-point factor of the dual
-  double reduce_ms = 0, dual_ms = 0, search_ms = 0;
+  double reduce_ms = 0, dual_ms = 0, search_ms = 0, elimination_ms = 0;
 };
 
 /// The answer.
@@ -70,6 +77,7 @@ struct SolveResult {
   bool optimal = false;               ///< cost == lower_bound
   std::string status;                 ///< "optimal", "infeasible", "time_limit"
   double seconds = 0;
+  double cpu_seconds = 0;  ///< processor time of the solve (this thread's process, single-threaded)
   SolveStats stats;
 
   /// (cost - lower_bound) / cost; 0 when proven optimal, 1 when nothing was found.
@@ -203,12 +211,41 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   bool ok = reduce_now();
   st.reduce_ms += ms_since(t0);
   if (first_round) live_count(st.live_nodes, st.live_labels, st.live_edges);
+  if (trace) {
+    std::map<std::size_t, std::size_t> deg;
+    std::size_t max_l = 0;
+    for (std::uint32_t u = 0; u < p.nodes.size(); ++u)
+      if (p.nodes[u].alive) {
+        ++deg[p.degree(u)];
+        max_l = std::max(max_l, p.num_labels(u));
+      }
+    std::fprintf(stderr, "after reduction: max labels %zu; degrees:", max_l);
+    for (auto [d, c] : deg) std::fprintf(stderr, " %zu:%zu", d, c);
+    std::fprintf(stderr, "\n");
+    if (const char* dump = std::getenv("CTSHARD_DUMP_CORE")) {
+      FILE* f = std::fopen(dump, "w");
+      for (std::uint32_t u = 0; u < p.nodes.size(); ++u)
+        if (p.nodes[u].alive) std::fprintf(f, "n %u %zu\n", u, p.num_labels(u));
+      for (const auto& e : p.edges)
+        if (e.alive) std::fprintf(f, "e %u %u %u %u\n", e.u, e.v, e.rows, e.cols);
+      std::fclose(f);
+    }
+  }
   if (!ok) {
     complete = true;
     return forbidden;  // no labelling keeps the enforced limits and the forbidden pairs
   }
   std::vector<std::uint32_t> live(p.nodes.size(), 0);
-  const auto consider_live = [&](const std::vector<std::uint32_t>& labels) { inc.consider(p.reconstruct(labels)); };
+  // a labelling of the live nodes is priced on the base form first; only an improvement is
+  // reconstructed and evaluated on the input graph (with limits: always, feasibility matters)
+  const auto consider_live = [&](const std::vector<std::uint32_t>& labels) {
+    if (g.limits.empty()) {
+      const fine_t c = p.live_cost(labels);
+      const cost_t u = inc.upper();
+      if (c >= inf || (!is_forbidden(u) && c >= u * scale)) return;
+    }
+    inc.consider(p.reconstruct(labels));
+  };
   const auto target_fine = [&]() -> fine_t {
     const cost_t u = inc.upper();
     return is_forbidden(u) ? inf - 1 : (u - 1) * scale;
@@ -220,6 +257,33 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     complete = true;
     st.core_nodes = st.core_labels = 0;
     return std::min(inc.upper(), p.constant >= inf ? forbidden : ceil_div(p.constant, scale));
+  }
+  // exact variable elimination when the core is small enough (no enforced limit: it ignores them)
+  const auto try_elimination = [&]() -> bool {
+    if (o.elimination_work == 0) return false;
+    for (const auto& l : p.limits)
+      if (l.enforced && !l.nodes.empty()) return false;
+    auto te = clock::now();
+    VariableElimination ve(p);
+    const std::size_t work = ve.plan(o.elimination_work, o.elimination_work / 2);
+    if (trace) {
+      VariableElimination probe(p);
+      std::fprintf(stderr, "elimination plan: work %.3g (limit %zu)\n", static_cast<double>(probe.plan(std::numeric_limits<std::size_t>::max() / 2, std::numeric_limits<std::size_t>::max() / 2)), o.elimination_work);
+    }
+    if (work == std::numeric_limits<std::size_t>::max()) return false;
+    std::vector<std::uint32_t> labels;
+    const fine_t opt = ve.solve(labels);
+    st.elimination_work += work;
+    st.elimination_ms += ms_since(te);
+    if (opt < inf) consider_live(labels);
+    if (trace) std::fprintf(stderr, "elimination: work %zu, optimum %.3f\n", work, static_cast<double>(opt) / static_cast<double>(scale));
+    return true;
+  };
+  if (try_elimination()) {
+    complete = true;
+    st.eliminated = p.eliminated.size();
+    live_count(st.core_nodes, st.core_labels, live_edges);
+    return inc.upper();
   }
   fine_t lb_fine = p.constant;  // trivial bound until the dual runs
   {
@@ -235,14 +299,16 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     fine_t chunk_start = -inf;
     while (total_it < o.max_dual_iterations && clock::now() <= deadline) {
       Srmp srmp(p);
-      std::vector<std::uint32_t> labels;
+      std::vector<std::uint32_t> labels, backward;
       fine_t best_lb = -inf;
       for (std::size_t it = 0; it < chunk && total_it < o.max_dual_iterations; ++it, ++total_it) {
-        const fine_t lb = srmp.iterate(labels);
+        const fine_t lb = srmp.iterate(labels, &backward);
         ++st.dual_iterations;
         best_lb = std::max(best_lb, lb);
-        local_search(p, labels, 3);
-        consider_live(labels);
+        for (auto* x : {&labels, &backward}) {
+          local_search(p, *x, 3);
+          consider_live(*x);
+        }
         if (trace) std::fprintf(stderr, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it, static_cast<double>(lb) / static_cast<double>(scale), static_cast<long long>(inc.upper()), live_nodes, live_labels);
         if (ceil_div(best_lb, scale) >= inc.upper() || clock::now() > deadline) break;
       }
@@ -277,19 +343,22 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
           break;
         }
         live_count(live_nodes, live_labels, live_edges);
-        if (live_nodes == 0) {
-          live.assign(p.nodes.size(), 0);
-          consider_live(live);
+        if (live_nodes == 0 || try_elimination()) {
+          if (live_nodes == 0) {
+            live.assign(p.nodes.size(), 0);
+            consider_live(live);
+          }
           complete = true;
           st.dual_ms += ms_since(t1);
           st.eliminated = p.eliminated.size();
+          live_count(st.core_nodes, st.core_labels, live_edges);
           return inc.upper();
         }
       } else if (lb_fine - chunk_start < std::max<fine_t>(1, scale / 1024)) {
         break;  // stalled: the bound no longer moves and nothing can be fixed
       }
       chunk_start = lb_fine;
-      chunk = std::min<std::size_t>(chunk * 2, 256);
+      chunk = std::min<std::size_t>(chunk * 2, 32);
     }
     st.dual_ms += ms_since(t1);
   }
@@ -327,6 +396,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
 [[nodiscard]] inline SolveResult solve(const CostGraph& g, const SolveOptions& o = {}) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  const std::clock_t cpu_start = std::clock();
   const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(std::max(0.0, o.time_limit_s)));
   g.validate();
   SolveResult r;
@@ -380,6 +450,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     }
   }
   r.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  r.cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (!is_forbidden(inc.feasible_cost)) {
     r.labels = inc.feasible_labels;
     r.cost = inc.feasible_cost;
