@@ -245,8 +245,9 @@ def test_algo_on_an_8_dim_mesh_and_bad_names(tool):
     assert t["num_combinations"] == 8 ** 8 and isinstance(t["choice"]["index"], int)
     with pytest.raises(ValueError, match="algo must be 'search' or 'enumerate', got 'fast'"):
         ctshard.choose("mm", [[4, 4], [4, 4]], [2], ["R", "R"], algo="fast")
-    with pytest.raises(ValueError, match="algo must be 'search' or 'enumerate', got 'fast'"):
+    with pytest.raises(ValueError, match="algo must be 'search', 'enumerate', 'greedy' or 'global', got 'fast'"):
         ctshard.plan(mesh=[2], algo="fast")
+    assert ctshard.plan(mesh=[2, 2], algo="greedy") == ctshard.plan(mesh=[2, 2])
 
 
 def test_cost_model_option_in_every_entry_point(tool):
