@@ -222,7 +222,7 @@ class Planner {
       std::string problem;
       std::optional<TensorMeta> meta;
       if (i < node.outputs.size() && node.outputs[i].known()) meta = meta_of(node.outputs[i], &problem);
-      v.outs.push_back(Resolved{Spec(mesh_.size()), meta ? *meta : TensorMeta{}, meta.has_value(), std::move(problem)});
+      v.outs.push_back(Resolved{Spec(mesh_.size()), meta ? *meta : TensorMeta{}, meta.has_value(), std::move(problem), "", 0});
     }
     return v;
   }
@@ -346,7 +346,7 @@ class Planner {
         // A graph may use fewer outputs than an op returns (getitems of unused outputs are absent).
         if (e.num_outputs() < out.outs.size())
           throw error("rule has " + std::to_string(e.num_outputs()) + " outputs, node has " + std::to_string(out.outs.size()));
-        while (out.outs.size() < e.num_outputs()) out.outs.push_back(Resolved{Spec(mesh_.size()), TensorMeta{}, false, ""});
+        while (out.outs.size() < e.num_outputs()) out.outs.push_back(Resolved{Spec(mesh_.size()), TensorMeta{}, false, "", "", 0});
         const Choice choice = e.choose(cached.tensors, current, options_.algo);
         for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(choice, e.num_outputs() + i)));
         for (std::size_t k = 0; k < out.outs.size(); ++k) out.outs[k].spec = e.spec_of(choice, k);
