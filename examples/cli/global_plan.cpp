@@ -269,16 +269,30 @@ class Builder {
       v.info = i;
       v.nout = rule.rules.num_outputs();
       v.width = rule.rules.width();
-      // shard kinds: plain Shard, and every strided kind a producer candidate can deliver
+      // shard kinds: plain Shard, and the strided kinds producer candidates can deliver (below)
       ShardKinds kinds;
       kinds.shard = true;
       ShardKinds greedy_kinds;
-      for (const auto& in : op.inputs) {
+      // A view (a rule with regrouped rows) re-expresses a StridedShard input as a new compound
+      // split factor; filling it with every strided kind its producers can deliver would let split
+      // factors multiply along chains of views (2 .. 8192 on Qwen3-MoE, ~3600 candidates per
+      // node). Views regroup plain Shard and the greedy plan's kinds only; other ops take every
+      // kind their producers deliver on a shardable spec of the value.
+      bool regroups = false;
+      for (std::size_t r = 0; r < rule.rules.size() && !regroups; ++r) regroups = rule.rules.regroup(r) != nullptr;
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        const ValueSource& in = op.inputs[k];
         if (const int pv = var_of(in); pv >= 0) {
           const Var& p = vars_[static_cast<std::size_t>(pv)];
-          for (std::size_t c = 0; c < p.count(); ++c)
-            for (const Placement& pl : specs_[p.spec(c, in.output)]) kinds.add(pl);
-          for (const Placement& pl : specs_[p.spec(p.greedy, in.output)]) greedy_kinds.add(pl);
+          for (std::size_t c = 0; c < p.count() && !regroups; ++c) {
+            const Spec& out = specs_[p.spec(c, in.output)];
+            if (k < op.in_metas.size() && !is_tensor_shardable(op.in_metas[k].shape, out, mesh_)) continue;
+            for (const Placement& pl : out) kinds.add(pl);
+          }
+          for (const Placement& pl : specs_[p.spec(p.greedy, in.output)]) {
+            greedy_kinds.add(pl);
+            if (regroups) kinds.add(pl);
+          }
         } else {
           for (const Placement& pl : specs_[fixed_spec(in)]) {
             kinds.add(pl);
