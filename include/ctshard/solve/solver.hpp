@@ -113,6 +113,21 @@ inline fine_t choose_scale(const CostGraph& g) {
   return scale;
 }
 
+/// The trivial lower bound: the constant plus every unary and every edge at its least finite
+/// value (forbidden when some node or edge has no finite value).
+[[nodiscard]] inline cost_t trivial_bound(const CostGraph& g) {
+  cost_t total = g.constant;
+  const auto least = [](const std::vector<cost_t>& v) {
+    cost_t m = forbidden;
+    for (auto c : v)
+      if (!is_forbidden(c)) m = std::min(m, c);
+    return m;
+  };
+  for (const auto& u : g.unary) total = add_costs(total, least(u));
+  for (const auto& e : g.edges) total = add_costs(total, least(e.costs()));
+  return total;
+}
+
 /// Ceil(a / b) for b > 0.
 [[nodiscard]] inline fine_t ceil_div(fine_t a, fine_t b) noexcept { return -floor_div(-a, b); }
 
@@ -412,7 +427,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   }
   cost_t lower = std::numeric_limits<cost_t>::min();
   bool infeasible = false, timed_out = false;
-  for (std::size_t round = 0;; ++round) {
+  // a start at the trivial bound (every term at its least value) is optimal without further work
+  // (e.g. a greedy plan without redistribution when every cost is nonnegative)
+  const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= detail::trivial_bound(g);
+  if (proven_at_start) lower = inc.feasible_cost;
+  for (std::size_t round = 0; !proven_at_start; ++round) {
     bool complete = false;
     ++r.stats.rounds;
     const cost_t lb = detail::solve_round(g, o, inc, scale, deadline, r.stats, round == 0, complete);
