@@ -9,7 +9,7 @@ py=${PYTHON:-python3}
 bash "$root/scripts/setup-python.sh" || exit 1
 bash "$root/scripts/build.sh" || exit 1
 build=${CTSHARD_BUILD_DIR:-$root/build}
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -LE slow  # slow runs: scripts/bench-global.sh
 rc=$?
 echo "== Python package (pip install $root) =="
 PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$py" -m pip install -q --no-build-isolation "$root" || exit 1
