@@ -14,7 +14,9 @@ from conftest import shared_path
 
 def test_default_algo_is_greedy_and_unchanged():
     greedy = ctshard.plan()
-    assert "algo" not in greedy
+    assert greedy["algo"] == "search"  # plan's documented default, as `ctshard plan --json`
+    for key in ("lower_bound_us", "optimality_gap", "proven_optimal", "greedy_total_cost_us", "nodes_changed", "changes"):
+        assert key not in greedy
     assert greedy == ctshard.plan(algo="greedy")
 
 
