@@ -28,12 +28,12 @@ if [ "${CTSHARD_CI_EXTRA:-0}" = 1 ]; then
   echo "== extra: clang++ -Wall -Wextra -Wpedantic -Wconversion -Werror ($root/build-clang) =="
   { cmake -S "$root" -B "$root/build-clang" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DCTSHARD_BUILD_BENCHMARKS=OFF >/dev/null &&
     cmake --build "$root/build-clang" -j "$jobs" >/dev/null &&
-    ctest --test-dir "$root/build-clang" --output-on-failure -j "$jobs" | tail -3; } || erc=1
+    ctest --test-dir "$root/build-clang" --output-on-failure -j "$jobs" -LE slow | tail -3; } || erc=1
   echo "== extra: g++ AddressSanitizer + UndefinedBehaviorSanitizer ($root/build-asan) =="
   { cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Release -DCTSHARD_SANITIZE=ON -DCTSHARD_BUILD_BENCHMARKS=OFF >/dev/null &&
     cmake --build "$root/build-asan" -j "$jobs" >/dev/null &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE "compile_fail|consumer" | tail -3; } || erc=1
+      ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE "compile_fail|consumer|slow" | tail -3; } || erc=1
   echo "== extra: libFuzzer smoke runs ($root/build-fuzz) =="
   { cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCTSHARD_BUILD_FUZZERS=ON \
       -DCTSHARD_BUILD_TESTS=OFF -DCTSHARD_BUILD_BENCHMARKS=OFF -DCTSHARD_BUILD_EXAMPLES=OFF >/dev/null &&

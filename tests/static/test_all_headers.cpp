@@ -82,6 +82,7 @@
 #include "ctshard/solve/candidates.hpp"
 #include "ctshard/solve/cost_graph.hpp"
 #include "ctshard/solve/dual.hpp"
+#include "ctshard/solve/elimination.hpp"
 #include "ctshard/solve/iopddl.hpp"
 #include "ctshard/solve/problem.hpp"
 #include "ctshard/solve/reductions.hpp"
