@@ -80,6 +80,7 @@ void check_global(const cli::GlobalPlan& g) {
     CHECK(g.plan.nodes[i].fallback == g.greedy.nodes[i].fallback);
   }
   if (g.result.cost == greedy) CHECK(g.plan.total_cost_us == Approx(g.greedy.total_cost_us).margin(tol));
+  if (g.result.cost < greedy) CHECK(changed > 0);  // a strictly cheaper plan moves at least one node
 }
 
 bool have(const char* tool) { return std::system((std::string("command -v ") + tool + " >/dev/null 2>&1").c_str()) == 0; }

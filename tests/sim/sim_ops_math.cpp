@@ -320,6 +320,14 @@ void add_layer_norm(RefTable& t) {
                                                   {}};
 }
 
+/// An index tensor's element as an integer: refuses values that are not whole numbers within
+/// ±2^62 (a Partial or corrupted index tensor), so the cast below is always defined.
+std::int64_t index_value(double v, const char* what) {
+  if (!(std::abs(v) <= 4.611686018427387904e18) || v != std::floor(v))
+    throw error(std::string("sim: ") + what + ": index " + std::to_string(v) + " is not an integer");
+  return static_cast<std::int64_t>(v);
+}
+
 /// Row-wise sharded embedding: DTensor's _MaskPartial shifts the indices by the local block's first
 /// row and zeroes rows of indices outside the block; the offset is passed as kwarg "__row_offset".
 void embedding_mask(ArgPack& a, const LocalContext& ctx) {
@@ -348,7 +356,7 @@ void add_nn(RefTable& t) {
                                    Tensor out = Tensor::from_shape(shape);
                                    out.fill(0.0);
                                    for (std::size_t p = 0; p < idx.size(); ++p) {
-                                     auto row = static_cast<std::int64_t>(idx.data()[p]) - (offset ? offset->integer : 0);
+                                     auto row = index_value(idx.data()[p], "embedding") - (offset ? offset->integer : 0);
                                      if (row < 0 || row >= static_cast<std::int64_t>(rows)) {
                                        if (offset) continue;  // masked: another rank holds this row
                                        throw error("sim: embedding index out of range");
@@ -371,9 +379,15 @@ void add_nn(RefTable& t) {
                                                   Tensor out = Tensor::from_shape({rows, dim});
                                                   out.fill(0.0);
                                                   std::vector<double> count(rows, 0.0);
-                                                  for (std::size_t p = 0; p < idx.size(); ++p) count.at(static_cast<std::size_t>(idx.data()[p])) += 1;
+                                                  std::vector<std::size_t> row_of(idx.size());
                                                   for (std::size_t p = 0; p < idx.size(); ++p) {
-                                                    const auto row = static_cast<std::size_t>(idx.data()[p]);
+                                                    const std::int64_t r = index_value(idx.data()[p], "embedding_dense_backward");
+                                                    if (r < 0 || static_cast<std::size_t>(r) >= rows) throw error("sim: embedding_dense_backward: index out of range");
+                                                    row_of[p] = static_cast<std::size_t>(r);
+                                                    count[row_of[p]] += 1;
+                                                  }
+                                                  for (std::size_t p = 0; p < idx.size(); ++p) {
+                                                    const std::size_t row = row_of[p];
                                                     if (static_cast<std::int64_t>(row) == padding) continue;
                                                     const double scale = by_freq ? 1.0 / count[row] : 1.0;
                                                     for (std::size_t c = 0; c < dim; ++c) out.data()[row * dim + c] += scale * g.data()[p * dim + c];

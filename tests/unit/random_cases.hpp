@@ -180,9 +180,9 @@ class CaseGenerator {
     if (chance(0.25)) {
       const int salt = uniform(0, 6);
       c.rule.filter = [salt](std::span<const Spec> operands, std::span<const TensorMeta>, MeshSizes) {
-        int h = salt;
+        auto h = static_cast<unsigned>(salt);  // unsigned: the hash wraps by definition
         for (const Spec& s : operands)
-          for (const Placement& p : s) h = h * 31 + static_cast<int>(p.kind) * 7 + p.dim;
+          for (const Placement& p : s) h = h * 31U + static_cast<unsigned>(p.kind) * 7U + static_cast<unsigned>(p.dim);
         return (h & 3) != 0;
       };
     }

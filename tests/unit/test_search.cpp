@@ -13,6 +13,7 @@
 #include "ctshard/registry.hpp"
 #include "op_call_builders.hpp"
 #include "random_cases.hpp"
+#include "sanitizer_scale.hpp"
 
 using namespace ctshard;
 
@@ -54,7 +55,7 @@ std::string describe(const test::RandomCase& c, const std::vector<Spec>& specs) 
 TEST_CASE("search: choose() equals full enumeration on random problems, both cost models", "[search]") {
   test::CaseGenerator gen(20261201);
   std::size_t queries[2] = {0, 0}, rules[4] = {0, 0, 0, 0};
-  while (queries[0] < 5000 || queries[1] < 5000) {
+  while (queries[0] < test::scaled(5000) || queries[1] < test::scaled(5000)) {
     const test::RandomCase c = gen.problem(1, 4);
     StrategyEnumerator search(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter);
     StrategyEnumerator full(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter);
@@ -90,16 +91,16 @@ TEST_CASE("search: choose() equals full enumeration on random problems, both cos
     }
   }
   // every tie rule was exercised
-  CHECK(rules[0] > 50);
-  CHECK(rules[1] > 500);
-  CHECK(rules[2] > 200);
-  CHECK(rules[3] > 2000);
+  CHECK(rules[0] > test::scaled(50));
+  CHECK(rules[1] > test::scaled(500));
+  CHECK(rules[2] > test::scaled(200));
+  CHECK(rules[3] > test::scaled(2000));
 }
 
 TEST_CASE("search: on 5..8-dim meshes the answer survives and no sampled row beats it", "[search]") {
   test::CaseGenerator gen(777);
   std::size_t checked = 0;
-  for (int trial = 0; trial < 150; ++trial) {
+  for (std::size_t trial = 0; trial < test::scaled(150); ++trial) {
     const test::RandomCase c = gen.problem(5, 8, 3);
     StrategyEnumerator e(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter);
     const std::vector<Spec> specs = current_specs(gen, c);
@@ -161,7 +162,7 @@ TEST_CASE("search: on 5..8-dim meshes the answer survives and no sampled row bea
       ++checked;
     }
   }
-  CHECK(checked > 5000);
+  CHECK(checked > test::scaled(5000));
 }
 
 TEST_CASE("search: a redistribution costs 0 exactly when every mesh dim is free (both models, size-1 dims)", "[search]") {
