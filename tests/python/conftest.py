@@ -24,6 +24,18 @@ def shared_path(*parts: str) -> pathlib.Path:
 _SUMMARY: list[str] = []
 
 
+def pytest_configure(config):
+    """CTSHARD_REQUIRE_EXTENSION=DIR (the sanitizer build's Python test): refuse to run unless
+    `ctshard._ext` is the module built under DIR, so an installed copy cannot stand in for it."""
+    want = os.environ.get("CTSHARD_REQUIRE_EXTENSION")
+    if want:
+        import ctshard._ext as ext
+
+        got = pathlib.Path(ext.__file__).resolve()
+        if not got.is_relative_to(pathlib.Path(want).resolve()):
+            raise pytest.UsageError(f"ctshard._ext was loaded from {got}, not from {want}")
+
+
 @pytest.fixture(scope="session")
 def summary():
     """`summary(line)` adds a line to the end-of-run summary (the test command repeats it)."""

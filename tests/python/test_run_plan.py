@@ -36,6 +36,8 @@ for _p in (ROOT / "examples" / "python", ROOT / "tests" / "python" / "run_plan")
 import run_plan_cases  # noqa: E402
 import run_with_dtensor as rwd  # noqa: E402
 
+pytestmark = pytest.mark.torch_bound  # DTensor executes every plan; the time is torch's
+
 MESHES = ((2, 2), (2, 4))
 MIN_AGREEMENT = 0.99
 

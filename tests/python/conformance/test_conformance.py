@@ -157,6 +157,7 @@ def summary_lines(res: dict, n_ops: int, explained: list[dict], unexplained: lis
 
 
 @needs_ctshard
+@pytest.mark.torch_bound  # 300 cases through DTensor's propagation; test_api.py runs them through the extension
 def test_all_differences_are_explained(summary):
     import run_conformance
 
