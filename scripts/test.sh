@@ -19,7 +19,7 @@ prc=${PIPESTATUS[0]}
 grep -hE "reference cases matched|^sim: [a-z]+: rows checked|^sim: [0-9]+ registered ops" "$build/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u
 grep -hE "^(python API|conformance|sim\(py\))" "$pylog" 2>/dev/null
 # The second build: clang++ with warnings as errors, AddressSanitizer + UndefinedBehaviorSanitizer
-# and libFuzzer's coverage instrumentation, at -O1 (build type Sanitize). Its CTest run covers the
+# (libFuzzer's coverage instrumentation on the fuzz targets' own sources), at -O1 (build type Sanitize). Its CTest run covers the
 # C++ suite (compile-fail and install-consumer tests already ran with both compilers above, the
 # `slow` label is left to scripts/bench-global.sh), the libFuzzer smoke runs, and the Python suite
 # against the instrumented extension (python_extension_sanitized; tests marked torch_bound, whose
@@ -29,7 +29,7 @@ if [ "${CTSHARD_SANITIZER_BUILD:-1}" = 1 ]; then
   san=${CTSHARD_SANITIZER_BUILD_DIR:-$root/build-san}
   echo "== clang++ -Werror, ASan + UBSan + libFuzzer ($san) =="
   start=$(date +%s)
-  { cmake -S "$root" -B "$san" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_COMPILER=clang++ -DCTSHARD_BUILD_FUZZERS=ON \
+  { cmake -S "$root" -B "$san" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_COMPILER=clang++ -DCTSHARD_BUILD_FUZZERS=ON -DCTSHARD_FUZZ_INSTRUMENT_ALL=OFF \
       -DCTSHARD_BUILD_TESTS=ON -DCTSHARD_BUILD_EXAMPLES=ON -DCTSHARD_BUILD_PYTHON=ON -DCTSHARD_BUILD_BENCHMARKS=OFF \
       -DPython_EXECUTABLE="$(command -v "$py")" >/dev/null &&
     cmake --build "$san" -j "$(nproc)" >"$san/build.log" 2>&1 || { grep -E "error|Error" "$san/build.log" | head -40; false; } } || src=1

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../sanitizer_scale.hpp"
 #include "run_tool.hpp"
 
 namespace {
@@ -87,12 +88,13 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
   }
   std::ifstream in(path);
   std::string line;
-  std::size_t total = 0, matched = 0;
+  std::size_t total = 0, checked = 0, matched = 0;
   std::string failures;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const auto want = nlohmann::json::parse(line);
-    ++total;
+    if (total++ % ctshard::test::sample_stride != 0) continue;  // every case (every 10th under ASan)
+    ++checked;
     std::ostringstream cmd;
     cmd << "table --json --op '" << want["op"].get<std::string>() << "' --shapes '" << join(want["shapes"], ",", true)
         << "' --mesh '";
@@ -115,10 +117,11 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
     if (diff.empty()) ++matched;
     else if (failures.size() < 4000) failures += "case " + std::to_string(want["id"].get<int>()) + " (" + want["op"].get<std::string>() + "): " + diff + "\n";
   }
-  std::printf("reference cases matched through ctshard table --json (and --algo search): %zu / %zu\n", matched, total);
+  std::printf("reference cases matched through ctshard table --json (and --algo search): %zu / %zu\n", matched, checked);
   INFO(failures);
   CHECK(total == 300);
-  CHECK(matched == total);
+  CHECK(checked == (total + ctshard::test::sample_stride - 1) / ctshard::test::sample_stride);
+  CHECK(matched == checked);
 }
 
 TEST_CASE("golden: the StridedShard reference cases (regressions B12, R05) hold through `ctshard table --json`", "[golden][cli][strided]") {

@@ -17,6 +17,7 @@
 #include "ctshard/solve/candidates.hpp"
 #include "ctshard/solve/iopddl.hpp"
 #include "ctshard/solve/solver.hpp"
+#include "../sanitizer_scale.hpp"
 #include "op_call_builders.hpp"
 
 using namespace ctshard;
@@ -134,7 +135,7 @@ void check_certificate(const CostGraph& g, const SolveResult& r) {
 
 TEST_CASE("solve: the optimum of random cost graphs equals brute force, every part on and off", "[global][solve]") {
   std::size_t with_core = 0, searched = 0, eliminated = 0;
-  for (std::uint32_t seed = 0; seed < 4000; ++seed) {
+  for (std::uint32_t seed = 0; seed < test::scaled(4000); ++seed) {
     std::mt19937 rng(seed);
     const bool limits = seed % 2 == 1;
     const bool dense = seed % 5 == 4;  // bigger, denser graphs exercise the dual and the search
@@ -167,9 +168,9 @@ TEST_CASE("solve: the optimum of random cost graphs equals brute force, every pa
     eliminated += r.stats.elimination_work > 0 ? 1 : 0;
   }
   // the dual, reduced-cost fixing, the elimination and the search all had work to do on some instances
-  CHECK(with_core > 50);
-  CHECK(searched > 50);
-  CHECK(eliminated > 50);
+  CHECK(with_core > test::scaled(50));
+  CHECK(searched > test::scaled(50));
+  CHECK(eliminated > test::scaled(50));
 }
 
 TEST_CASE("solve: a start labelling is the first incumbent; a zero time limit still answers honestly", "[global][solve]") {
@@ -324,7 +325,7 @@ TEST_CASE("candidates: every row DTensor's enumeration lists for some input spec
       const OpRule rule = (*registry.find(call.op))(call);
       const CandidateSet cands = enumerate_candidates(rule.rules, mesh, call.tensors, plain_shard_kinds, rule.uneven_inputs, rule.filter);
       StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
-      for (int trial = 0; trial < 40; ++trial) {
+      for (std::size_t trial = 0; trial < test::scaled(40); ++trial) {
         // a random current spec per input: R, S(d) or P(sum) per mesh dim
         std::vector<Spec> current;
         for (const auto& m : call.tensors) {

@@ -13,7 +13,7 @@
 #include "ctshard/registry.hpp"
 #include "op_call_builders.hpp"
 #include "random_cases.hpp"
-#include "sanitizer_scale.hpp"
+#include "../sanitizer_scale.hpp"
 
 using namespace ctshard;
 

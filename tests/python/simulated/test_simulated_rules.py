@@ -28,6 +28,10 @@ if str(HERE) not in sys.path:
 import ctshard  # noqa: E402
 import run_simulated as rs  # noqa: E402
 
+# torch executes every row on every simulated device; the C++ sim_tests check the same rules
+# under the sanitizers, and test_api.py covers the extension's table() calls
+pytestmark = pytest.mark.torch_bound
+
 SUITE = rs.Suite()
 KEYS = SUITE.keys()  # op names; a higher-order op per wrapped op: "higher_order.auto_functionalized[_C.rms_norm.default]"
 
