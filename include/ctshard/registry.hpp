@@ -5,6 +5,7 @@
 /// For tools that plan real graphs (the CLI, the Python extension).
 
 #include "ctshard/runtime.hpp"
+
 #include "ctshard/registry/op_call.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/registry/einsum_ops.hpp"

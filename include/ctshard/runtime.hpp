@@ -5,13 +5,16 @@
 /// StrategyEnumerator (run-time expansion, pricing, DTensor's choice and the exact search).
 
 #include "ctshard/rules.hpp"
+
 #include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/mesh_filters.hpp"
+
 #include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/cost/collectives.hpp"
 #include "ctshard/cost/redistribute_step.hpp"
 #include "ctshard/cost/consistent_cost.hpp"
 #include "ctshard/cost/redistribute_cost.hpp"
+
 #include "ctshard/select/filled_table.hpp"
 #include "ctshard/select/search_query.hpp"
 #include "ctshard/select/row_cursor.hpp"
