@@ -178,8 +178,9 @@ int main(int argc, char** argv) {
   add_partial_passthrough(plan_cmd, plan_passthrough);
 
   struct TableText {
-    std::string op, shapes, mesh, inputs, dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor",
-                algo = "enumerate", partial_passthrough = "ctshard";
+    std::string op, shapes, mesh, inputs;
+    std::string dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor", algo = "enumerate",
+                partial_passthrough = "ctshard";
     std::int64_t devices_per_host = 8;
   } table;
   bool table_json_flag = false;

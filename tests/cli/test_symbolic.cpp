@@ -93,11 +93,14 @@ const nlohmann::json& node_named(const nlohmann::json& plan, const std::string& 
 // The R03 graph written with static sizes (s77 -> `batch`), without the Sym input.
 std::string static_r03(std::int64_t batch) {
   const std::string b = std::to_string(batch);
+  // one line of the FX program per source line
+  // clang-format off
   return "class GraphModule(torch.nn.Module):\n"
          "    def forward(self, tangents_1: \"f32[" + b + ", 768]\"):\n"
          "        mul: \"f32[" + b + ", 768]\" = torch.ops.aten.mul.Tensor(tangents_1, 2.0)\n"
          "        view: \"f32[" + b + ", 16, 48]\" = torch.ops.aten.view.default(mul, [" + b + ", 16, 48])\n"
          "        return (view,)\n";
+  // clang-format on
 }
 
 // A batch dim flattened with the next one by a view (the sizes through a Sym node).
@@ -110,9 +113,12 @@ const char* kFlatten = R"fx(class GraphModule(torch.nn.Module):
 
 std::string static_flatten(std::int64_t batch) {
   const std::string b = std::to_string(batch), b16 = std::to_string(16 * batch);
+  // one line of the FX program per source line
+  // clang-format off
   return "def forward(self, tangents_1: \"f32[" + b + ", 16, 48]\"):\n"
          "    view: \"f32[" + b16 + ", 48]\" = torch.ops.aten.view.default(tangents_1, [" + b16 + ", 48])\n"
          "    return (view,)\n";
+  // clang-format on
 }
 
 }  // namespace
