@@ -103,7 +103,8 @@ void add_views(RefTable& t) {
                                const Tensor x = a.tensor(0);
                                std::vector<std::size_t> perm(x.dimension());
                                for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = i;
-                               if (x.dimension() > 0) std::swap(perm[wrap_dim(a.integer(1, 0), x.dimension())], perm[wrap_dim(a.integer(2, 0), x.dimension())]);
+                               if (x.dimension() > 0)
+                                 std::swap(perm[wrap_dim(a.integer(1, 0), x.dimension())], perm[wrap_dim(a.integer(2, 0), x.dimension())]);
                                return Outs{permuted(x, perm)};
                              },
                              {}};

@@ -76,8 +76,7 @@ class StrategyEnumerator {
   /// identical to the previous one on the same fill returns the remembered answer.
   /// `SelectAlgo::enumerate`: prices every row (throws above max_enumerated_rows); index set.
   /// Throws ctshard::error for a wrong number of inputs or a spec of the wrong mesh rank.
-  [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs,
-                              SelectAlgo algo = SelectAlgo::search) {
+  [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, SelectAlgo algo = SelectAlgo::search) {
     const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
     Fill& f = fill(input_specs);
     Choice c;
@@ -101,8 +100,7 @@ class StrategyEnumerator {
   /// `ctshard table`), counted without walking the table (survivor_index). nullopt when the op has
   /// a full-mesh filter and more than max_enumerated_rows rows come before it. Throws
   /// ctshard::error for a Choice from elsewhere or bad inputs.
-  [[nodiscard]] std::optional<std::uint64_t> index_of(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs,
-                                                      const Choice& choice) {
+  [[nodiscard]] std::optional<std::uint64_t> index_of(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const Choice& choice) {
     const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
     Fill& f = fill_of(choice);
     return survivor_index(f.table, f.memo, query, choice.digits);
