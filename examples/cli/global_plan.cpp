@@ -460,6 +460,7 @@ class Builder {
     std::vector<std::vector<std::uint32_t>> row_specs, col_specs;  // per class: the spec ids (cols: + bypass bit)
     for (std::size_t a = 0; a < p.count(); ++a) {
       std::vector<std::uint32_t> t;
+      t.reserve(ks.size());
       for (auto k : ks) t.push_back(p.spec(a, op.inputs[k].output));
       const std::string key(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
       auto [it, fresh] = rows.emplace(key, static_cast<std::uint32_t>(row_specs.size()));
@@ -468,6 +469,7 @@ class Builder {
     }
     for (std::size_t b = 0; b < c.count(); ++b) {
       std::vector<std::uint32_t> t;
+      t.reserve(2 * ks.size());
       for (auto k : ks) {
         t.push_back(c.spec(b, c.nout + k));
         t.push_back(static_cast<std::uint32_t>((c.bypass[b] >> k) & 1));
@@ -480,6 +482,7 @@ class Builder {
     e.rows = static_cast<std::uint32_t>(row_specs.size());
     e.cols = static_cast<std::uint32_t>(col_specs.size());
     std::vector<std::uint32_t> meta;
+    meta.reserve(ks.size());
     for (auto k : ks) meta.push_back(metas_.id(op.in_metas[k]));
     // repeated blocks give identical matrices: key = metas, mode, row and column spec tuples
     std::string key(reinterpret_cast<const char*>(meta.data()), meta.size() * sizeof(std::uint32_t));

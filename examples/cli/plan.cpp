@@ -338,6 +338,7 @@ class Planner {
     }
 
     std::vector<Spec> current;
+    current.reserve(inputs.size());
     for (const auto& in : inputs) current.push_back(in.spec);
     Value out = replicated(node);
     bool planned = false;
@@ -382,6 +383,7 @@ class Planner {
     for (std::size_t k = 0; k < out.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
     if (observer_ != nullptr && observer_->on_op) {
       std::vector<ValueSource> sources;
+      sources.reserve(inputs.size());
       for (const auto& in : inputs) sources.push_back({in.origin, in.origin_output, in.meta, in.known});
       observer_->on_op(node, *observed_call, sources, used_rule ? &*used_rule : nullptr, p);
     }

@@ -165,8 +165,10 @@ RowOutcome simulate_row(const SampleCall& call, const RefOp& op, const SimRow& r
     Rng rng(seed + static_cast<std::uint64_t>(t) * 0x9E3779B97F4A7C15ull);
     const GlobalRun g = run_global(call, op, rng);
     std::vector<std::vector<Tensor>> cuts;
+    cuts.reserve(g.inputs.size());
     for (std::size_t i = 0; i < g.inputs.size(); ++i) cuts.push_back(cut(g.inputs[i], row.inputs.at(i), mesh, rng, call.inputs[i].domain));
     std::vector<const std::vector<Tensor>*> pieces;
+    pieces.reserve(cuts.size());
     for (const auto& c : cuts) pieces.push_back(&c);
     RowOutcome r = run_on_mesh(call, op, g, pieces, row.inputs, row.outputs, mesh);
     if (!r.ok) {

@@ -238,6 +238,7 @@ void add_tensor_ops(RefTable& t) {
                                std::vector<Tensor> parts;
                                const auto list = a.tensor_list(0);
                                const std::size_t dim = wrap_dim(a.integer(1, 0), list.at(0).dimension() + 1);
+                               parts.reserve(list.size());
                                for (auto& p : list) parts.push_back(unsqueezed(p, dim));
                                return Outs{concat(parts, dim)};
                              },

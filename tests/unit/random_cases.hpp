@@ -35,6 +35,7 @@ class CaseGenerator {
   }
   std::vector<std::int64_t> shape(int rank) {
     std::vector<std::int64_t> s;
+    s.reserve(static_cast<std::size_t>(rank));
     for (int d = 0; d < rank; ++d) s.push_back(size());
     return s;
   }
@@ -43,6 +44,7 @@ class CaseGenerator {
   MeshTopology mesh(int lo, int hi, int max_size = 4) {
     std::vector<std::int64_t> sizes;
     const int n = uniform(lo, hi);
+    sizes.reserve(static_cast<std::size_t>(n));
     for (int d = 0; d < n; ++d) sizes.push_back(uniform(1, max_size));
     static constexpr std::int64_t dph[] = {1, 2, 4, 8};
     return MeshTopology::build(sizes, dph[uniform(0, 3)], {}, chance(0.5) ? CostModel::dtensor : CostModel::consistent);

@@ -403,6 +403,7 @@ TEST_CASE("iopddl: usage limits come from the maximal sets of live nodes", "[glo
   // [0,3) [1,2) [2,5) [4,5): live sets {0} {0,1} {0,2} {2} {2,3}; maximal: {0,1} {0,2} {2,3}
   const auto limits = limits_from_intervals({{0, 3}, {1, 2}, {2, 5}, {4, 5}}, 10, false);
   std::vector<std::vector<std::uint32_t>> sets;
+  sets.reserve(limits.size());
   for (const auto& l : limits) sets.push_back(l.nodes);
   CHECK(sets == std::vector<std::vector<std::uint32_t>>{{0, 1}, {0, 2}, {2, 3}});
   CHECK(limits_from_intervals({{0, 3}, {1, 2}, {2, 5}, {4, 5}}, 10, true).size() == 5);

@@ -86,6 +86,7 @@ Picked pick(const OpCall& call, std::vector<std::int64_t> mesh, const std::vecto
   const OpRule rule = rule_of(call);
   StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter);
   std::vector<Spec> specs;
+  specs.reserve(current.size());
   for (const auto& s : current) specs.push_back(parse_spec(s));
   ChoiceAccumulator acc;
   std::vector<std::vector<std::uint8_t>> digits;

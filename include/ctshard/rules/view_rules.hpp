@@ -345,6 +345,7 @@ template <class PlacementRange, class Sizes>
 [[nodiscard]] constexpr std::optional<Spec> view_output_spec(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) {
   const std::vector<ViewGroup> groups = view_groups_of(map);
   std::vector<ShardRegroup> local;
+  local.reserve(groups.size());
   for (const ViewGroup& g : groups) local.push_back(view_regroup(map, g));
   std::vector<std::uint8_t> ragged(groups.size(), 0);  // not vector<bool>: its specialisation costs every includer ~0.1 s
   Spec out;
