@@ -58,7 +58,7 @@ bool have_shared(const std::string& name) {
   return false;
 }
 
-cli::PlanOptions options(std::vector<std::int64_t> mesh, std::map<std::string, std::string> place = {},
+cli::PlanOptions options(std::vector<std::int64_t> mesh, const std::map<std::string, std::string>& place = {},
                          std::map<std::string, std::int64_t> symbols = {}) {
   cli::PlanOptions o;
   o.mesh = std::move(mesh);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <numbers>
+#include <utility>
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
@@ -312,13 +313,13 @@ void add_pointwise(Table& t) {
 
 void add_einsum(Table& t) {
   auto eq = [](std::string equation) {
-    return RefOp{[equation](const ArgPack& a) { return Outs{einsum2(equation, a.tensor(0), a.tensor(1))}; }, {}};
+    return RefOp{[equation = std::move(equation)](const ArgPack& a) { return Outs{einsum2(equation, a.tensor(0), a.tensor(1))}; }, {}};
   };
   t["aten.mm.default"] = eq("mk,kn->mn");
   t["aten.bmm.default"] = eq("bmk,bkn->bmn");
   t["aten.dot.default"] = eq("i,i->");
   auto with_bias = [](std::string equation) {
-    return RefOp{[equation](const ArgPack& a) {
+    return RefOp{[equation = std::move(equation)](const ArgPack& a) {
                    const double beta = a.number_or_kw(3, "beta", 1.0), alpha = a.number_or_kw(4, "alpha", 1.0);
                    return Outs{Tensor(beta * a.tensor(0) + alpha * einsum2(equation, a.tensor(1), a.tensor(2)))};
                  },

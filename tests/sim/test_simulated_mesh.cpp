@@ -30,7 +30,7 @@ std::vector<Placement> all_placements(int rank) {
 }
 
 /// Runs one family, prints its report, and returns it.
-FamilyReport run_family(std::string_view family, const OpRegistry& registry, CheckOptions options = {}) {
+FamilyReport run_family(std::string_view family, const OpRegistry& registry, const CheckOptions& options = {}) {
   FamilyReport rep = check_family(family, registry, options);
   std::cout << rep.full_text() << std::flush;
   return rep;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "op_call_builders.hpp"
@@ -324,8 +325,8 @@ TEST_CASE("training rules: batch norm backward", "[training]") {
 TEST_CASE("training rules: nll_loss splits the batch only where the loss is a sum", "[training]") {
   const std::vector<TensorMeta> plain{meta({2048, 32000}), meta({2048}, 8)};
   auto fwd = [](std::vector<TensorMeta> ts, OpArg weight, std::int64_t reduction, std::int64_t ignore_index = -100) {
-    return rule_for(
-        make_call("aten.nll_loss_forward.default", std::move(ts), {tensor_arg(0), tensor_arg(1), weight, int_arg(reduction), int_arg(ignore_index)}));
+    return rule_for(make_call("aten.nll_loss_forward.default", std::move(ts),
+                              {tensor_arg(0), tensor_arg(1), std::move(weight), int_arg(reduction), int_arg(ignore_index)}));
   };
   // mean: sum(w loss) / sum(w) of a batch shard is no Partial of the global mean (DTensor's P(avg) is not exact)
   const OpRule mean = fwd(plain, none_arg(), 1);

@@ -45,7 +45,7 @@ class StrategyEnumerator {
   /// `uneven`: which unshardable input targets still pass (UnevenInputs: `reject` for the einsum
   /// family, `keep_current` for pointwise ops, as DTensor's `allow_uneven_sharding`).
   /// `filter` (optional): the op's full-mesh filter, applied after the two standard filters.
-  StrategyEnumerator(RuleSet raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {})
+  StrategyEnumerator(const RuleSet& raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {})
       : raw_(with_replicate_row(raw_rules)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {}
 
   /// The mesh this enumerator prices on.
