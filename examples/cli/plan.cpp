@@ -1,8 +1,9 @@
 #include "plan.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <functional>
 #include <iomanip>
 #include <memory>
@@ -422,7 +423,7 @@ class Planner {
 
   static bool same_arg(const OpArg& a, const OpArg& b) {
     if (a.kind != b.kind || a.integer != b.integer || a.ints != b.ints || a.text != b.text || a.items.size() != b.items.size()) return false;
-    if (std::memcmp(&a.floating, &b.floating, sizeof a.floating) != 0) return false;  // bitwise: NaN equals itself
+    if (std::bit_cast<std::uint64_t>(a.floating) != std::bit_cast<std::uint64_t>(b.floating)) return false;  // bitwise: NaN equals itself
     for (std::size_t i = 0; i < a.items.size(); ++i)
       if (!same_arg(a.items[i], b.items[i])) return false;
     return true;
