@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -387,8 +389,8 @@ TEST_CASE("fx_graph: TensorType sizes", "[fx]") {
   CHECK(tt("i8", {}).itemsize() == 1);
   CHECK(tt("u8", {}).itemsize() == 1);
   CHECK(tt("b8", {}).itemsize() == 1);
-  CHECK(tt("f32", {8, 197, 768}).numel() == 8 * 197 * 768);
-  CHECK(tt("f32", {8, 197, 768}).nbytes() == 8 * 197 * 768 * 4);
+  CHECK(tt("f32", {8, 197, 768}).numel() == std::int64_t{8} * 197 * 768);
+  CHECK(tt("f32", {8, 197, 768}).nbytes() == std::size_t{8} * 197 * 768 * 4);
   CHECK(tt("i32", {}).nbytes() == 4);
   CHECK(tt("f32", {8, 197, 768}).to_string() == "f32[8, 197, 768]");
   CHECK(tt("i32", {}).to_string() == "i32[]");

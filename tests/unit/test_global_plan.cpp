@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -255,7 +256,7 @@ TEST_CASE("solve: chains, trees and cycles of 50-label nodes reduce exactly", "[
     g.add_node(std::move(c));
   }
   const auto dense = [&](std::uint32_t u, std::uint32_t v) {
-    std::vector<cost_t> m(50 * 50);
+    std::vector<cost_t> m(std::size_t{50} * 50);
     for (auto& x : m) x = rng() % 9 == 0 ? forbidden : static_cast<cost_t>(rng() % 1000);
     g.add_dense_edge(u, v, std::move(m));
   };
