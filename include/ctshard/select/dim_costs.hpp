@@ -78,8 +78,9 @@ class DimCosts {
     keeps_.resize(nin * n * t.num_rules());
   }
 
-  /// Fills the tables for `query` on `t` (bound by `bind(t)`).
-  void begin(const FilledTable& t, const SearchQuery& query) noexcept {
+  /// Fills the tables for `query` on `t` (bound by `bind(t)`). Throws ctshard::error when an
+  /// input's element count overflows int64 (TensorMeta::bytes).
+  void begin(const FilledTable& t, const SearchQuery& query) {
     t_ = &t;
     q_ = &query;
     const MeshTopology& mesh = t.mesh();
