@@ -111,7 +111,7 @@ nlohmann::ordered_json parse_json_option(const char* option, const std::string& 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI11's option set-up runs outside the try below
   CLI::App app{"ctshard: sharding strategy tables, redistribution costs and placement propagation (DTensor semantics)"};
   app.require_subcommand(0, 1);
 

@@ -40,7 +40,7 @@ TEST_CASE("plan: every real graph on meshes 8, 2x4, 2x2x2, deterministically", "
       CHECK(first.nodes_with_rule + first.nodes_fallback == op_nodes);
       CHECK(first.total_cost_us == second.total_cost_us);
       CHECK(std::isfinite(first.total_cost_us));
-      for (const auto& n : first.nodes) CHECK(n.outputs.size() >= 1);
+      for (const auto& n : first.nodes) CHECK(!n.outputs.empty());
     }
   }
   CHECK(files == 8);

@@ -206,6 +206,7 @@ class DimCosts {
     free_[k] = 0;
     if (to.is_partial()) {  // Shard -> Partial, Partial -> other Partial
       fixed_[k] = flat_[k] = infinite_cost;
+      // NOLINTNEXTLINE(bugprone-branch-clone): DTensor prices this all-gather as the reduce-scatter of the last branch
     } else if (from.is_any_shard() && to.is_replicate()) {  // all-gather of the grown bytes
       fixed_[k] = gather;
       per_byte_[k] = b;
