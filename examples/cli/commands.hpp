@@ -21,15 +21,15 @@ namespace ctshard::cli {
 
 /// `ctshard table`: one op's full filtered strategy table, per-input costs, and the choice.
 struct TableOptions {
-  std::string op;                                  ///< mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an op name
-  std::vector<std::vector<std::int64_t>> shapes;   ///< global shape of each tensor input ({} = 0-d)
-  std::vector<std::int64_t> mesh;                  ///< mesh sizes, mesh dim 0 first
-  std::vector<std::string> inputs;                 ///< current spec of each tensor input ("S(0)R")
-  std::int64_t devices_per_host = 8;               ///< cost model: devices sharing a host
-  std::vector<std::string> dtypes{"float32"};      ///< one dtype for every tensor, or one per tensor
-  std::string einsum_linearity = "dtensor";        ///< "dtensor" (reference fidelity) or "sound"
-  std::string partial_passthrough = "ctshard";     ///< "ctshard" or "dtensor" (PartialPassthrough)
-  CostModel cost_model = CostModel::dtensor;       ///< how redistributions are priced
+  std::string op;                                 ///< mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an op name
+  std::vector<std::vector<std::int64_t>> shapes;  ///< global shape of each tensor input ({} = 0-d)
+  std::vector<std::int64_t> mesh;                 ///< mesh sizes, mesh dim 0 first
+  std::vector<std::string> inputs;                ///< current spec of each tensor input ("S(0)R")
+  std::int64_t devices_per_host = 8;              ///< cost model: devices sharing a host
+  std::vector<std::string> dtypes{"float32"};     ///< one dtype for every tensor, or one per tensor
+  std::string einsum_linearity = "dtensor";       ///< "dtensor" (reference fidelity) or "sound"
+  std::string partial_passthrough = "ctshard";    ///< "ctshard" or "dtensor" (PartialPassthrough)
+  CostModel cost_model = CostModel::dtensor;      ///< how redistributions are priced
   /// "enumerate" (table default: every row, DTensor's full expansion) or "search" (the exact
   /// search: only the chosen row, any table size; choice_json's default).
   std::string algo = "enumerate";

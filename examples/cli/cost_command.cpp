@@ -34,11 +34,11 @@ nlohmann::json cost_json(const CostOptions& o) {
 }
 
 void print_cost(const nlohmann::json& c, std::ostream& out) {
-  out << c["from"].get<std::string>() << " -> " << c["to"].get<std::string>() << " on mesh " << c["mesh"].dump() << " ("
-      << c["bytes"].get<double>() << " bytes)\n";
+  out << c["from"].get<std::string>() << " -> " << c["to"].get<std::string>() << " on mesh " << c["mesh"].dump() << " (" << c["bytes"].get<double>()
+      << " bytes)\n";
   for (const auto& s : c["steps"]) {
-    out << "  mesh dim " << s["mesh_dim"].get<std::size_t>() << ": " << s["from"].get<std::string>() << " -> " << s["to"].get<std::string>()
-        << "  " << s["collective"].get<std::string>() << "  " << s["bytes"].get<double>() << " bytes  ";
+    out << "  mesh dim " << s["mesh_dim"].get<std::size_t>() << ": " << s["from"].get<std::string>() << " -> " << s["to"].get<std::string>() << "  "
+        << s["collective"].get<std::string>() << "  " << s["bytes"].get<double>() << " bytes  ";
     if (s["cost_us"].is_string()) out << "inf";
     else out << std::fixed << std::setprecision(3) << s["cost_us"].get<double>() << std::defaultfloat;
     out << " us\n";

@@ -21,9 +21,9 @@ namespace ctshard::fx {
 
 namespace {
 
-constexpr std::size_t kMaxShownText = 200;         // longer offending lines are cut in what()
+constexpr std::size_t kMaxShownText = 200;                    // longer offending lines are cut in what()
 constexpr std::int64_t kMaxGetitemIndex = max_getitem_index;  // larger indices do not fill Node::outputs
-constexpr std::size_t kMaxNesting = max_nesting;                 // deeper nested lists / indices are rejected
+constexpr std::size_t kMaxNesting = max_nesting;              // deeper nested lists / indices are rejected
 constexpr std::string_view kOpsPrefix = "torch.ops.";
 
 struct DtypeSize {
@@ -32,11 +32,8 @@ struct DtypeSize {
 };
 
 constexpr DtypeSize kDtypes[] = {
-    {"f64", 8},        {"f32", 4},        {"f16", 2},          {"bf16", 2},
-    {"f8e4m3fn", 1},   {"f8e5m2", 1},     {"f8e4m3fnuz", 1},   {"f8e5m2fnuz", 1},
-    {"c128", 16},      {"c64", 8},        {"c32", 4},          {"i64", 8},
-    {"i32", 4},        {"i16", 2},        {"i8", 1},           {"u64", 8},
-    {"u32", 4},        {"u16", 2},        {"u8", 1},           {"b8", 1},
+    {"f64", 8}, {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f8e4m3fn", 1}, {"f8e5m2", 1}, {"f8e4m3fnuz", 1}, {"f8e5m2fnuz", 1}, {"c128", 16}, {"c64", 8},
+    {"c32", 4}, {"i64", 8}, {"i32", 4}, {"i16", 2},  {"i8", 1},       {"u64", 8},    {"u32", 4},        {"u16", 2},        {"u8", 1},    {"b8", 1},
 };
 
 // ---- character and text helpers ----------------------------------------------------------
@@ -102,8 +99,7 @@ struct Where {
   throw parse_error(std::string(where.source), where.line, problem, std::string(where.text));
 }
 
-std::string format_error(const std::string& source, std::size_t line, const std::string& problem,
-                         const std::string& text) {
+std::string format_error(const std::string& source, std::size_t line, const std::string& problem, const std::string& text) {
   std::string message = source + ":" + std::to_string(line) + ": " + problem;
   if (!text.empty()) {
     message += " in: ";
@@ -117,8 +113,7 @@ std::string format_error(const std::string& source, std::size_t line, const std:
 /// Parses a size list `[d, d, ...]` at `s[i]` (each size a non-negative integer or a SizeExpr
 /// of symbols); advances `i` past the `]`. Fills `shape` (-1 for a symbolic dim) and `exprs`
 /// (one entry per dim, "" for a static one) when given. Returns "" or the problem.
-std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* shape,
-                            std::vector<std::string>* exprs) {
+std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* shape, std::vector<std::string>* exprs) {
   if (i >= s.size() || s[i] != '[') return "expected '['";
   ++i;
   std::size_t depth = 0;
@@ -149,8 +144,7 @@ std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std:
     } else {
       try {
         const SizeExpr e = SizeExpr::parse(item);
-        if (e.symbols().empty())
-          return "size '" + std::string(item) + "' is neither a non-negative integer nor an expression of symbols";
+        if (e.symbols().empty()) return "size '" + std::string(item) + "' is neither a non-negative integer nor an expression of symbols";
       } catch (const std::invalid_argument& e) {
         return e.what();
       }
@@ -173,10 +167,8 @@ char closing_of(char open) { return open == '(' ? ')' : open == '[' ? ']' : '}';
 std::size_t skip_string(std::string_view s, std::size_t start) {
   const char quote = s[start];
   for (std::size_t i = start + 1; i < s.size(); ++i) {
-    if (s[i] == '\\')
-      ++i;
-    else if (s[i] == quote)
-      return i + 1;
+    if (s[i] == '\\') ++i;
+    else if (s[i] == quote) return i + 1;
   }
   return std::string_view::npos;
 }
@@ -212,8 +204,7 @@ std::vector<std::string_view> scan_line(std::string_view s, const Where& where) 
     const char c = s[i];
     if (is_quote(c)) {
       const std::size_t end = skip_string(s, i);
-      if (end == std::string_view::npos)
-        fail(where, "unterminated string literal starting at column " + std::to_string(i + 1));
+      if (end == std::string_view::npos) fail(where, "unterminated string literal starting at column " + std::to_string(i + 1));
       i = end - 1;
     } else if (c == '#') {
       break;
@@ -221,16 +212,14 @@ std::vector<std::string_view> scan_line(std::string_view s, const Where& where) 
       open.push_back(c);
     } else if (c == ')' || c == ']' || c == '}') {
       if (open.empty() || closing_of(open.back()) != c)
-        fail(where, std::string("unbalanced brackets: unexpected '") + c + "' at column " +
-                        std::to_string(i + 1));
+        fail(where, std::string("unbalanced brackets: unexpected '") + c + "' at column " + std::to_string(i + 1));
       open.pop_back();
     } else if (c == ';' && open.empty()) {
       statements.push_back(trim(s.substr(begin, i - begin)));
       begin = i + 1;
     }
   }
-  if (!open.empty())
-    fail(where, std::string("unbalanced brackets: '") + open.back() + "' is never closed");
+  if (!open.empty()) fail(where, std::string("unbalanced brackets: '") + open.back() + "' is never closed");
   statements.push_back(trim(s.substr(begin, i - begin)));
   return statements;
 }
@@ -379,7 +368,9 @@ class Cursor {
       case 't': return '\t';
       case 'r': return '\r';
       case '0': return '\0';
-      case '\\': case '\'': case '"': return c;
+      case '\\':
+      case '\'':
+      case '"': return c;
       default: out.push_back('\\'); return c;
     }
   }
@@ -401,9 +392,7 @@ Arg parse_number(Cursor& c) {
   c.reset(i);
   if (i < text.size() && is_ident_start(text[i])) {
     const std::string_view word = c.ident();
-    if (word == "inf")
-      return Arg::make_float(negative ? -std::numeric_limits<double>::infinity()
-                                      : std::numeric_limits<double>::infinity());
+    if (word == "inf") return Arg::make_float(negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
     if (word == "nan") return Arg::make_float(std::numeric_limits<double>::quiet_NaN());
     c.reset(start);
     c.fail("malformed number");
@@ -427,8 +416,7 @@ Arg parse_number(Cursor& c) {
     }
   }
   c.reset(start);
-  if (!has_mantissa || (i < text.size() && (is_ident_char(text[i]) || text[i] == '.')))
-    c.fail("malformed number");
+  if (!has_mantissa || (i < text.size() && (is_ident_char(text[i]) || text[i] == '.'))) c.fail("malformed number");
   // from_chars accepts a leading '-' but not '+'.
   const char* first = text.data() + (text[start] == '+' ? start + 1 : start);
   const char* last = text.data() + i;
@@ -496,8 +484,7 @@ std::optional<std::pair<std::string_view, std::string>> declaration_of(std::stri
 
 class GraphBuilder {
  public:
-  GraphBuilder(std::string_view text, std::string_view source)
-      : source_(source), lines_(split_lines(text, source)) {
+  GraphBuilder(std::string_view text, std::string_view source) : source_(source), lines_(split_lines(text, source)) {
     graph_.source_name = std::string(source);
   }
 
@@ -583,8 +570,7 @@ class GraphBuilder {
     const std::string annotation = c.string_literal();
     std::string problem;
     std::optional<Annotation> parsed = parse_annotation(annotation, &problem);
-    if (!parsed)
-      c.fail_plain("unsupported type annotation \"" + annotation + "\" of parameter '" + std::string(name) + "': " + problem);
+    if (!parsed) c.fail_plain("unsupported type annotation \"" + annotation + "\" of parameter '" + std::string(name) + "': " + problem);
     return std::move(*parsed);
   }
 
@@ -609,8 +595,7 @@ class GraphBuilder {
       if (text.empty() || text.front() == '#') continue;
       const Where at = where(i);
       if (returned) fail(at, "unexpected text after 'return'");
-      if (indentation(lines_[i]) <= def_indent)
-        fail(at, "expected an indented body line of forward (an assignment or 'return')");
+      if (indentation(lines_[i]) <= def_indent) fail(at, "expected an indented body line of forward (an assignment or 'return')");
       const std::vector<std::string_view> statements = scan_line(text, at);
       if (statements.front().empty()) fail(at, "expected an assignment or 'return'");
       if (declaration_of(statements.front(), at)) {
@@ -618,11 +603,9 @@ class GraphBuilder {
         continue;
       }
       returned = parse_statement(statements.front(), at);
-      for (std::size_t k = 1; k < statements.size(); ++k)
-        check_trailer(statements[k], k + 1 == statements.size(), at);
+      for (std::size_t k = 1; k < statements.size(); ++k) check_trailer(statements[k], k + 1 == statements.size(), at);
     }
-    if (!returned)
-      fail(Where{source_, lines_.size(), ""}, "missing 'return' at the end of forward");
+    if (!returned) fail(Where{source_, lines_.size(), ""}, "missing 'return' at the end of forward");
   }
 
   /// Checks a statement after the first `;` of a body line: `a = b = None` naming known nodes,
@@ -630,12 +613,9 @@ class GraphBuilder {
   void check_trailer(std::string_view statement, bool last, const Where& at) const {
     if (last && statement.empty()) return;
     const auto names = none_trailer_names(statement);
-    if (!names)
-      fail(at, "unexpected statement '" + std::string(statement) +
-                   "' (only '; a = b = None' may follow a node)");
+    if (!names) fail(at, "unexpected statement '" + std::string(statement) + "' (only '; a = b = None' may follow a node)");
     for (std::string_view name : *names)
-      if (index_.find(std::string(name)) == index_.end())
-        fail(at, "unknown node '" + std::string(name) + "' in '" + std::string(statement) + "'");
+      if (index_.find(std::string(name)) == index_.end()) fail(at, "unknown node '" + std::string(name) + "' in '" + std::string(statement) + "'");
   }
 
   /// A line of pytree-format declarations `a: "T"; b: "U"; ` (before the unpacking line).
@@ -643,8 +623,7 @@ class GraphBuilder {
     for (std::size_t k = 0; k < statements.size(); ++k) {
       if (k + 1 == statements.size() && statements[k].empty()) break;
       auto declaration = declaration_of(statements[k], at);
-      if (!declaration)
-        fail(at, "unexpected statement '" + std::string(statements[k]) + "' (a declaration line holds only 'name: \"type\"' items)");
+      if (!declaration) fail(at, "unexpected statement '" + std::string(statements[k]) + "' (a declaration line holds only 'name: \"type\"' items)");
       const std::string name(declaration->first);
       if (unpacked_) fail(at, "declaration of '" + name + "' after the fx_pytree.tree_flatten_spec line");
       if (graph_.nodes.size() != signature_placeholders_) fail(at, "declaration of '" + name + "' after the first node");
@@ -672,16 +651,14 @@ class GraphBuilder {
     c.skip_group();
     c.expect_end();
     if (unpacked_) fail(at, "a second fx_pytree.tree_flatten_spec line");
-    if (graph_.nodes.size() != signature_placeholders_)
-      fail(at, "the fx_pytree.tree_flatten_spec line must come before the first node");
+    if (graph_.nodes.size() != signature_placeholders_) fail(at, "the fx_pytree.tree_flatten_spec line must come before the first node");
     // The signature's parameters are the pytree containers, not nodes.
     for (const Node& n : graph_.nodes) index_.erase(n.name);
     graph_.nodes.clear();
     annotated_.clear();
     const std::unordered_set<std::string_view> unpacked(names.begin(), names.end());
     for (const Declaration& d : declarations_)
-      if (unpacked.count(d.name) == 0)
-        fail(at, "'" + d.name + "' is declared but not unpacked by fx_pytree.tree_flatten_spec");
+      if (unpacked.count(d.name) == 0) fail(at, "'" + d.name + "' is declared but not unpacked by fx_pytree.tree_flatten_spec");
     for (const std::string& name : names) {
       const auto d = declared_.find(name);
       if (d == declared_.end()) add_placeholder(name, Annotation{}, at.line, c);
@@ -696,8 +673,7 @@ class GraphBuilder {
     Cursor c(statement, at);
     const auto check_unpacked = [&] {
       if (!declarations_.empty() && !unpacked_)
-        fail(at, "'" + declarations_.front().name +
-                     "' is declared, but no 'a, b, = fx_pytree.tree_flatten_spec(...)' line unpacks the inputs");
+        fail(at, "'" + declarations_.front().name + "' is declared, but no 'a, b, = fx_pytree.tree_flatten_spec(...)' line unpacks the inputs");
     };
     if (c.eat_word("return")) {
       check_unpacked();
@@ -752,8 +728,7 @@ class GraphBuilder {
     const std::string_view callee = c.dotted();
     if (callee.empty()) c.fail("expected a call, 'node[index]' or 'self.attribute'");
     if (c.peek() == '(') {
-      if (!callee.starts_with(kOpsPrefix))
-        c.fail("unknown callee '" + std::string(callee) + "' (expected a torch.ops.* operator)");
+      if (!callee.starts_with(kOpsPrefix)) c.fail("unknown callee '" + std::string(callee) + "' (expected a torch.ops.* operator)");
       node.kind = "call_function";
       node.target = strip_ops_prefix(callee);
       parse_call_arguments(c, node);
@@ -782,8 +757,7 @@ class GraphBuilder {
       const std::size_t start = c.pos();
       const std::string_view key = c.ident();
       if (!key.empty() && c.eat_assign()) {
-        if (node.kwarg(key) != nullptr)
-          c.fail("duplicate keyword argument '" + std::string(key) + "'");
+        if (node.kwarg(key) != nullptr) c.fail("duplicate keyword argument '" + std::string(key) + "'");
         node.kwargs.emplace_back(std::string(key), parse_value(c));
       } else {
         c.reset(start);
@@ -842,8 +816,7 @@ class GraphBuilder {
     if (next == '[') return parse_sequence(c, ']');
     if (next == '(') return parse_sequence(c, ')');
     if (is_quote(next)) return Arg::make_string(c.string_literal());
-    if (is_digit(next) || next == '-' || next == '+' || next == '.')
-      return parse_number(c);
+    if (is_digit(next) || next == '-' || next == '+' || next == '.') return parse_number(c);
     if (!is_ident_start(next)) c.fail("expected a value");
 
     const std::size_t start = c.pos();
@@ -856,14 +829,12 @@ class GraphBuilder {
     }
     const bool is_torch = name.starts_with("torch.");
     if (c.peek() == '(') {  // device(type='cuda', index=0), torch.device('cuda'), slice(...)
-      if (!is_torch && name != "device" && name != "slice")
-        c.fail("unknown call '" + std::string(name) + "(...)' in an argument");
+      if (!is_torch && name != "device" && name != "slice") c.fail("unknown call '" + std::string(name) + "(...)' in an argument");
       c.skip_group();
       return Arg::make_opaque(std::string(c.text_from(start)));
     }
     if (is_torch) return Arg::make_opaque(strip_ops_prefix(name));  // torch.float32, op refs
-    if (name.find('.') != std::string_view::npos)
-      c.fail("unknown name '" + std::string(name) + "' (only torch.* names are accepted)");
+    if (name.find('.') != std::string_view::npos) c.fail("unknown name '" + std::string(name) + "' (only torch.* names are accepted)");
     Arg ref = node_reference(c, name);
     if (c.eat('[')) {
       if (++nesting_ > kMaxNesting) c.fail("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
@@ -892,16 +863,14 @@ class GraphBuilder {
   }
 
   Arg node_reference(const Cursor& c, std::string_view name) const {
-    if (index_.find(std::string(name)) == index_.end())
-      c.fail("unknown node reference '" + std::string(name) + "'");
+    if (index_.find(std::string(name)) == index_.end()) c.fail("unknown node reference '" + std::string(name) + "'");
     return Arg::make_node(std::string(name));
   }
 
   // -- nodes
 
   void add_node(Node node, bool annotated, const Cursor& c) {
-    if (!index_.emplace(node.name, graph_.nodes.size()).second)
-      c.fail("duplicate node name '" + node.name + "'");
+    if (!index_.emplace(node.name, graph_.nodes.size()).second) c.fail("duplicate node name '" + node.name + "'");
     graph_.nodes.push_back(std::move(node));
     annotated_.push_back(annotated);
   }
@@ -948,9 +917,9 @@ class GraphBuilder {
     Annotation annotation;
     std::size_t line;
   };
-  std::vector<Declaration> declarations_;  // pytree format: `name: "T"` before the unpacking
+  std::vector<Declaration> declarations_;                  // pytree format: `name: "T"` before the unpacking
   std::unordered_map<std::string, std::size_t> declared_;  // declared name -> position in declarations_
-  bool unpacked_ = false;                  // the fx_pytree.tree_flatten_spec line was read
+  bool unpacked_ = false;                                  // the fx_pytree.tree_flatten_spec line was read
 };
 
 void append_float(std::string& out, double value) {
@@ -1124,7 +1093,8 @@ class SizeExprParser {
   bool monomial(std::uint32_t t) const {
     const SizeExpr::Term& term = e_.terms_[t];
     switch (term.op) {
-      case Op::literal: case Op::symbol: return true;
+      case Op::literal:
+      case Op::symbol: return true;
       case Op::mul: return monomial(term.args[0]) && monomial(term.args[1]);
       case Op::pow: return monomial(term.args[0]) && e_.terms_[term.args[1]].op == Op::literal;
       default: return false;
@@ -1149,9 +1119,7 @@ std::int64_t SizeExpr::evaluate(const std::function<std::int64_t(const std::stri
 
 std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& symbol_values) const {
   const Term& term = terms_[t];
-  const auto fail = [&](const char* problem) -> std::int64_t {
-    throw std::domain_error("size expression '" + text_ + "' " + problem);
-  };
+  const auto fail = [&](const char* problem) -> std::int64_t { throw std::domain_error("size expression '" + text_ + "' " + problem); };
   const auto arg = [&](std::size_t k) { return eval(term.args[k], symbol_values); };
   std::int64_t r = 0;
   switch (term.op) {
@@ -1161,7 +1129,8 @@ std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& sy
     case Op::sub: return __builtin_sub_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
     case Op::mul: return __builtin_mul_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
     case Op::neg: return __builtin_sub_overflow(std::int64_t{0}, arg(0), &r) ? fail("overflows 64 bits") : r;
-    case Op::floordiv: case Op::mod: {
+    case Op::floordiv:
+    case Op::mod: {
       const std::int64_t a = arg(0), b = arg(1);
       if (b == 0) return fail("divides by zero");
       if (b == -1) {  // a / -1 overflows for the smallest value; a % -1 is 0
@@ -1186,10 +1155,10 @@ std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& sy
       }
       return result;
     }
-    case Op::max: case Op::min: {
+    case Op::max:
+    case Op::min: {
       std::int64_t best = arg(0);
-      for (std::size_t k = 1; k < term.args.size(); ++k)
-        best = term.op == Op::max ? std::max(best, arg(k)) : std::min(best, arg(k));
+      for (std::size_t k = 1; k < term.args.size(); ++k) best = term.op == Op::max ? std::max(best, arg(k)) : std::min(best, arg(k));
       return best;
     }
     case Op::opaque: break;
@@ -1199,12 +1168,8 @@ std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& sy
 
 // ---- parse_error ------------------------------------------------------------------------
 
-parse_error::parse_error(std::string source, std::size_t line, const std::string& problem,
-                         std::string text)
-    : std::runtime_error(format_error(source, line, problem, text)),
-      source_(std::move(source)),
-      line_(line),
-      text_(std::move(text)) {}
+parse_error::parse_error(std::string source, std::size_t line, const std::string& problem, std::string text)
+    : std::runtime_error(format_error(source, line, problem, text)), source_(std::move(source)), line_(line), text_(std::move(text)) {}
 
 // ---- dtypes and TensorType --------------------------------------------------------------
 
@@ -1254,8 +1219,7 @@ std::optional<TensorType> parse_tensor_type(std::string_view text, std::string* 
   if (!is_known_dtype(type.dtype)) return fail("unknown dtype '" + type.dtype + "'");
   std::vector<std::string> exprs;
   if (std::string why = parse_size_list(text, i, &type.shape, &exprs); !why.empty()) return fail(why);
-  if (std::any_of(exprs.begin(), exprs.end(), [](const std::string& e) { return !e.empty(); }))
-    type.dim_exprs = std::move(exprs);
+  if (std::any_of(exprs.begin(), exprs.end(), [](const std::string& e) { return !e.empty(); })) type.dim_exprs = std::move(exprs);
   if (i < text.size() && text[i] == '[') {  // strides
     if (std::string why = parse_size_list(text, i, nullptr, nullptr); !why.empty()) return fail("strides: " + why);
   }
@@ -1385,9 +1349,7 @@ std::vector<std::string> Graph::symbols() const {
   return out;
 }
 
-Graph parse_fx_graph(std::string_view text, std::string_view source_name) {
-  return GraphBuilder(text, source_name).build();
-}
+Graph parse_fx_graph(std::string_view text, std::string_view source_name) { return GraphBuilder(text, source_name).build(); }
 
 Graph read_fx_graph_file(const std::string& path) {
   std::error_code ec;

@@ -81,11 +81,11 @@ struct OpInfo {
 /// input (rows of one spec).
 struct Var {
   bool is_op = true;
-  std::size_t info = 0;        // index into ops (op) or sources_order (source)
+  std::size_t info = 0;  // index into ops (op) or sources_order (source)
   std::size_t nout = 1, width = 1;
-  std::vector<std::uint32_t> specs;  // spec ids, candidates x width
-  std::vector<std::uint64_t> bypass; // per candidate (op): inputs that need the uneven bypass
-  std::uint32_t greedy = 0;          // the greedy plan's candidate
+  std::vector<std::uint32_t> specs;   // spec ids, candidates x width
+  std::vector<std::uint64_t> bypass;  // per candidate (op): inputs that need the uneven bypass
+  std::uint32_t greedy = 0;           // the greedy plan's candidate
   [[nodiscard]] std::size_t count() const { return specs.size() / width; }
   [[nodiscard]] std::uint32_t spec(std::size_t c, std::size_t operand) const { return specs[c * width + operand]; }
 };
@@ -100,7 +100,8 @@ double estimate_flops(const std::string& op, const std::vector<TensorMeta>& in, 
   const auto last = [](const TensorMeta& m) { return m.shape.rank == 0 ? 1.0 : static_cast<double>(m.shape[m.shape.rank - 1]); };
   const bool has_out = !out.empty() && out[0].shape.rank > 0;
   if ((op == "aten.mm.default" || op == "aten.bmm.default") && in.size() == 2 && has_out) return 2.0 * numel(out[0]) * last(in[0]);
-  if ((op == "aten.addmm.default" || op == "aten.baddbmm.default") && in.size() == 3 && has_out) return 2.0 * numel(out[0]) * last(in[1]) + numel(out[0]);
+  if ((op == "aten.addmm.default" || op == "aten.baddbmm.default") && in.size() == 3 && has_out)
+    return 2.0 * numel(out[0]) * last(in[1]) + numel(out[0]);
   if (op == "aten.convolution.default" && in.size() >= 2 && has_out) {
     double k = 1;
     for (std::size_t d = 1; d < in[1].shape.rank; ++d) k *= static_cast<double>(in[1].shape[d]);
@@ -113,8 +114,8 @@ double estimate_flops(const std::string& op, const std::vector<TensorMeta>& in, 
   }
   if (op.find("scaled_dot_product") != std::string::npos && in.size() >= 3 && in[0].shape.rank == 4 && in[1].shape.rank == 4) {
     const auto& q = in[0].shape;
-    const double f = 4.0 * static_cast<double>(q[0]) * static_cast<double>(q[1]) * static_cast<double>(q[2]) *
-                     static_cast<double>(in[1].shape[2]) * static_cast<double>(q[3]);
+    const double f = 4.0 * static_cast<double>(q[0]) * static_cast<double>(q[1]) * static_cast<double>(q[2]) * static_cast<double>(in[1].shape[2]) *
+                     static_cast<double>(q[3]);
     return op.find("backward") != std::string::npos ? 2.5 * f : f;
   }
   return largest;
@@ -307,8 +308,7 @@ class Builder {
           cands = solve::enumerate_candidates(rule.rules, mesh_, op.in_metas, *k, rule.uneven_inputs, rule.filter);
           enumerated = true;
           break;
-        } catch (const error&) {
-        }
+        } catch (const error&) {}
       }
       std::unordered_set<std::string> seen;
       const auto add_row = [&](std::span<const Spec> row, std::uint64_t bypass) {
@@ -359,8 +359,8 @@ class Builder {
   /// DTensor's infinite redistributions and for a target the op's uneven-input bypass would not
   /// let through from this source.
   cost_t pair_cost(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, UnevenInputs mode, bool bypass) {
-    const std::uint64_t key = (std::uint64_t{meta} << 42) | (std::uint64_t{src} << 22) | (std::uint64_t{dst} << 2) |
-                              (bypass ? (static_cast<std::uint64_t>(mode) + 1) : 0);
+    const std::uint64_t key =
+        (std::uint64_t{meta} << 42) | (std::uint64_t{src} << 22) | (std::uint64_t{dst} << 2) | (bypass ? (static_cast<std::uint64_t>(mode) + 1) : 0);
     if (meta >= (1u << 22) || src >= (1u << 20) || dst >= (1u << 20)) throw error("ctshard plan --global: too many distinct specs or shapes");
     if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
     const TensorMeta& m = metas_[meta];
@@ -374,7 +374,8 @@ class Builder {
     };
     bool allowed = dims_ok(s) && dims_ok(d);
     if (allowed && bypass)
-      allowed = (mode != UnevenInputs::reject && s == d) || (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
+      allowed =
+          (mode != UnevenInputs::reject && s == d) || (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
     if (allowed) {
       const double us = redistribute_cost(s, d, m, mesh_);
       if (std::isfinite(us)) c = static_cast<cost_t>(std::llround(us * units_per_us));
@@ -416,8 +417,8 @@ class Builder {
           if (const int pv = var_of(in); pv >= 0) {
             const Var& p = vars_[static_cast<std::size_t>(pv)];
             for (std::size_t c = 0; c < p.count(); ++c)
-              cg_.unary[static_cast<std::size_t>(pv)][c] =
-                  solve::add_costs(cg_.unary[static_cast<std::size_t>(pv)][c], pair_cost(meta, p.spec(c, in.output), replicate_, UnevenInputs::reject, false));
+              cg_.unary[static_cast<std::size_t>(pv)][c] = solve::add_costs(
+                  cg_.unary[static_cast<std::size_t>(pv)][c], pair_cost(meta, p.spec(c, in.output), replicate_, UnevenInputs::reject, false));
           } else {
             cg_.constant = solve::add_costs(cg_.constant, pair_cost(meta, fixed_spec(in), replicate_, UnevenInputs::reject, false));
           }
@@ -459,6 +460,7 @@ class Builder {
     std::vector<std::vector<std::uint32_t>> row_specs, col_specs;  // per class: the spec ids (cols: + bypass bit)
     for (std::size_t a = 0; a < p.count(); ++a) {
       std::vector<std::uint32_t> t;
+      t.reserve(ks.size());
       for (auto k : ks) t.push_back(p.spec(a, op.inputs[k].output));
       const std::string key(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
       auto [it, fresh] = rows.emplace(key, static_cast<std::uint32_t>(row_specs.size()));
@@ -467,6 +469,7 @@ class Builder {
     }
     for (std::size_t b = 0; b < c.count(); ++b) {
       std::vector<std::uint32_t> t;
+      t.reserve(2 * ks.size());
       for (auto k : ks) {
         t.push_back(c.spec(b, c.nout + k));
         t.push_back(static_cast<std::uint32_t>((c.bypass[b] >> k) & 1));
@@ -479,6 +482,7 @@ class Builder {
     e.rows = static_cast<std::uint32_t>(row_specs.size());
     e.cols = static_cast<std::uint32_t>(col_specs.size());
     std::vector<std::uint32_t> meta;
+    meta.reserve(ks.size());
     for (auto k : ks) meta.push_back(metas_.id(op.in_metas[k]));
     // repeated blocks give identical matrices: key = metas, mode, row and column spec tuples
     std::string key(reinterpret_cast<const char*>(meta.data()), meta.size() * sizeof(std::uint32_t));
@@ -508,7 +512,8 @@ class Builder {
   ValueSource value_named(const std::string& name) const {
     const fx::Node* n = graph_.find(name);
     if (n == nullptr) throw error("ctshard plan --tie: '" + name + "' is not a node of " + graph_.source_name);
-    if (n->kind == "call_function" && n->target == "getitem" && n->args.size() > 1 && n->args[0].is_node() && n->args[1].kind == fx::ArgKind::integer) {
+    if (n->kind == "call_function" && n->target == "getitem" && n->args.size() > 1 && n->args[0].is_node() &&
+        n->args[1].kind == fx::ArgKind::integer) {
       ValueSource s = value_named(n->args[0].text);
       s.output = static_cast<std::size_t>(n->args[1].int_value);
       return s;
@@ -526,7 +531,8 @@ class Builder {
         std::vector<std::uint32_t> out;
         if (v < 0) out.push_back(fixed_spec(s));
         else
-          for (std::size_t c = 0; c < vars_[static_cast<std::size_t>(v)].count(); ++c) out.push_back(vars_[static_cast<std::size_t>(v)].spec(c, s.output));
+          for (std::size_t c = 0; c < vars_[static_cast<std::size_t>(v)].count(); ++c)
+            out.push_back(vars_[static_cast<std::size_t>(v)].spec(c, s.output));
         return out;
       };
       const std::vector<std::uint32_t> xa = specs_of(va, sa), xb = specs_of(vb, sb);
@@ -563,7 +569,9 @@ class Builder {
     for (const auto& name : sources_order_) {
       const SourceInfo& s = sources_.at(name);
       if (!s.placeholder || !s.known) continue;
-      const auto local = [&](const Spec& x) { return static_cast<std::int64_t>(std::ceil(s.meta.bytes() / static_cast<double>(num_shards(x, mesh_.sizes)))); };
+      const auto local = [&](const Spec& x) {
+        return static_cast<std::int64_t>(std::ceil(s.meta.bytes() / static_cast<double>(num_shards(x, mesh_.sizes))));
+      };
       if (const auto it = source_var_.find(name); it != source_var_.end()) {
         const Var& v = vars_[it->second];
         for (std::size_t c = 0; c < v.count(); ++c) cg_.usage[it->second][c] = local(specs_[v.spec(c, 0)]);
@@ -588,8 +596,8 @@ class Builder {
   std::vector<std::string> sources_order_;
   std::vector<OpInfo> ops_;
   std::map<std::string, std::size_t> op_index_;
-  std::map<std::size_t, std::size_t> op_var_;                 // op index -> variable
-  std::map<std::string, std::size_t> source_var_;             // free input -> variable
+  std::map<std::size_t, std::size_t> op_var_;      // op index -> variable
+  std::map<std::string, std::size_t> source_var_;  // free input -> variable
   std::unordered_map<std::uint64_t, cost_t> memo_;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<cost_t>>> matrices_;  // edge matrices by content key
 };
@@ -655,7 +663,8 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
     ++changed;
     const auto& a = g.greedy.nodes[i];
     const auto& b = g.plan.nodes[i];
-    changes.push_back({{"name", b.name}, {"op", b.op},
+    changes.push_back({{"name", b.name},
+                       {"op", b.op},
                        {"greedy", {{"inputs", a.inputs}, {"outputs", a.outputs}, {"cost_us", cost_value(a.cost_us)}}},
                        {"global", {{"inputs", b.inputs}, {"outputs", b.outputs}, {"cost_us", cost_value(b.cost_us)}}}});
   }
@@ -742,8 +751,8 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
       for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
       return s;
     };
-    out << "  " << b.name << " " << b.op << ": (" << join(a.inputs) << ") -> " << join(a.outputs) << " " << std::fixed << std::setprecision(3) << a.cost_us
-        << " us  =>  (" << join(b.inputs) << ") -> " << join(b.outputs) << " " << b.cost_us << " us\n"
+    out << "  " << b.name << " " << b.op << ": (" << join(a.inputs) << ") -> " << join(a.outputs) << " " << std::fixed << std::setprecision(3)
+        << a.cost_us << " us  =>  (" << join(b.inputs) << ") -> " << join(b.outputs) << " " << b.cost_us << " us\n"
         << std::defaultfloat;
   }
   if (idx.size() > 10) out << "  ... and " << idx.size() - 10 << " more\n";

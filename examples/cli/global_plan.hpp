@@ -30,9 +30,9 @@ struct GlobalOptions {
   /// Unpinned inputs become variables (R or S(d) on each mesh dim); the objective then adds each
   /// op's compute time under its strategy, and the per-device memory budget applies.
   bool free_inputs = false;
-  double device_tflops = 100;      ///< per-device FLOP rate for the compute term (10^12 FLOP/s)
-  double device_gbps = 1000;       ///< per-device memory bandwidth for the compute term (GB/s)
-  double memory_budget_gib = 0;    ///< per-device bytes of graph inputs (GiB); 0 = no budget
+  double device_tflops = 100;                             ///< per-device FLOP rate for the compute term (10^12 FLOP/s)
+  double device_gbps = 1000;                              ///< per-device memory bandwidth for the compute term (GB/s)
+  double memory_budget_gib = 0;                           ///< per-device bytes of graph inputs (GiB); 0 = no budget
   std::vector<std::pair<std::string, std::string>> ties;  ///< values that must share a placement
 };
 
@@ -41,19 +41,19 @@ inline constexpr double units_per_us = 1000.0;
 
 /// A plan's change against the greedy plan at one node.
 struct NodeChange {
-  std::size_t index = 0;   ///< position in Plan::nodes
+  std::size_t index = 0;  ///< position in Plan::nodes
   double greedy_cost_us = 0, global_cost_us = 0;
 };
 
 /// The result of `plan --global`.
 struct GlobalPlan {
-  Plan plan;                 ///< the global plan, in `plan`'s format
-  Plan greedy;               ///< `plan`'s greedy plan of the same graph
-  std::vector<bool> changed; ///< per node of `plan.nodes`: strategy differs from the greedy one
-  std::map<std::string, Spec> inputs;  ///< every tensor input's placement in the global plan
-  solve::SolveResult result;           ///< the solver's answer (costs in ns)
+  Plan plan;                                 ///< the global plan, in `plan`'s format
+  Plan greedy;                               ///< `plan`'s greedy plan of the same graph
+  std::vector<bool> changed;                 ///< per node of `plan.nodes`: strategy differs from the greedy one
+  std::map<std::string, Spec> inputs;        ///< every tensor input's placement in the global plan
+  solve::SolveResult result;                 ///< the solver's answer (costs in ns)
   std::vector<std::uint32_t> greedy_labels;  ///< the greedy plan as a labelling of `graph`
-  solve::CostGraph graph;              ///< the cost graph that was solved
+  solve::CostGraph graph;                    ///< the cost graph that was solved
   double lower_bound_us = 0, optimality_gap = 0;
   double objective_us = 0, greedy_objective_us = 0;  ///< the solver's objective (redistribution [+ compute]) of each plan
   double compute_us = 0, greedy_compute_us = 0;      ///< the compute term (free inputs only)

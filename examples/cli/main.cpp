@@ -42,11 +42,14 @@ bool print_coverage(const std::string& dir, const PlanOptions& options, const Op
     }
     any_read = true;
     const double share = plan.nodes.empty() ? 1.0 : static_cast<double>(plan.nodes_with_rule) / static_cast<double>(plan.nodes.size());
-    report.push_back({{"file", f.filename().string()}, {"nodes_with_rule", plan.nodes_with_rule}, {"nodes_fallback", plan.nodes_fallback},
-                      {"rule_share", share}, {"fallback_ops", plan.fallback_ops}});
+    report.push_back({{"file", f.filename().string()},
+                      {"nodes_with_rule", plan.nodes_with_rule},
+                      {"nodes_fallback", plan.nodes_fallback},
+                      {"rule_share", share},
+                      {"fallback_ops", plan.fallback_ops}});
     if (json) continue;
-    std::cout << f.filename().string() << ": " << plan.nodes_with_rule << " with a rule, " << plan.nodes_fallback << " fallback ("
-              << std::fixed << std::setprecision(1) << 100.0 * share << std::defaultfloat << "% covered)\n";
+    std::cout << f.filename().string() << ": " << plan.nodes_with_rule << " with a rule, " << plan.nodes_fallback << " fallback (" << std::fixed
+              << std::setprecision(1) << 100.0 * share << std::defaultfloat << "% covered)\n";
     for (const auto& [op, count] : plan.fallback_ops) std::cout << "  " << op << " x" << count << '\n';
   }
   if (json) std::cout << nlohmann::json{{"files", report}}.dump(2) << '\n';
@@ -108,7 +111,7 @@ nlohmann::ordered_json parse_json_option(const char* option, const std::string& 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI11's option set-up runs outside the try below
   CLI::App app{"ctshard: sharding strategy tables, redistribution costs and placement propagation (DTensor semantics)"};
   app.require_subcommand(0, 1);
 
@@ -134,18 +137,20 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--global", global,
                      "choose every node's strategy jointly: the exact optimum over the whole graph, with a lower bound and the gap "
                      "(0 = proven optimal), compared with the greedy plan");
-  plan_cmd->add_option("--time-limit-ms", global_options.time_limit_ms, "--global: solver time budget (ms); the best plan so far is returned with its gap")
+  plan_cmd
+      ->add_option("--time-limit-ms", global_options.time_limit_ms,
+                   "--global: solver time budget (ms); the best plan so far is returned with its gap")
       ->capture_default_str();
   plan_cmd->add_flag("--free-inputs", global_options.free_inputs,
                      "--global: unpinned inputs become variables; the objective adds each op's compute time and --memory-budget-gib applies");
   plan_cmd->add_option("--device-tflops", global_options.device_tflops, "--free-inputs: per-device compute rate (TFLOP/s)")->capture_default_str();
   plan_cmd->add_option("--device-gbps", global_options.device_gbps, "--free-inputs: per-device memory bandwidth (GB/s)")->capture_default_str();
-  plan_cmd->add_option("--memory-budget-gib", global_options.memory_budget_gib,
-                       "--free-inputs: per-device bytes of the graph inputs (parameters and activations), GiB; 0 = none")
+  plan_cmd
+      ->add_option("--memory-budget-gib", global_options.memory_budget_gib,
+                   "--free-inputs: per-device bytes of the graph inputs (parameters and activations), GiB; 0 = none")
       ->capture_default_str();
   plan_cmd->add_option("--tie", ties, "--global: two values that must share a placement, A=B (e.g. a parameter and its gradient; repeatable)");
-  plan_cmd->add_option("--export-costgraph", export_path,
-                       "write the plan's cost graph in the IOPDDL JSON format (costs in ns; .gz compresses)");
+  plan_cmd->add_option("--export-costgraph", export_path, "write the plan's cost graph in the IOPDDL JSON format (costs in ns; .gz compresses)");
   std::string plan_linearity = "sound", plan_cost_model = "dtensor";
   const auto add_cost_model = [](CLI::App* cmd, std::string& model) {
     cmd->add_option("--cost-model", model,
@@ -162,8 +167,9 @@ int main(int argc, char** argv) {
   add_algo(plan_cmd, plan_algo,
            "search: DTensor's choice by exact search, any mesh up to 8 dims; enumerate: price every row of each op's table "
            "(DTensor's full expansion; tables above 2^20 rows fall back)");
-  plan_cmd->add_option("--einsum-linearity", plan_linearity,
-                       "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
+  plan_cmd
+      ->add_option("--einsum-linearity", plan_linearity,
+                   "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
       ->check(CLI::IsMember({"dtensor", "sound"}))
       ->capture_default_str();
   std::string plan_passthrough = "ctshard";
@@ -178,8 +184,9 @@ int main(int argc, char** argv) {
   add_partial_passthrough(plan_cmd, plan_passthrough);
 
   struct TableText {
-    std::string op, shapes, mesh, inputs, dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor",
-                algo = "enumerate", partial_passthrough = "ctshard";
+    std::string op, shapes, mesh, inputs;
+    std::string dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor", algo = "enumerate",
+                partial_passthrough = "ctshard";
     std::int64_t devices_per_host = 8;
   } table;
   bool table_json_flag = false;
@@ -191,19 +198,22 @@ int main(int argc, char** argv) {
   table_cmd->add_option("--devices-per-host", table.devices_per_host, "devices per host")->capture_default_str();
   table_cmd->add_option("--dtype", table.dtype, "element type: float32, bfloat16, ...; or one per tensor: float32,int64")->capture_default_str();
   bool table_sound = false;
-  table_cmd->add_option("--einsum-linearity", table.einsum_linearity,
-                        "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
-                        "all-Partial rows of batch-only einsums")
+  table_cmd
+      ->add_option("--einsum-linearity", table.einsum_linearity,
+                   "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
+                   "all-Partial rows of batch-only einsums")
       ->check(CLI::IsMember({"dtensor", "sound"}))
       ->capture_default_str();
   table_cmd->add_flag("--sound", table_sound, "same as --einsum-linearity sound");
   add_partial_passthrough(table_cmd, table.partial_passthrough);
   add_cost_model(table_cmd, table.cost_model);
-  table_cmd->add_option("--args", table.args,
-                        "non-tensor arguments after the tensors, as a JSON array: '[[24, 8]]'; with \"$i\" for tensor i the array is "
-                        "the whole argument list: '[\"$0\", 1, \"$1\"]'; @FILE reads the JSON from FILE, - from standard input")
+  table_cmd
+      ->add_option("--args", table.args,
+                   "non-tensor arguments after the tensors, as a JSON array: '[[24, 8]]'; with \"$i\" for tensor i the array is "
+                   "the whole argument list: '[\"$0\", 1, \"$1\"]'; @FILE reads the JSON from FILE, - from standard input")
       ->capture_default_str();
-  table_cmd->add_option("--kwargs", table.kwargs, "keyword arguments as a JSON object: '{\"keepdim\": true}'; @FILE or - as for --args")->capture_default_str();
+  table_cmd->add_option("--kwargs", table.kwargs, "keyword arguments as a JSON object: '{\"keepdim\": true}'; @FILE or - as for --args")
+      ->capture_default_str();
   add_algo(table_cmd, table.algo,
            "enumerate: list every surviving row (at most 2^20 candidate rows); search: the same document with the chosen row "
            "only, found by exact search on any table");
@@ -267,7 +277,8 @@ int main(int argc, char** argv) {
     if (*ops_cmd) {
       const auto ops = cli::ops_json();
       if (ops_json) std::cout << ops.dump(2) << '\n';
-      else for (const auto& n : ops["ops"]) std::cout << n.get<std::string>() << '\n';
+      else
+        for (const auto& n : ops["ops"]) std::cout << n.get<std::string>() << '\n';
       return 0;
     }
     if (*cost_cmd) {

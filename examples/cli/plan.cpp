@@ -1,21 +1,21 @@
 #include "plan.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <iomanip>
-#include <cstring>
+#include <cstdint>
 #include <functional>
+#include <iomanip>
 #include <memory>
-#include <unordered_map>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
-#include <tuple>
 
-#include "ctshard/registry.hpp"
 #include "commands.hpp"
+#include "ctshard/registry.hpp"
 #include "default_graph.hpp"
 
 namespace ctshard::cli {
@@ -27,7 +27,7 @@ struct Resolved {
   TensorMeta meta;
   bool known = false;   ///< meta known (annotated, sizes evaluated)
   std::string unknown;  ///< why a meta is unknown when it is not just unannotated
-  std::string origin;            ///< the node defining the value (getitems looked through)
+  std::string origin;   ///< the node defining the value (getitems looked through)
   std::size_t origin_output = 0;
 };
 
@@ -46,9 +46,7 @@ struct Evaluated {
 __extension__ using uint128 = unsigned __int128;  // g++ and clang; __extension__ keeps -Wpedantic quiet
 
 /// a * b mod m without overflow (m < 2^63).
-std::uint64_t mul_mod(std::uint64_t a, std::uint64_t b, std::uint64_t m) {
-  return static_cast<std::uint64_t>(static_cast<uint128>(a) * b % m);
-}
+std::uint64_t mul_mod(std::uint64_t a, std::uint64_t b, std::uint64_t m) { return static_cast<std::uint64_t>(static_cast<uint128>(a) * b % m); }
 
 std::uint64_t pow_mod(std::uint64_t a, std::uint64_t e, std::uint64_t m) {
   std::uint64_t r = 1;
@@ -142,8 +140,7 @@ class Planner {
         throw error("ctshard plan: --sym names '" + name + "', which is not a symbol of " + graph_.source_name +
                     (known.empty() ? " (it has no symbolic sizes)" : " (its symbols: " + known + ")"));
       }
-      if (value < 1)
-        throw error("ctshard plan: --sym " + name + "=" + std::to_string(value) + ": a symbol's value must be a positive integer");
+      if (value < 1) throw error("ctshard plan: --sym " + name + "=" + std::to_string(value) + ": a symbol's value must be a positive integer");
     }
     std::int64_t hint = first_symbol_hint - 1;
     for (const auto& name : symbol_order_) {
@@ -207,8 +204,8 @@ class Planner {
       if (!n->sym_expr.empty())
         throw error("ctshard plan: --place names '" + name + "', a symbolic integer input (Sym(" + n->sym_expr + ")), not a tensor");
       if (spec.size() != mesh_.size())
-        throw error("ctshard plan: --place " + name + "=" + to_string(spec) + " has " + std::to_string(spec.size()) +
-                    " placements for a " + std::to_string(mesh_.size()) + "-dim mesh");
+        throw error("ctshard plan: --place " + name + "=" + to_string(spec) + " has " + std::to_string(spec.size()) + " placements for a " +
+                    std::to_string(mesh_.size()) + "-dim mesh");
       if (!n->outputs.empty() && n->outputs[0].known())
         if (const auto meta = meta_of(n->outputs[0])) check_shard_dims(spec, meta->shape, "ctshard plan: --place " + name);
     }
@@ -285,11 +282,23 @@ class Planner {
         inputs.push_back(resolve(a));
         call.tensors.push_back(inputs.back().meta);
         break;
-      case fx::ArgKind::integer: out.kind = OpArg::Kind::integer; out.integer = a.int_value; break;
-      case fx::ArgKind::floating: out.kind = OpArg::Kind::floating; out.floating = a.float_value; break;
-      case fx::ArgKind::boolean: out.kind = OpArg::Kind::boolean; out.integer = a.bool_value ? 1 : 0; break;
+      case fx::ArgKind::integer:
+        out.kind = OpArg::Kind::integer;
+        out.integer = a.int_value;
+        break;
+      case fx::ArgKind::floating:
+        out.kind = OpArg::Kind::floating;
+        out.floating = a.float_value;
+        break;
+      case fx::ArgKind::boolean:
+        out.kind = OpArg::Kind::boolean;
+        out.integer = a.bool_value ? 1 : 0;
+        break;
       case fx::ArgKind::none: out.kind = OpArg::Kind::none; break;
-      case fx::ArgKind::string: out.kind = OpArg::Kind::string; out.text = a.text; break;
+      case fx::ArgKind::string:
+        out.kind = OpArg::Kind::string;
+        out.text = a.text;
+        break;
       case fx::ArgKind::list: {
         const auto all = [&](fx::ArgKind k) {
           return std::all_of(a.items.begin(), a.items.end(), [&](const fx::Arg& item) { return item.kind == k; });
@@ -306,7 +315,10 @@ class Planner {
         }
         break;
       }
-      case fx::ArgKind::opaque: out.kind = OpArg::Kind::other; out.text = a.text; break;
+      case fx::ArgKind::opaque:
+        out.kind = OpArg::Kind::other;
+        out.text = a.text;
+        break;
     }
     return out;
   }
@@ -327,6 +339,7 @@ class Planner {
     }
 
     std::vector<Spec> current;
+    current.reserve(inputs.size());
     for (const auto& in : inputs) current.push_back(in.spec);
     Value out = replicated(node);
     bool planned = false;
@@ -371,6 +384,7 @@ class Planner {
     for (std::size_t k = 0; k < out.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
     if (observer_ != nullptr && observer_->on_op) {
       std::vector<ValueSource> sources;
+      sources.reserve(inputs.size());
       for (const auto& in : inputs) sources.push_back({in.origin, in.origin_output, in.meta, in.known});
       observer_->on_op(node, *observed_call, sources, used_rule ? &*used_rule : nullptr, p);
     }
@@ -402,14 +416,14 @@ class Planner {
     for (auto it = first; it != end; ++it)
       if (same_call(calls_[it->second].call, call)) return calls_[last_call_ = it->second].enumerator;
     OpRule rule = factory(call);
-    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(std::move(rule.rules), mesh_, rule.uneven_inputs, std::move(rule.filter))});
+    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, std::move(rule.filter))});
     call_index_.emplace(h, last_call_ = calls_.size() - 1);
     return calls_.back().enumerator;
   }
 
   static bool same_arg(const OpArg& a, const OpArg& b) {
     if (a.kind != b.kind || a.integer != b.integer || a.ints != b.ints || a.text != b.text || a.items.size() != b.items.size()) return false;
-    if (std::memcmp(&a.floating, &b.floating, sizeof a.floating) != 0) return false;  // bitwise: NaN equals itself
+    if (std::bit_cast<std::uint64_t>(a.floating) != std::bit_cast<std::uint64_t>(b.floating)) return false;  // bitwise: NaN equals itself
     for (std::size_t i = 0; i < a.items.size(); ++i)
       if (!same_arg(a.items[i], b.items[i])) return false;
     return true;
@@ -445,26 +459,24 @@ class Planner {
   std::map<std::string, std::vector<std::pair<std::string, std::size_t>>> origins_;  // value -> defining (node, output) per output
   MeshTopology mesh_;
   std::unordered_map<std::string, Value> values_;
-  std::vector<std::string> symbol_order_;              // the graph's symbols, first appearance first
-  std::map<std::string, std::int64_t> symbol_values_;  // bound value or hint per symbol
-  std::unordered_set<std::int64_t> hints_;             // the hint primes of unbound symbols
+  std::vector<std::string> symbol_order_;                   // the graph's symbols, first appearance first
+  std::map<std::string, std::int64_t> symbol_values_;       // bound value or hint per symbol
+  std::unordered_set<std::int64_t> hints_;                  // the hint primes of unbound symbols
   std::unordered_map<std::string, std::string> sym_exprs_;  // symbolic-integer node -> its expression
-  std::map<std::string, Evaluated> sizes_;             // size expression text -> value
-  std::map<std::string, Evaluated> sym_values_;        // symbolic-integer node -> value
+  std::map<std::string, Evaluated> sizes_;                  // size expression text -> value
+  std::map<std::string, Evaluated> sym_values_;             // symbolic-integer node -> value
   struct CachedCall {
     OpCall call;
     StrategyEnumerator enumerator;
   };
-  std::vector<CachedCall> calls_;                              // one enumerator per distinct call
+  std::vector<CachedCall> calls_;                                 // one enumerator per distinct call
   std::unordered_multimap<std::size_t, std::size_t> call_index_;  // hash_of(call) -> index in calls_
   std::size_t last_call_ = 0;
 };
 
 }  // namespace
 
-Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
-  return Planner(graph, options, registry).run();
-}
+Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) { return Planner(graph, options, registry).run(); }
 
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
   return Planner(graph, options, registry, &observer).run();
@@ -482,8 +494,8 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   for (const auto& s : plan.symbols) j["symbols"].push_back({{"name", s.name}, {"value", s.value}, {"bound", s.bound}});
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : plan.nodes) {
-    nlohmann::json node = {{"name", n.name}, {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs},
-                           {"cost_us", cost_value(n.cost_us)}, {"fallback", n.fallback}};
+    nlohmann::json node = {{"name", n.name},        {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"cost_us", cost_value(n.cost_us)},
+                           {"fallback", n.fallback}};
     if (n.fallback) node["reason"] = n.reason;
     j["nodes"].push_back(std::move(node));
   }
@@ -510,12 +522,17 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
   }
   for (const auto& n : plan.nodes) {
     std::string ins;
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) { ins += (i ? ", " : ""); ins += n.inputs[i]; }
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      ins += (i ? ", " : "");
+      ins += n.inputs[i];
+    }
     std::string outs;
-    for (std::size_t i = 0; i < n.outputs.size(); ++i) { outs += (i ? ", " : ""); outs += n.outputs[i]; }
-    out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   "
-        << std::fixed << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
-        << '\n';
+    for (std::size_t i = 0; i < n.outputs.size(); ++i) {
+      outs += (i ? ", " : "");
+      outs += n.outputs[i];
+    }
+    out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   " << std::fixed
+        << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "") << '\n';
   }
   out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
   out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';

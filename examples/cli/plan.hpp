@@ -64,7 +64,7 @@ struct Plan {
 struct PlanOptions {
   std::vector<std::int64_t> mesh{2, 4};
   std::int64_t devices_per_host = 8;
-  std::map<std::string, Spec> placements;  ///< placeholder name -> spec; others Replicate
+  std::map<std::string, Spec> placements;       ///< placeholder name -> spec; others Replicate
   std::map<std::string, std::int64_t> symbols;  ///< symbol name -> value (`--sym s77=1024`); others get prime hints
   CostModel cost_model = CostModel::dtensor;    ///< how redistributions are priced (`--cost-model`)
   SelectAlgo algo = SelectAlgo::search;         ///< how each node's choice is found (`--algo`)
@@ -73,10 +73,10 @@ struct PlanOptions {
 /// Where a tensor input of an op node comes from: the node that defines the value (a placeholder,
 /// get_attr or op node; getitem nodes are looked through) and which of its outputs it is.
 struct ValueSource {
-  std::string node;         ///< defining node; empty when the argument names no known value
-  std::size_t output = 0;   ///< output index of the defining node
-  TensorMeta meta{};        ///< the value's meta (as the consumer sees it)
-  bool known = false;       ///< meta known
+  std::string node;        ///< defining node; empty when the argument names no known value
+  std::size_t output = 0;  ///< output index of the defining node
+  TensorMeta meta{};       ///< the value's meta (as the consumer sees it)
+  bool known = false;      ///< meta known
 };
 
 /// What `plan_graph` saw at one node, for tools that build on the greedy plan (the global
@@ -88,8 +88,7 @@ struct PlanObserver {
   /// and meta.
   std::function<void(const fx::Node& node, const Spec& spec, const TensorMeta& meta, bool known)> on_source;
   /// An op node (not getitem, not symbolic).
-  std::function<void(const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule,
-                     const PlannedNode& planned)>
+  std::function<void(const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned)>
       on_op;
 };
 

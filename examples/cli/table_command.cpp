@@ -1,9 +1,9 @@
 #include <algorithm>
-#include <optional>
-#include <span>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 #include <ostream>
+#include <span>
 
 #include "commands.hpp"
 #include "ctshard/registry.hpp"
@@ -132,8 +132,7 @@ OpArg op_arg_from_json_at(const nlohmann::ordered_json& v, std::size_t depth) {
       a.text = text;
     }
   } else if (v.is_array()) {
-    if (depth + 1 > max_arg_nesting)
-      throw error("ctshard table: arguments nest lists deeper than " + std::to_string(max_arg_nesting) + " levels");
+    if (depth + 1 > max_arg_nesting) throw error("ctshard table: arguments nest lists deeper than " + std::to_string(max_arg_nesting) + " levels");
     for (const auto& x : v) a.items.push_back(op_arg_from_json_at(x, depth + 1));
     const auto all = [&](OpArg::Kind k) { return std::all_of(a.items.begin(), a.items.end(), [&](const OpArg& x) { return x.kind == k; }); };
     if (all(OpArg::Kind::integer)) {
@@ -196,8 +195,8 @@ OpCall table_call(const TableOptions& o, std::vector<TensorMeta> tensors) {
   if (refs.empty()) return make_table_call(o.op, std::move(tensors), std::move(args), std::move(kwargs));
   for (std::size_t i = 0; i < refs.size(); ++i)
     if (refs[i] != static_cast<std::int64_t>(i))
-      throw error("ctshard table: tensor references in args/kwargs must name $0, $1, ... each once, in order; reference " +
-                  std::to_string(i) + " is $" + std::to_string(refs[i]));
+      throw error("ctshard table: tensor references in args/kwargs must name $0, $1, ... each once, in order; reference " + std::to_string(i) +
+                  " is $" + std::to_string(refs[i]));
   if (refs.size() != tensors.size())
     throw error("ctshard table: args/kwargs reference " + std::to_string(refs.size()) + " tensors but " + std::to_string(tensors.size()) +
                 " shapes are given");
@@ -290,8 +289,7 @@ nlohmann::json table_json(const TableOptions& o) {
   j["cost_model"] = to_string(o.cost_model);
   if (std::all_of(itemsizes.begin(), itemsizes.end(), [&](std::size_t s) { return s == itemsizes.front(); }))
     j["itemsize"] = itemsizes.empty() ? dtype_itemsize(o.dtypes.front()) : itemsizes.front();
-  else
-    j["itemsize"] = itemsizes;
+  else j["itemsize"] = itemsizes;
   j["inputs"] = nlohmann::json::array();
   for (const auto& s : specs) j["inputs"].push_back(to_string(s));
   j["allow_uneven"] = rule.uneven_inputs != UnevenInputs::reject;
@@ -311,7 +309,8 @@ nlohmann::json table_json(const TableOptions& o) {
     j["strategies"] = nlohmann::json::array({chosen_row(enumerator, t, choice)});
     j["choice"] = {{"index", index_value(enumerator.index_of(tensors, specs, choice))}, {"rule", std::string(to_string(choice.rule))}};
     // the first row of minimum total: the choice unless the no-redistribute row or the only row won
-    const Choice first = choice.rule == ChoiceRule::min_cost || choice.rule == ChoiceRule::zero_cost ? choice : enumerator.first_minimum(tensors, specs);
+    const Choice first =
+        choice.rule == ChoiceRule::min_cost || choice.rule == ChoiceRule::zero_cost ? choice : enumerator.first_minimum(tensors, specs);
     j["plain_min_index"] = index_value(enumerator.index_of(tensors, specs, first));
     return j;
   }
@@ -375,11 +374,17 @@ void print_table(const nlohmann::json& t, std::ostream& out) {
     std::string ins;
     std::string costs;
     for (std::size_t k = 0; k < s["in"].size(); ++k) {
-      { ins += (k ? ", " : ""); ins += s["in"][k].get<std::string>(); }
-      { costs += (k ? " + " : ""); costs += cost_text(s["cost"][k]); }
+      {
+        ins += (k ? ", " : "");
+        ins += s["in"][k].get<std::string>();
+      }
+      {
+        costs += (k ? " + " : "");
+        costs += cost_text(s["cost"][k]);
+      }
     }
-    out << (i == chosen ? "* " : "  ") << std::setw(4) << i << "  (" << ins << ") -> " << join_specs(s["out"])
-        << "   cost " << costs << " = " << cost_text(s["total"]) << " us\n";
+    out << (i == chosen ? "* " : "  ") << std::setw(4) << i << "  (" << ins << ") -> " << join_specs(s["out"]) << "   cost " << costs << " = "
+        << cost_text(s["total"]) << " us\n";
     ++i;
   }
   if (search) out << "(--algo search: only the chosen row; row numbers count surviving rows)\n";

@@ -13,19 +13,24 @@
 
 #include "ctshard/config.hpp"
 #include "ctshard/error.hpp"
+
 #include "ctshard/core/checked.hpp"
 #include "ctshard/core/fixed_string.hpp"
 #include "ctshard/core/placement.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
+
 #include "ctshard/einsum/equation.hpp"
+
+#include "ctshard/rules/einsum_rules.hpp"
+#include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/pointwise_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/rules/shard_regroup.hpp"
-#include "ctshard/rules/placeholder_fill.hpp"
 #include "ctshard/rules/uneven_inputs.hpp"
-#include "ctshard/rules/einsum_rules.hpp"
-#include "ctshard/rules/pointwise_rules.hpp"
-#include "ctshard/expand/single_dim_strategy.hpp"
+
 #include "ctshard/expand/mesh_expansion.hpp"
+#include "ctshard/expand/single_dim_strategy.hpp"
+
 #include "ctshard/select/filters.hpp"
 #include "ctshard/select/selection.hpp"

@@ -6,6 +6,7 @@
 /// passthrough families. All are constexpr, so `make_single_dim_strategy` can freeze any of them.
 
 #include "ctshard/ctshard.hpp"
+
 #include "ctshard/rules/attention_rules.hpp"
 #include "ctshard/rules/batch_norm_rules.hpp"
 #include "ctshard/rules/conv_pool_rules.hpp"

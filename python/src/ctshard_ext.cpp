@@ -125,10 +125,9 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
   return out;
 }
 
-cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
-                                nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity,
-                                const std::string& cost_model, const std::string& algo = "enumerate",
-                                const std::string& partial_passthrough = "ctshard") {
+cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
+                                nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
+                                const std::string& algo = "enumerate", const std::string& partial_passthrough = "ctshard") {
   cli::TableOptions o;
   o.op = op;
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
@@ -149,17 +148,17 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
   return o;
 }
 
-nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
-                 const std::string& algo, const std::string& partial_passthrough) {
+nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
+                 std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
+                 const std::string& partial_passthrough) {
   const cli::TableOptions o =
       table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
   return without_gil([&] { return cli::table_json(o); });
 }
 
-nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                  nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
-                  const std::string& algo, const std::string& partial_passthrough) {
+nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
+                  std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
+                  const std::string& partial_passthrough) {
   const cli::TableOptions o =
       table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
   return without_gil([&] { return cli::choice_json(o); });
@@ -170,9 +169,9 @@ nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb:
 /// a caller pays with nothing cached; `warm_ns`: choose() on a kept enumerator whose per-input
 /// cost memo is cleared by alternating two input metas (DTensor-style repeated calls on new
 /// shapes); `repeat_ns`: the same query again (the enumerator's remembered answer).
-nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args,
-                        nb::handle kwargs, nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity,
-                        std::int64_t repeat, const std::string& cost_model) {
+nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
+                        nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, std::int64_t repeat,
+                        const std::string& cost_model) {
   const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model);
   return without_gil([&] {
     const cli::PreparedTable t = cli::prepare_table(o);
@@ -180,8 +179,7 @@ nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mes
     const auto per_call = [&](auto&& body) {
       const auto start = clock::now();
       for (std::int64_t r = 0; r < repeat; ++r) body(r);
-      return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count()) /
-             static_cast<double>(repeat);
+      return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count()) / static_cast<double>(repeat);
     };
     std::size_t sink = 0;
     const double cold = per_call([&](std::int64_t) {
@@ -225,8 +223,7 @@ fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
   if (nb::isinstance<nb::float_>(h)) return fx::Arg::make_float(nb::cast<double>(h));
   if (nb::isinstance<nb::str>(h)) return fx::Arg::make_string(nb::cast<std::string>(h));
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
-    if (depth >= fx::max_nesting)
-      throw error("ctshard.plan: node arguments nest lists deeper than " + std::to_string(fx::max_nesting) + " levels");
+    if (depth >= fx::max_nesting) throw error("ctshard.plan: node arguments nest lists deeper than " + std::to_string(fx::max_nesting) + " levels");
     std::vector<fx::Arg> items;
     for (nb::handle x : h) items.push_back(to_fx_arg(x, depth + 1));
     return fx::Arg::make_list(std::move(items));
@@ -319,7 +316,8 @@ fx::Graph graph_from_records(nb::handle records, const std::string& source) {
     if (n.kind == "output" && !n.args.empty()) {
       const fx::Arg& ret = n.args.front();
       const auto add = [&](const fx::Arg& v) { g.outputs.push_back(v.is_node() ? v.text : std::string()); };
-      if (ret.kind == fx::ArgKind::list) for (const auto& v : ret.items) add(v);
+      if (ret.kind == fx::ArgKind::list)
+        for (const auto& v : ret.items) add(v);
       else add(ret);
     }
     g.nodes.push_back(std::move(n));
@@ -390,9 +388,9 @@ std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
   return o;
 }
 
-nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place,
-                std::int64_t devices_per_host, const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model,
-                nb::handle global, const std::string& algo, const std::string& partial_passthrough) {
+nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t devices_per_host,
+                const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model, nb::handle global, const std::string& algo,
+                const std::string& partial_passthrough) {
   const std::optional<cli::GlobalOptions> global_options = global_options_of(global);
   cli::PlanOptions options;
   options.algo = cli::parse_algo(algo);
@@ -423,7 +421,8 @@ nb::list spec_placements(const std::string& text) {
   for (const Placement& p : spec) {
     const std::string kind = p.is_replicate() ? "R" : p.is_strided_shard() ? "_S" : p.is_shard() ? "S" : "P";
     const std::string op = p.is_partial() ? std::string(to_string(p.reduce_op)) : std::string();
-    out.append(nb::make_tuple(kind, p.is_any_shard() ? static_cast<int>(p.dim) : -1, p.is_strided_shard() ? static_cast<int>(p.split_factor) : 1, op));
+    out.append(
+        nb::make_tuple(kind, p.is_any_shard() ? static_cast<int>(p.dim) : -1, p.is_strided_shard() ? static_cast<int>(p.split_factor) : 1, op));
   }
   return out;
 }
@@ -445,47 +444,53 @@ NB_MODULE(_ext, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
-  m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor",
-        nb::arg("algo") = "enumerate", nb::arg("partial_passthrough") = "ctshard");
-  m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor",
-        nb::arg("algo") = "search", nb::arg("partial_passthrough") = "ctshard");
+  m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(), nb::arg("kwargs").none(),
+        nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "enumerate",
+        nb::arg("partial_passthrough") = "ctshard");
+  m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(), nb::arg("kwargs").none(),
+        nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search",
+        nb::arg("partial_passthrough") = "ctshard");
   m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
-        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"), nb::arg("cost_model") = "dtensor");
-  m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("cost_model") = "dtensor");
-  m.def("plan_default", [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
-                           nb::handle global, const std::string& algo, const std::string& pp) {
-          return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, global, algo, pp);
-        },
-        nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-        nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-        nb::arg("partial_passthrough") = "ctshard");
-  m.def("plan_text", [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin,
-                        nb::handle sym, const std::string& cm, nb::handle global, const std::string& algo, const std::string& pp) {
-          return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, global, algo, pp);
-        },
-        nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-        nb::arg("partial_passthrough") = "ctshard");
-  m.def("plan_file", [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
-                        const std::string& cm, nb::handle global, const std::string& algo, const std::string& pp) {
-          return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, global, algo, pp);
-        },
-        nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-        nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-        nb::arg("partial_passthrough") = "ctshard");
-  m.def("plan_records", [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph,
-                           const std::string& lin, nb::handle sym, const std::string& cm, nb::handle global, const std::string& algo,
-                           const std::string& pp) {
-          return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, global, algo, pp);
-        },
-        nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-        nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-        nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"),
+        nb::arg("cost_model") = "dtensor");
+  m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"),
+        nb::arg("cost_model") = "dtensor");
+  m.def(
+      "plan_default",
+      [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm, nb::handle global,
+         const std::string& algo,
+         const std::string& pp) { return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, global, algo, pp); },
+      nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
+      nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+      nb::arg("partial_passthrough") = "ctshard");
+  m.def(
+      "plan_text",
+      [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
+         const std::string& cm, nb::handle global, const std::string& algo,
+         const std::string& pp) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, global, algo, pp); },
+      nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
+      nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+      nb::arg("partial_passthrough") = "ctshard");
+  m.def(
+      "plan_file",
+      [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
+         nb::handle global, const std::string& algo,
+         const std::string& pp) { return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, global, algo, pp); },
+      nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
+      nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+      nb::arg("partial_passthrough") = "ctshard");
+  m.def(
+      "plan_records",
+      [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
+         const std::string& cm, nb::handle global, const std::string& algo,
+         const std::string& pp) { return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, global, algo, pp); },
+      nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
+      nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+      nb::arg("partial_passthrough") = "ctshard");
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.
   m.def("_gil_held_during_work", [] { return without_gil([] { return json(PyGILState_Check() != 0); }); });
-  m.def("format_spec", [](const std::string& text) { return to_string(parse_spec(text)); }, nb::arg("spec"));
+  m.def(
+      "format_spec", [](const std::string& text) { return to_string(parse_spec(text)); }, nb::arg("spec"));
 }

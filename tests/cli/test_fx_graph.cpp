@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -18,6 +20,9 @@
 
 namespace {
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
 using ctshard::fx::Arg;
 using ctshard::fx::ArgKind;
 using ctshard::fx::Graph;
@@ -25,14 +30,10 @@ using ctshard::fx::Node;
 using ctshard::fx::parse_error;
 using ctshard::fx::parse_fx_graph;
 using ctshard::fx::TensorType;
-using Catch::Matchers::Contains;
-using Catch::Matchers::EndsWith;
-using Catch::Matchers::StartsWith;
 
 /// A learn_torch.compile-style module: `def forward(<params>):` at column 0, body at 4 spaces.
 std::string module(std::string_view params, std::string_view body) {
-  return "from __future__ import annotations\n\n\n\ndef forward(self, " + std::string(params) +
-         "):\n" + std::string(body);
+  return "from __future__ import annotations\n\n\n\ndef forward(self, " + std::string(params) + "):\n" + std::string(body);
 }
 
 /// The node called `name`; fails the test if absent.
@@ -53,9 +54,7 @@ std::string error_of(std::string_view text) {
   return "";
 }
 
-TensorType tt(std::string dtype, std::vector<std::int64_t> shape) {
-  return TensorType{std::move(dtype), std::move(shape)};
-}
+TensorType tt(std::string dtype, std::vector<std::int64_t> shape) { return TensorType{std::move(dtype), std::move(shape)}; }
 
 }  // namespace
 
@@ -171,8 +170,9 @@ TEST_CASE("fx_graph: ops in all namespaces keep their qualified name", "[fx]") {
 }
 
 TEST_CASE("fx_graph: keyword arguments and opaque tokens", "[fx]") {
-  const Graph g = parse_fx_graph(module(R"(p: "i64[8, 1536]")",
-                                        R"(    zeros: "i32[]" = torch.ops.aten.zeros.default([], dtype = torch.int32, device = device(type='cuda'), pin_memory = False)
+  const Graph g = parse_fx_graph(
+      module(R"(p: "i64[8, 1536]")",
+             R"(    zeros: "i32[]" = torch.ops.aten.zeros.default([], dtype = torch.int32, device = device(type='cuda'), pin_memory = False)
     c: "i64[8, 1536]" = torch.ops.aten._to_copy.default(p, dtype = torch.int64, layout = torch.strided, device = device(type='cuda', index=0));  p = None
     e: "f32[8, 4]" = torch.ops.aten.empty.memory_format([8, 4], dtype = torch.float32, device = device(type='cuda', index=1), pin_memory = False, memory_format = torch.contiguous_format)
     return [zeros, c, e]
@@ -201,8 +201,9 @@ TEST_CASE("fx_graph: keyword arguments and opaque tokens", "[fx]") {
 }
 
 TEST_CASE("fx_graph: literal arguments", "[fx]") {
-  const Graph g = parse_fx_graph(module(R"(x: "f32[4, 4]")",
-                                        R"(    a: "f32[4, 4]" = torch.ops.aten.f.default(x, 1e-05, -inf, inf, 0.7071067811865476, -2, 9223372036854775807)
+  const Graph g =
+      parse_fx_graph(module(R"(x: "f32[4, 4]")",
+                            R"(    a: "f32[4, 4]" = torch.ops.aten.f.default(x, 1e-05, -inf, inf, 0.7071067811865476, -2, 9223372036854775807)
     b: "f32[4, 4]" = torch.ops.aten.g.default(True, False, None, 'single', "double", 'it\'s', [[1, 2], [3], []], (4, 5))
     c: "f32[4, 4]" = torch.ops.aten.h.default(x, -1.5e+3, nan, [x, a])
     return [c]
@@ -228,8 +229,7 @@ TEST_CASE("fx_graph: literal arguments", "[fx]") {
   CHECK(b.args[3] == Arg::make_string("single"));
   CHECK(b.args[4] == Arg::make_string("double"));
   CHECK(b.args[5] == Arg::make_string("it's"));
-  CHECK(b.args[6] == Arg::make_list({Arg::make_list({Arg::make_int(1), Arg::make_int(2)}),
-                                     Arg::make_list({Arg::make_int(3)}), Arg::make_list({})}));
+  CHECK(b.args[6] == Arg::make_list({Arg::make_list({Arg::make_int(1), Arg::make_int(2)}), Arg::make_list({Arg::make_int(3)}), Arg::make_list({})}));
   CHECK(b.args[7] == Arg::make_list({Arg::make_int(4), Arg::make_int(5)}));
 
   const Node& c = node(g, "c");
@@ -325,22 +325,14 @@ TEST_CASE("fx_graph: return forms", "[fx]") {
     CHECK(g.outputs == std::vector<std::string>{"a", "", "b"});
     CHECK(g.nodes.back().args[0].items[1].kind == ArgKind::none);
   }
-  SECTION("tuple") {
-    CHECK(parse_fx_graph(module(params, "    return (b, a)\n")).outputs ==
-          std::vector<std::string>{"b", "a"});
-  }
+  SECTION("tuple") { CHECK(parse_fx_graph(module(params, "    return (b, a)\n")).outputs == std::vector<std::string>{"b", "a"}); }
   SECTION("single value") {
     const Graph g = parse_fx_graph(module(params, "    return a\n"));
     CHECK(g.outputs == std::vector<std::string>{"a"});
     CHECK(g.nodes.back().args == std::vector{Arg::make_node("a")});
   }
-  SECTION("bare tuple") {
-    CHECK(parse_fx_graph(module(params, "    return a, b\n")).outputs ==
-          std::vector<std::string>{"a", "b"});
-  }
-  SECTION("empty") {
-    CHECK(parse_fx_graph(module(params, "    return ()\n")).outputs.empty());
-  }
+  SECTION("bare tuple") { CHECK(parse_fx_graph(module(params, "    return a, b\n")).outputs == std::vector<std::string>{"a", "b"}); }
+  SECTION("empty") { CHECK(parse_fx_graph(module(params, "    return ()\n")).outputs.empty()); }
   SECTION("a node called output") {
     const Graph g = parse_fx_graph(module(params, R"(    output: "f32[2]" = torch.ops.aten.add.Tensor(a, b)
     return [output]
@@ -356,8 +348,7 @@ TEST_CASE("fx_graph: indexed node references in arguments", "[fx]") {
     c: "f32[4]" = torch.ops.aten.cat.default([s[0], s[1]])
     return [c]
 )"));
-  CHECK(node(g, "c").args[0] ==
-        Arg::make_list({Arg::make_node("s", 0), Arg::make_node("s", 1)}));
+  CHECK(node(g, "c").args[0] == Arg::make_list({Arg::make_node("s", 0), Arg::make_node("s", 1)}));
   CHECK(node(g, "c").args[0].items[1].index == 1);
   CHECK(node(g, "s").outputs.empty());
 }
@@ -398,8 +389,8 @@ TEST_CASE("fx_graph: TensorType sizes", "[fx]") {
   CHECK(tt("i8", {}).itemsize() == 1);
   CHECK(tt("u8", {}).itemsize() == 1);
   CHECK(tt("b8", {}).itemsize() == 1);
-  CHECK(tt("f32", {8, 197, 768}).numel() == 8 * 197 * 768);
-  CHECK(tt("f32", {8, 197, 768}).nbytes() == 8 * 197 * 768 * 4);
+  CHECK(tt("f32", {8, 197, 768}).numel() == std::int64_t{8} * 197 * 768);
+  CHECK(tt("f32", {8, 197, 768}).nbytes() == std::size_t{8} * 197 * 768 * 4);
   CHECK(tt("i32", {}).nbytes() == 4);
   CHECK(tt("f32", {8, 197, 768}).to_string() == "f32[8, 197, 768]");
   CHECK(tt("i32", {}).to_string() == "i32[]");
@@ -417,7 +408,7 @@ TEST_CASE("fx_graph: parse_tensor_type", "[fx]") {
   CHECK(parse_tensor_type("i32[]") == tt("i32", {}));
   CHECK(parse_tensor_type("f32[4, 8][8, 1]cuda:0") == tt("f32", {4, 8}));
   CHECK(parse_tensor_type("f32[4][1]cpu") == tt("f32", {4}));
-  CHECK_FALSE(parse_tensor_type("Sym(s0)"));  // a symbolic integer, not a tensor type
+  CHECK_FALSE(parse_tensor_type("Sym(s0)"));                                         // a symbolic integer, not a tensor type
   CHECK(parse_tensor_type("f32[s0, 4]") == TensorType{"f32", {-1, 4}, {"s0", ""}});  // more in test_symbolic.cpp
   CHECK_FALSE(parse_tensor_type("f32[4"));
   CHECK_FALSE(parse_tensor_type("f32[-1]"));
@@ -436,8 +427,7 @@ TEST_CASE("fx_graph: Arg::to_string", "[fx]") {
   CHECK(Arg::make_bool(true).to_string() == "True");
   CHECK(Arg::make_none().to_string() == "None");
   CHECK(Arg::make_string("tp:0").to_string() == "'tp:0'");
-  CHECK(Arg::make_list({Arg::make_node("a"), Arg::make_list({Arg::make_int(1)})}).to_string() ==
-        "[a, [1]]");
+  CHECK(Arg::make_list({Arg::make_node("a"), Arg::make_list({Arg::make_int(1)})}).to_string() == "[a, [1]]");
   CHECK(Arg::make_opaque("torch.float32").to_string() == "torch.float32");
 }
 
@@ -450,53 +440,40 @@ TEST_CASE("fx_graph: malformed body lines raise parse_error with line and text",
     const char* where;    // expected "t.fx:<line>: ...in: <text>" parts
   };
   const Case cases[] = {
-      {"    y = torch.ops.aten.relu.default(x\n", "unbalanced brackets: '(' is never closed",
-       "t.fx:6: "},
-      {"    y = torch.ops.aten.cat.default([x, x)]\n", "unbalanced brackets: unexpected ')'",
-       "t.fx:6: "},
-      {"    y = torch.ops.aten.relu.default(x))\n", "unbalanced brackets: unexpected ')'",
-       "t.fx:6: "},
+      {"    y = torch.ops.aten.relu.default(x\n", "unbalanced brackets: '(' is never closed", "t.fx:6: "},
+      {"    y = torch.ops.aten.cat.default([x, x)]\n", "unbalanced brackets: unexpected ')'", "t.fx:6: "},
+      {"    y = torch.ops.aten.relu.default(x))\n", "unbalanced brackets: unexpected ')'", "t.fx:6: "},
       {"    torch.ops.aten.relu.default(x)\n", "expected '='", "t.fx:6: "},
       {"    y = x + x\n", "expected a call", "t.fx:6: "},
       {"    y = torch.ops.aten.relu.default(z)\n", "unknown node reference 'z'", "t.fx:6: "},
       {"    y = torch.ops.aten.relu.default(y)\n", "unknown node reference 'y'", "t.fx:6: "},
-      {"    y = torch.ops.aten.sum.dim_IntList(x, dim = w)\n", "unknown node reference 'w'",
-       "t.fx:6: "},
+      {"    y = torch.ops.aten.sum.dim_IntList(x, dim = w)\n", "unknown node reference 'w'", "t.fx:6: "},
       {"    y = w[0]\n", "unknown node reference 'w'", "t.fx:6: "},
       {"    x = torch.ops.aten.relu.default(x)\n", "duplicate node name 'x'", "t.fx:6: "},
       {"    y: \"Sym(s0 +)\" = torch.ops.aten.sym_size.int(x, 0)\n",
        "unsupported type annotation \"Sym(s0 +)\": bad size expression 's0 +': expected a number, "
        "a symbol or '(' at the end",
        "t.fx:6: "},
-      {"    y: \"f32[s0 +]\" = torch.ops.aten.relu.default(x)\n",
-       "unsupported type annotation \"f32[s0 +]\": bad size expression 's0 +'", "t.fx:6: "},
+      {"    y: \"f32[s0 +]\" = torch.ops.aten.relu.default(x)\n", "unsupported type annotation \"f32[s0 +]\": bad size expression 's0 +'",
+       "t.fx:6: "},
       {"    y: f32[2] = torch.ops.aten.relu.default(x)\n", "expected a string literal", "t.fx:6: "},
       {"    y = torch.ops.aten.relu.default('x)\n", "unterminated string", "t.fx:6: "},
-      {"    y = torch.ops.aten.relu.default(x);  z = torch.ops.aten.neg.default(x)\n",
-       "unexpected statement", "t.fx:6: "},
+      {"    y = torch.ops.aten.relu.default(x);  z = torch.ops.aten.neg.default(x)\n", "unexpected statement", "t.fx:6: "},
       {"    y = torch.ops.aten.relu.default(x) extra\n", "unexpected text", "t.fx:6: "},
-      {"    y = torch.ops.aten.f.default(x, dim = 1, x)\n", "positional argument after keyword",
-       "t.fx:6: "},
-      {"    y = torch.ops.aten.f.default(x, dim = 1, dim = 2)\n",
-       "duplicate keyword argument 'dim'", "t.fx:6: "},
+      {"    y = torch.ops.aten.f.default(x, dim = 1, x)\n", "positional argument after keyword", "t.fx:6: "},
+      {"    y = torch.ops.aten.f.default(x, dim = 1, dim = 2)\n", "duplicate keyword argument 'dim'", "t.fx:6: "},
       {"    y = torch.ops.aten.f.default(x, 1.2.3)\n", "malformed number", "t.fx:6: "},
       {"    y = torch.ops.aten.f.default(x, 99999999999999999999)\n", "out of range", "t.fx:6: "},
       {"    y = x[1.5]\n", "expected an integer index", "t.fx:6: "},
       {"    y = torch.ops.aten.f.default(x, @)\n", "expected a value", "t.fx:6: "},
       {"    y = torch.ops.aten.f.default(x.w)\n", "unknown name 'x.w'", "t.fx:6: "},
-      {"    y = torch.ops.aten.f.default(x, devce(type='cuda'))\n", "unknown call 'devce(...)'",
-       "t.fx:6: "},
-      {"    y = torch.nn.functional.relu(x)\n", "unknown callee 'torch.nn.functional.relu'",
-       "t.fx:6: "},
+      {"    y = torch.ops.aten.f.default(x, devce(type='cuda'))\n", "unknown call 'devce(...)'", "t.fx:6: "},
+      {"    y = torch.nn.functional.relu(x)\n", "unknown callee 'torch.nn.functional.relu'", "t.fx:6: "},
       {"    y = torch.ops.aten.f.default(x);  ;  x = None\n", "unexpected statement", "t.fx:6: "},
-      {"    y = torch.ops.aten.f.default(x);  x = q = None\n", "unknown node 'q' in 'x = q = None'",
-       "t.fx:6: "},
-      {"    y = torch.ops.aten.f.default(" + std::string(70, '[') + std::string(70, ']') + ")\n",
-       "nested too deeply", "t.fx:6: "},
-      {"\n    # comment\n    y = torch.ops.aten.f.default(q)\n", "unknown node reference 'q'",
-       "t.fx:8: "},
-      {"    return [x]\n    y = torch.ops.aten.relu.default(x)\n", "unexpected text after 'return'",
-       "t.fx:7: "},
+      {"    y = torch.ops.aten.f.default(x);  x = q = None\n", "unknown node 'q' in 'x = q = None'", "t.fx:6: "},
+      {"    y = torch.ops.aten.f.default(" + std::string(70, '[') + std::string(70, ']') + ")\n", "nested too deeply", "t.fx:6: "},
+      {"\n    # comment\n    y = torch.ops.aten.f.default(q)\n", "unknown node reference 'q'", "t.fx:8: "},
+      {"    return [x]\n    y = torch.ops.aten.relu.default(x)\n", "unexpected text after 'return'", "t.fx:7: "},
       {"    y = torch.ops.aten.relu.default(x)\nreturn [y]\n", "indented body line", "t.fx:7: "},
   };
   for (const Case& c : cases) {
@@ -508,23 +485,18 @@ TEST_CASE("fx_graph: malformed body lines raise parse_error with line and text",
     body.remove_suffix(1);
     body = body.substr(body.rfind('\n') + 1);
     const std::string offending(body.substr(body.find_first_not_of(' ')));
-    CHECK_THAT(message, StartsWith(c.where) && Contains(c.problem) &&
-                            EndsWith(" in: " + offending));
+    CHECK_THAT(message, StartsWith(c.where) && Contains(c.problem) && EndsWith(" in: " + offending));
   }
-  CHECK(error_of(module(R"(x: "f32[2]")", "    y = torch.ops.aten.relu.default(x)\n")) ==
-        "t.fx:6: missing 'return' at the end of forward");
+  CHECK(error_of(module(R"(x: "f32[2]")", "    y = torch.ops.aten.relu.default(x)\n")) == "t.fx:6: missing 'return' at the end of forward");
 }
 
 TEST_CASE("fx_graph: malformed signatures and wrappers", "[fx]") {
-  CHECK_THAT(error_of("b8: type\nclass GraphModule(torch.nn.Module):\n    pass\n"),
-             Contains("t.fx:0: no 'def forward"));
-  CHECK_THAT(error_of("def forward(self, x: \"f32[2]\"\n    return [x]\n"),
-             Contains("t.fx:1: unterminated 'def forward(' signature"));
+  CHECK_THAT(error_of("b8: type\nclass GraphModule(torch.nn.Module):\n    pass\n"), Contains("t.fx:0: no 'def forward"));
+  CHECK_THAT(error_of("def forward(self, x: \"f32[2]\"\n    return [x]\n"), Contains("t.fx:1: unterminated 'def forward(' signature"));
   CHECK_THAT(error_of("def forward(self, s0: \"Sym(s0 s1)\"):\n    return [s0]\n"),
              Contains("t.fx:1: unsupported type annotation \"Sym(s0 s1)\" of parameter 's0': bad size "
                       "expression 's0 s1': unexpected 's' at column 4"));
-  CHECK_THAT(error_of("def forward(self, x: \"f32[2]\", x: \"f32[2]\"):\n    return [x]\n"),
-             Contains("t.fx:1: duplicate node name 'x'"));
+  CHECK_THAT(error_of("def forward(self, x: \"f32[2]\", x: \"f32[2]\"):\n    return [x]\n"), Contains("t.fx:1: duplicate node name 'x'"));
   CHECK_THAT(error_of("def forward(self, x):\n    return [x]\n    \n    def g(self):\n"),
              Contains("t.fx:4: unexpected text after 'return'") && Contains("def g(self):"));
   CHECK_THAT(error_of(""), Contains("no 'def forward"));
@@ -540,8 +512,7 @@ TEST_CASE("fx_graph: parse_error carries source, line and text", "[fx]") {
     CHECK(pe->source() == "m.py");
     CHECK(pe->line() == 7);
     CHECK(pe->text() == "y = torch.ops.aten.relu.default(q)");
-    CHECK_THAT(std::string(e.what()), StartsWith("m.py:7: unknown node reference 'q'") &&
-                                          EndsWith("in: y = torch.ops.aten.relu.default(q)"));
+    CHECK_THAT(std::string(e.what()), StartsWith("m.py:7: unknown node reference 'q'") && EndsWith("in: y = torch.ops.aten.relu.default(q)"));
   }
 }
 
@@ -551,16 +522,14 @@ TEST_CASE("fx_graph: errors in a very long signature name the parameter", "[fx]"
   const std::string message = error_of(module(params + "bad: \"f32[768\"", "    return []\n"));
   CHECK_THAT(message, StartsWith("t.fx:5: unsupported type annotation \"f32[768\" of parameter "
                                  "'bad'") &&
-                          Contains(" in: def forward(self, primals_1: \"f32[768]\"") &&
-                          EndsWith("..."));
+                          Contains(" in: def forward(self, primals_1: \"f32[768]\"") && EndsWith("..."));
   CHECK(message.size() < 400);
 }
 
 TEST_CASE("fx_graph: read_fx_graph_file reports unreadable files", "[fx]") {
   const std::string missing = "/nonexistent/dir/graph.fx.txt";
   CHECK_THROWS_AS(ctshard::fx::read_fx_graph_file(missing), parse_error);
-  CHECK_THROWS_WITH(ctshard::fx::read_fx_graph_file(missing),
-                    StartsWith(missing + ":0: cannot open file"));
+  CHECK_THROWS_WITH(ctshard::fx::read_fx_graph_file(missing), StartsWith(missing + ":0: cannot open file"));
   const std::string dir = std::filesystem::temp_directory_path().string();
   CHECK_THROWS_WITH(ctshard::fx::read_fx_graph_file(dir), Contains("is a directory"));
 }
@@ -640,9 +609,7 @@ TEST_CASE("fx_graph: real graph spot checks", "[fx][real]") {
     WARN("../shared not found: skipping real-graph tests");
     return;
   }
-  const auto read = [&](const char* file) {
-    return ctshard::fx::read_fx_graph_file((dir / file).string());
-  };
+  const auto read = [&](const char* file) { return ctshard::fx::read_fx_graph_file((dir / file).string()); };
   SECTION("vit_b16_fw") {
     const Graph g = read("vit_b16_fw.fx.txt");
     CHECK(node(g, "arg2_1").outputs == std::vector{tt("f32", {768, 3, 16, 16})});
@@ -663,10 +630,8 @@ TEST_CASE("fx_graph: real graph spot checks", "[fx][real]") {
   SECTION("gpt_megatron_l1_tp2 ranks differ in device index") {
     const Graph r0 = read("gpt_megatron_l1_tp2_r0.fx.txt");
     const Graph r1 = read("gpt_megatron_l1_tp2_r1.fx.txt");
-    CHECK(*node(r0, "_to_copy").kwarg("device") ==
-          Arg::make_opaque("device(type='cuda', index=0)"));
-    CHECK(*node(r1, "_to_copy").kwarg("device") ==
-          Arg::make_opaque("device(type='cuda', index=1)"));
+    CHECK(*node(r0, "_to_copy").kwarg("device") == Arg::make_opaque("device(type='cuda', index=0)"));
+    CHECK(*node(r1, "_to_copy").kwarg("device") == Arg::make_opaque("device(type='cuda', index=1)"));
     CHECK(node(r0, "primals_4").outputs == std::vector{tt("f32", {1152, 768})});
     CHECK(node(r0, "_tensor_constant3").kind == "get_attr");
   }

@@ -261,7 +261,9 @@ TEST_CASE("plan --global: real graphs (a subset, both meshes) are proven optimal
     WARN("../shared/graphs not found: skipping the real-graph global plans");
     return;
   }
-  const auto [plans_2d, improved_2d] = check_real_graphs({dir + "gpt_megatron_l1_tp2_r0.fx.txt", dir + "qwen2_vllm_l1_tp2_r0.fx.txt", dir + "bart_layer_bw.fx.txt", dir + "more/dlrm_bw.fx.txt"}, {{2, 4}}, true);
+  const auto [plans_2d, improved_2d] = check_real_graphs(
+      {dir + "gpt_megatron_l1_tp2_r0.fx.txt", dir + "qwen2_vllm_l1_tp2_r0.fx.txt", dir + "bart_layer_bw.fx.txt", dir + "more/dlrm_bw.fx.txt"},
+      {{2, 4}}, true);
   CHECK(plans_2d == 8);
   // greedy > global: Megatron both settings, Qwen2 TP both, BART bw FSDP, DLRM bw FSDP
   CHECK(improved_2d == 6);
@@ -357,7 +359,8 @@ void check_exports(const std::vector<std::string>& names, std::size_t min_compar
       if (file.empty() && fsdp) continue;
       std::string place;
       if (fsdp)
-        for (const auto& [name, spec] : fsdp_placements(fx::read_fx_graph_file(file), {2, 4})) place += " --place '" + name + "=" + to_string(spec) + "'";
+        for (const auto& [name, spec] : fsdp_placements(fx::read_fx_graph_file(file), {2, 4}))
+          place += " --place '" + name + "=" + to_string(spec) + "'";
       const std::string exported = (tmp / "instance.json").string();
       const auto j = nlohmann::json::parse(run_tool("plan " + file + " --mesh 2x4 --global --json --export-costgraph " + exported + place));
       INFO((file.empty() ? "embedded block" : file) << (fsdp ? " fsdp" : ""));

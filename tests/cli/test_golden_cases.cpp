@@ -96,15 +96,16 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
     if (total++ % ctshard::test::sample_stride != 0) continue;  // every case (every 10th under ASan)
     ++checked;
     std::ostringstream cmd;
-    cmd << "table --json --op '" << want["op"].get<std::string>() << "' --shapes '" << join(want["shapes"], ",", true)
-        << "' --mesh '";
+    cmd << "table --json --op '" << want["op"].get<std::string>() << "' --shapes '" << join(want["shapes"], ",", true) << "' --mesh '";
     std::string mesh;
     for (const auto& m : want["mesh"]) {
       if (!mesh.empty()) mesh += 'x';
       mesh += std::to_string(m.get<int>());
     }
-    cmd << mesh << "' --inputs '" << join(want["inputs"], ";", false) << "' --devices-per-host " << want["devices_per_host"].get<int>()
-        << " --dtype " << (want["itemsize"].get<int>() == 4 ? "float32" : want["itemsize"].get<int>() == 2 ? "bfloat16" : "float64") ;
+    cmd << mesh << "' --inputs '" << join(want["inputs"], ";", false) << "' --devices-per-host " << want["devices_per_host"].get<int>() << " --dtype "
+        << (want["itemsize"].get<int>() == 4   ? "float32"
+            : want["itemsize"].get<int>() == 2 ? "bfloat16"
+                                               : "float64");
     const std::string out = run_tool(cmd.str());
     const std::string searched = run_tool(cmd.str() + " --algo search");
     std::string diff;
@@ -115,7 +116,8 @@ TEST_CASE("golden: reference cases match through `ctshard table --json`", "[gold
       diff = std::string("bad output: ") + out.substr(0, 300) + " / " + searched.substr(0, 300);
     }
     if (diff.empty()) ++matched;
-    else if (failures.size() < 4000) failures += "case " + std::to_string(want["id"].get<int>()) + " (" + want["op"].get<std::string>() + "): " + diff + "\n";
+    else if (failures.size() < 4000)
+      failures += "case " + std::to_string(want["id"].get<int>()) + " (" + want["op"].get<std::string>() + "): " + diff + "\n";
   }
   std::printf("reference cases matched through ctshard table --json (and --algo search): %zu / %zu\n", matched, checked);
   INFO(failures);
@@ -161,14 +163,16 @@ TEST_CASE("golden: the StridedShard reference cases (regressions B12, R05) hold 
   CHECK(pick["in"][0] == "S(0)S(0)");
   CHECK_THAT(pick["total"].get<double>(), Catch::Matchers::WithinRel(ag(16) + ag(32), 1e-9));
   // controls: equal StridedShard inputs (and a unary op) keep them at no cost
-  const auto same = chosen(nlohmann::json::parse(run_tool("table --json --op aten.add.Tensor --shapes 8,8 --mesh 2x2 --inputs '_S(0, 2)S(0);_S(0, 2)S(0)'")));
+  const auto same =
+      chosen(nlohmann::json::parse(run_tool("table --json --op aten.add.Tensor --shapes 8,8 --mesh 2x2 --inputs '_S(0, 2)S(0);_S(0, 2)S(0)'")));
   CHECK(same["out"] == "_S(0, 2)S(0)");
   CHECK(same["total"] == 0.0);
   const auto neg = chosen(nlohmann::json::parse(run_tool("table --json --op aten.neg.default --shapes 8 --mesh 2x2 --inputs '_S(0, 2)S(0)'")));
   CHECK(neg["out"] == "_S(0, 2)S(0)");
   CHECK(neg["total"] == 0.0);
   // R05: [16, 4] as _S(0, 2) on mesh 2 viewed as [2, 8, 4] is S(1), at no cost
-  const auto r05 = chosen(nlohmann::json::parse(run_tool("table --json --op aten.view.default --shapes 16x4 --mesh 2 --inputs '_S(0, 2)' --args '[[2, 8, 4]]'")));
+  const auto r05 =
+      chosen(nlohmann::json::parse(run_tool("table --json --op aten.view.default --shapes 16x4 --mesh 2 --inputs '_S(0, 2)' --args '[[2, 8, 4]]'")));
   CHECK(r05["out"] == "S(1)");
   CHECK(r05["total"] == 0.0);
 }

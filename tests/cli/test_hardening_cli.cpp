@@ -36,7 +36,8 @@ TEST_CASE("hardening cli: an equation over two operands given one tensor is a cl
 TEST_CASE("hardening cli: sizes whose products overflow int64 are refused", "[cli][hardening]") {
   int status = 0;
   // view sizes that agree with the input only modulo 2^64 (this never returned)
-  std::string out = run_tool_status("table --op aten.view.default --shapes 4294967296 --mesh 2 --inputs R --args '[[4294967296, 4294967297]]'", status);
+  std::string out =
+      run_tool_status("table --op aten.view.default --shapes 4294967296 --mesh 2 --inputs R --args '[[4294967296, 4294967297]]'", status);
   CHECK(status == 1);
   CHECK(out == "error: ctshard: view: product of the target sizes: 4294967296 * 4294967297 overflows a 64-bit size\n");
   // a tensor of more than 2^63 elements (its byte count used to wrap into a negative cost)
@@ -66,23 +67,24 @@ TEST_CASE("hardening cli: FX arguments nested 30,000 levels deep are a clean err
   for (int i = 0; i < n; ++i) arg += "a[";
   arg += "0";
   arg += std::string(static_cast<std::size_t>(n), ']');
-  const std::string path = temp_file("deep_index.fx.txt", "def forward(self, a: \"f32[4]\"):\n    b = torch.ops.aten.add.Tensor(" + arg +
-                                                                ", a)\n    return b\n");
+  const std::string path =
+      temp_file("deep_index.fx.txt", "def forward(self, a: \"f32[4]\"):\n    b = torch.ops.aten.add.Tensor(" + arg + ", a)\n    return b\n");
   int status = 0;
   const std::string out = run_tool_status("plan '" + path + "' --mesh 2", status);
   CHECK(status == 1);
   CHECK_THAT(out, Contains(":2: lists and indices nested too deeply (at most 64 levels)"));
   // the same with lists
   std::string lists = std::string(static_cast<std::size_t>(n), '[') + std::string(static_cast<std::size_t>(n), ']');
-  const std::string path2 = temp_file("deep_list.fx.txt", "def forward(self, a: \"f32[4]\"):\n    b = torch.ops.aten.view.default(a, " + lists +
-                                                                ")\n    return b\n");
+  const std::string path2 =
+      temp_file("deep_list.fx.txt", "def forward(self, a: \"f32[4]\"):\n    b = torch.ops.aten.view.default(a, " + lists + ")\n    return b\n");
   CHECK_THAT(run_tool_status("plan '" + path2 + "' --mesh 2", status), Contains("lists and indices nested too deeply"));
   CHECK(status == 1);
 }
 
 TEST_CASE("hardening cli: table --args / --kwargs from a file or standard input", "[cli][hardening]") {
   int status = 0;
-  const std::string inline_out = run_tool_status("table --op aten.view.default --shapes 32 --mesh 2 --inputs 'S(0)' --args '[[4, 8]]' --json", status);
+  const std::string inline_out =
+      run_tool_status("table --op aten.view.default --shapes 32 --mesh 2 --inputs 'S(0)' --args '[[4, 8]]' --json", status);
   REQUIRE(status == 0);
   const std::string args = temp_file("args.json", "[[4, 8]]\n");
   CHECK(run_tool_status("table --op aten.view.default --shapes 32 --mesh 2 --inputs 'S(0)' --args @'" + args + "' --json", status) == inline_out);
@@ -93,9 +95,11 @@ TEST_CASE("hardening cli: table --args / --kwargs from a file or standard input"
   CHECK(j["strategies"][j["choice"]["index"].get<std::size_t>()]["out"] == "S(0)");  // [32] S(0) viewed as [4, 8]: S(0)
   // kwargs from a file
   const std::string kwargs = temp_file("kwargs.json", "{\"keepdim\": true}");
-  const std::string kw_inline = run_tool_status("table --op aten.sum.dim_IntList --shapes 4x8 --mesh 2 --inputs 'S(0)' --args '[[1]]' --kwargs '{\"keepdim\": true}' --json", status);
+  const std::string kw_inline = run_tool_status(
+      "table --op aten.sum.dim_IntList --shapes 4x8 --mesh 2 --inputs 'S(0)' --args '[[1]]' --kwargs '{\"keepdim\": true}' --json", status);
   REQUIRE(status == 0);
-  CHECK(run_tool_status("table --op aten.sum.dim_IntList --shapes 4x8 --mesh 2 --inputs 'S(0)' --args '[[1]]' --kwargs @'" + kwargs + "' --json", status) == kw_inline);
+  CHECK(run_tool_status("table --op aten.sum.dim_IntList --shapes 4x8 --mesh 2 --inputs 'S(0)' --args '[[1]]' --kwargs @'" + kwargs + "' --json",
+                        status) == kw_inline);
   // an argument list larger than the command-line limit: 200,000 sizes of 1 (1.2 MB of text)
   std::string big = "[[32";
   for (int i = 0; i < 200000; ++i) big += ", 1";
@@ -152,8 +156,10 @@ TEST_CASE("hardening fx: the reader's resource limits give parse errors", "[fx][
   items += "    return a\n";
   CHECK_THROWS_WITH(parse_fx_graph(items), Contains("getitem indices make output lists of more than 1048658 entries in total"));
   // below the limits the same shapes read: 64 levels of nesting
-  const std::string nested = head + "    b = torch.ops.aten.view.default(a, " + std::string(63, '[') + "4" + std::string(63, ']') + ")\n    return b\n";
+  const std::string nested =
+      head + "    b = torch.ops.aten.view.default(a, " + std::string(63, '[') + "4" + std::string(63, ']') + ")\n    return b\n";
   CHECK(parse_fx_graph(nested).nodes.size() == 3);
-  const std::string too_nested = head + "    b = torch.ops.aten.view.default(a, " + std::string(65, '[') + "4" + std::string(65, ']') + ")\n    return b\n";
+  const std::string too_nested =
+      head + "    b = torch.ops.aten.view.default(a, " + std::string(65, '[') + "4" + std::string(65, ']') + ")\n    return b\n";
   CHECK_THROWS_AS(parse_fx_graph(too_nested), parse_error);
 }

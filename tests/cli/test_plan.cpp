@@ -17,7 +17,6 @@
 
 using namespace ctshard;
 
-
 TEST_CASE("plan: every real graph on meshes 8, 2x4, 2x2x2, deterministically", "[plan]") {
   const std::string dir = std::string(CTSHARD_SHARED_DIR) + "/graphs";
   if (!std::filesystem::exists(dir)) {
@@ -41,7 +40,7 @@ TEST_CASE("plan: every real graph on meshes 8, 2x4, 2x2x2, deterministically", "
       CHECK(first.nodes_with_rule + first.nodes_fallback == op_nodes);
       CHECK(first.total_cost_us == second.total_cost_us);
       CHECK(std::isfinite(first.total_cost_us));
-      for (const auto& n : first.nodes) CHECK(n.outputs.size() >= 1);
+      for (const auto& n : first.nodes) CHECK(!n.outputs.empty());
     }
   }
   CHECK(files == 8);
@@ -202,8 +201,9 @@ TEST_CASE("plan: batch-sharded Megatron inputs make StridedShard values and a fi
 TEST_CASE("plan: FSDP2 + TP parameters as StridedShard inputs of the default block", "[plan][strided]") {
   // Column-parallel weights [out, in] sharded by TP on dim 0 (mesh dim 1), then by FSDP on dim 0
   // again (mesh dim 0): _S(0, 4)S(0); row-parallel ones FSDP on dim 0, TP on dim 1: S(0)S(1).
-  const std::string args = "plan --json --mesh 2x4 --place 'primals_1=S(0)R' --place 'primals_2=_S(0, 4)S(0)' --place 'primals_4=S(0)S(1)'"
-                           " --place 'primals_6=_S(0, 4)S(0)' --place 'primals_8=S(0)S(1)'";
+  const std::string args =
+      "plan --json --mesh 2x4 --place 'primals_1=S(0)R' --place 'primals_2=_S(0, 4)S(0)' --place 'primals_4=S(0)S(1)'"
+      " --place 'primals_6=_S(0, 4)S(0)' --place 'primals_8=S(0)S(1)'";
   const auto before = nlohmann::json::parse(run_tool("plan --json --mesh 2x4"));
   for (const char* model : {"dtensor", "consistent"}) {
     INFO("cost model " << model);

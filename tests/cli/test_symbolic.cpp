@@ -21,8 +21,8 @@
 #include "run_tool.hpp"
 
 using namespace ctshard;
-using ctshard::fx::SizeExpr;
 using Catch::Matchers::Contains;
+using ctshard::fx::SizeExpr;
 
 namespace {
 
@@ -58,7 +58,7 @@ bool have_shared(const std::string& name) {
   return false;
 }
 
-cli::PlanOptions options(std::vector<std::int64_t> mesh, std::map<std::string, std::string> place = {},
+cli::PlanOptions options(std::vector<std::int64_t> mesh, const std::map<std::string, std::string>& place = {},
                          std::map<std::string, std::int64_t> symbols = {}) {
   cli::PlanOptions o;
   o.mesh = std::move(mesh);
@@ -67,9 +67,7 @@ cli::PlanOptions options(std::vector<std::int64_t> mesh, std::map<std::string, s
   return o;
 }
 
-nlohmann::json plan_of(const fx::Graph& g, const cli::PlanOptions& o) {
-  return cli::plan_json(cli::plan_graph(g, o, cli::registry_for("sound")), o);
-}
+nlohmann::json plan_of(const fx::Graph& g, const cli::PlanOptions& o) { return cli::plan_json(cli::plan_graph(g, o, cli::registry_for("sound")), o); }
 
 /// The plans agree node by node (name, op, input and output specs, cost, fallback) and in totals.
 void check_same_plan(const nlohmann::json& a, const nlohmann::json& b) {
@@ -93,11 +91,14 @@ const nlohmann::json& node_named(const nlohmann::json& plan, const std::string& 
 // The R03 graph written with static sizes (s77 -> `batch`), without the Sym input.
 std::string static_r03(std::int64_t batch) {
   const std::string b = std::to_string(batch);
+  // one line of the FX program per source line
+  // clang-format off
   return "class GraphModule(torch.nn.Module):\n"
          "    def forward(self, tangents_1: \"f32[" + b + ", 768]\"):\n"
          "        mul: \"f32[" + b + ", 768]\" = torch.ops.aten.mul.Tensor(tangents_1, 2.0)\n"
          "        view: \"f32[" + b + ", 16, 48]\" = torch.ops.aten.view.default(mul, [" + b + ", 16, 48])\n"
          "        return (view,)\n";
+  // clang-format on
 }
 
 // A batch dim flattened with the next one by a view (the sizes through a Sym node).
@@ -110,9 +111,12 @@ const char* kFlatten = R"fx(class GraphModule(torch.nn.Module):
 
 std::string static_flatten(std::int64_t batch) {
   const std::string b = std::to_string(batch), b16 = std::to_string(16 * batch);
+  // one line of the FX program per source line
+  // clang-format off
   return "def forward(self, tangents_1: \"f32[" + b + ", 16, 48]\"):\n"
          "    view: \"f32[" + b16 + ", 48]\" = torch.ops.aten.view.default(tangents_1, [" + b16 + ", 48])\n"
          "    return (view,)\n";
+  // clang-format on
 }
 
 }  // namespace
@@ -157,8 +161,7 @@ TEST_CASE("SizeExpr: SymFloat and SymBool printouts parse but have no integer va
     INFO(t);
     const SizeExpr e = SizeExpr::parse(t);
     CHECK_FALSE(e.is_integer());
-    CHECK_THROWS_WITH(e.evaluate([](const std::string&) { return 2; }),
-                      "size expression '" + std::string(t) + "' is not an integer expression");
+    CHECK_THROWS_WITH(e.evaluate([](const std::string&) { return 2; }), "size expression '" + std::string(t) + "' is not an integer expression");
   }
   CHECK(SizeExpr::parse("True").symbols().empty());
   CHECK(SizeExpr::parse("ToFloat(s75)").symbols() == std::vector<std::string>{"s75"});
@@ -373,7 +376,8 @@ TEST_CASE("fx_graph: pytree format variants", "[fx][sym]") {
   const std::string relu = "    y = torch.ops.aten.relu.default(primals_1)\n";
   const std::string ret = "    return [y]\n";
   CHECK(fx_error(head + "    primals_1: \"f32[8]\"; \n" + relu + ret) ==
-        "t.fx:3: 'primals_1' is declared, but no 'a, b, = fx_pytree.tree_flatten_spec(...)' line unpacks the inputs in: " + relu.substr(4, relu.size() - 5));
+        "t.fx:3: 'primals_1' is declared, but no 'a, b, = fx_pytree.tree_flatten_spec(...)' line unpacks the inputs in: " +
+            relu.substr(4, relu.size() - 5));
   CHECK(fx_error(head + "    primals_1: \"f32[8]\"; tangents_9: \"f32[8]\"; \n" + unpack + relu + ret) ==
         "t.fx:3: 'tangents_9' is declared but not unpacked by fx_pytree.tree_flatten_spec in: " + unpack.substr(4, unpack.size() - 5));
   CHECK(fx_error(head + "    primals_1: \"f32[8]\"; \n" + unpack + "    tangents_1: \"f32[8]\"\n" + relu + ret) ==
@@ -392,8 +396,7 @@ TEST_CASE("fx_graph: pytree format variants", "[fx][sym]") {
         "t.fx:2: duplicate declaration of 'primals_1' in: primals_1: \"f32[8]\"; primals_1: \"f32[4]\"");
   CHECK_THAT(fx_error(head + "    a, a, = fx_pytree.tree_flatten_spec([primals], self._in_spec)\n" + ret),
              Contains("t.fx:2: duplicate node name 'a'"));
-  CHECK_THAT(fx_error(head + unpack + "    return pytree.tree_unflatten([primals_1], _out_spec)\n"),
-             Contains("expected 'self._out_spec'"));
+  CHECK_THAT(fx_error(head + unpack + "    return pytree.tree_unflatten([primals_1], _out_spec)\n"), Contains("expected 'self._out_spec'"));
 }
 
 // ---- the planner: binding, hints, equality with static graphs ---------------------------------
@@ -418,9 +421,11 @@ TEST_CASE("plan: R03 plans with no fallback, bound or not, and bound equals the 
   const auto feature = plan_of(g, options({8}, {{"tangents_1", "S(1)"}}));
   CHECK(node_named(feature, "view")["outputs"] == nlohmann::json::array({"S(1)"}));
 
-  const std::vector<std::pair<std::vector<std::int64_t>, std::map<std::string, std::string>>> setups = {
-      {{2}, {}}, {{2}, {{"tangents_1", "S(0)"}}}, {{2, 4}, {{"tangents_1", "S(0)S(1)"}}}, {{8}, {{"tangents_1", "S(1)"}}},
-      {{2, 2, 2}, {{"tangents_1", "S(1)RS(0)"}}}};
+  const std::vector<std::pair<std::vector<std::int64_t>, std::map<std::string, std::string>>> setups = {{{2}, {}},
+                                                                                                        {{2}, {{"tangents_1", "S(0)"}}},
+                                                                                                        {{2, 4}, {{"tangents_1", "S(0)S(1)"}}},
+                                                                                                        {{8}, {{"tangents_1", "S(1)"}}},
+                                                                                                        {{2, 2, 2}, {{"tangents_1", "S(1)RS(0)"}}}};
   for (const std::int64_t batch : {1024, 6, 7}) {
     const fx::Graph fixed = fx::parse_fx_graph(static_r03(batch), "static");
     for (const auto& [mesh, place] : setups) {
@@ -464,7 +469,7 @@ TEST_CASE("plan: an unbound batch dim is never kept sharded through a flattening
   const auto unbound = plan_of(g, options({2}, {{"tangents_1", "S(0)"}}));
   const auto& view = node_named(unbound, "view");
   CHECK(view["fallback"] == false);
-  CHECK(view["inputs"] != nlohmann::json::array({"S(0)"}));   // the uneven-flatten check refuses S(0) -> S(0)
+  CHECK(view["inputs"] != nlohmann::json::array({"S(0)"}));  // the uneven-flatten check refuses S(0) -> S(0)
   CHECK(view["outputs"] != nlohmann::json::array({"S(0)"}));
   CHECK(view["inputs"] == nlohmann::json::array({"S(2)"}));
   CHECK(view["outputs"] == nlohmann::json::array({"S(1)"}));
@@ -540,10 +545,8 @@ TEST_CASE("plan: sizes without an integer value fall back visibly, naming the ex
 
 TEST_CASE("plan: --sym and --place errors", "[plan][sym]") {
   const fx::Graph g = fx::parse_fx_graph(kFlatten, "flatten");
-  CHECK_THROWS_WITH(plan_of(g, options({2}, {}, {{"s7", 3}})),
-                    "ctshard plan: --sym names 's7', which is not a symbol of flatten (its symbols: s77)");
-  CHECK_THROWS_WITH(plan_of(g, options({2}, {}, {{"s77", 0}})),
-                    "ctshard plan: --sym s77=0: a symbol's value must be a positive integer");
+  CHECK_THROWS_WITH(plan_of(g, options({2}, {}, {{"s7", 3}})), "ctshard plan: --sym names 's7', which is not a symbol of flatten (its symbols: s77)");
+  CHECK_THROWS_WITH(plan_of(g, options({2}, {}, {{"s77", 0}})), "ctshard plan: --sym s77=0: a symbol's value must be a positive integer");
   CHECK_THROWS_WITH(plan_of(cli::default_graph(), options({2}, {}, {{"s0", 4}})),
                     Contains("--sym names 's0', which is not a symbol of <embedded default") && Contains("(it has no symbolic sizes)"));
   CHECK_THROWS_WITH(plan_of(g, options({2}, {{"primals_1", "S(0)"}})),
@@ -551,10 +554,11 @@ TEST_CASE("plan: --sym and --place errors", "[plan][sym]") {
 
   if (!have_shared("symbolic_batch.fx.txt")) return;
   const std::string r03 = kShared + "symbolic_batch.fx.txt";
-  CHECK_THAT(run_tool("plan " + r03 + " --mesh 2 --sym s9=4"), Contains("error: ctshard plan: --sym names 's9', which is not a symbol of") &&
-                                                               Contains("(its symbols: s77)"));
+  CHECK_THAT(run_tool("plan " + r03 + " --mesh 2 --sym s9=4"),
+             Contains("error: ctshard plan: --sym names 's9', which is not a symbol of") && Contains("(its symbols: s77)"));
   CHECK_THAT(run_tool("plan " + r03 + " --sym s77=0"), Contains("error: ctshard plan: --sym s77=0: the value of 's77' must be a positive integer"));
-  CHECK_THAT(run_tool("plan " + r03 + " --sym s77=abc"), Contains("error: ctshard plan: --sym s77=abc: the value of 's77' must be a positive integer"));
+  CHECK_THAT(run_tool("plan " + r03 + " --sym s77=abc"),
+             Contains("error: ctshard plan: --sym s77=abc: the value of 's77' must be a positive integer"));
   CHECK_THAT(run_tool("plan " + r03 + " --sym s77=12x"), Contains("--sym s77=12x: the value of 's77' must be a positive integer"));
   CHECK_THAT(run_tool("plan " + r03 + " --sym s77=-4"), Contains("--sym s77=-4: the value of 's77' must be a positive integer"));
   CHECK_THAT(run_tool("plan " + r03 + " --sym s77=99999999999999999999"), Contains("the value of 's77' must be a positive integer"));
@@ -577,7 +581,8 @@ TEST_CASE("plan: R04 joint-graph format plans as the GraphModule format", "[plan
     def forward(self, primals_1: "f32[8, 4]", tangents_1: "f32[8, 4]"):
         mul: "f32[8, 4]" = torch.ops.aten.mul.Tensor(tangents_1, primals_1)
         return (mul,)
-)fx", "module");
+)fx",
+                                              "module");
   // the case's run: `ctshard plan graphs/joint_graph_format.fx.txt --mesh 2`
   const auto plain = plan_of(joint, options({2}));
   CHECK(plain["nodes_with_rule"] == 1);
@@ -587,8 +592,11 @@ TEST_CASE("plan: R04 joint-graph format plans as the GraphModule format", "[plan
   CHECK(node_named(placed, "mul")["outputs"] == nlohmann::json::array({"S(0)"}));
   CHECK(node_named(placed, "mul")["cost_us"] == 0.0);
   const std::vector<std::pair<std::vector<std::int64_t>, std::map<std::string, std::string>>> setups = {
-      {{2}, {}}, {{2}, {{"primals_1", "S(0)"}}}, {{2}, {{"primals_1", "S(0)"}, {"tangents_1", "S(1)"}}},
-      {{2, 2}, {{"primals_1", "S(0)S(1)"}, {"tangents_1", "P(sum)R"}}}, {{8}, {{"tangents_1", "S(0)"}}}};
+      {{2}, {}},
+      {{2}, {{"primals_1", "S(0)"}}},
+      {{2}, {{"primals_1", "S(0)"}, {"tangents_1", "S(1)"}}},
+      {{2, 2}, {{"primals_1", "S(0)S(1)"}, {"tangents_1", "P(sum)R"}}},
+      {{8}, {{"tangents_1", "S(0)"}}}};
   for (const auto& [mesh, place] : setups) check_same_plan(plan_of(joint, options(mesh, place)), plan_of(module, options(mesh, place)));
   const auto cli = nlohmann::json::parse(run_tool("plan " + kShared + "joint_graph_format.fx.txt --mesh 2 --place 'tangents_1=S(1)' --json"));
   CHECK(cli["placements"]["tangents_1"] == "S(1)");

@@ -10,8 +10,6 @@
 namespace ctshard::fuzz {
 
 /// The input as text.
-inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
+inline std::string_view as_text(const std::uint8_t* data, std::size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 }  // namespace ctshard::fuzz

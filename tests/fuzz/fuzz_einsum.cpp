@@ -13,11 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const ctshard::RuleSet rules = ctshard::einsum_single_dim_strategy(eq, linearity);
       if (rules.width() != 3) std::abort();
     }
-  } catch (const ctshard::error&) {
-  }
+  } catch (const ctshard::error&) {}
   try {
     (void)ctshard::parse_einsum_or_throw(text, 0);
-  } catch (const ctshard::error&) {
-  }
+  } catch (const ctshard::error&) {}
   return 0;
 }

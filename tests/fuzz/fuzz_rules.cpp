@@ -33,10 +33,22 @@ OpArg fuzz_arg(FuzzedDataProvider& in, std::size_t tensors, int depth) {
       a.kind = OpArg::Kind::tensor;
       a.integer = in.ConsumeIntegralInRange<std::int64_t>(-1, static_cast<std::int64_t>(tensors) + 1);
       break;
-    case 2: a.kind = OpArg::Kind::integer; a.integer = in.ConsumeIntegralInRange<std::int64_t>(-4, 8); break;
-    case 3: a.kind = OpArg::Kind::integer; a.integer = fuzz_size(in); break;
-    case 4: a.kind = OpArg::Kind::floating; a.floating = in.ConsumeFloatingPoint<double>(); break;
-    case 5: a.kind = OpArg::Kind::boolean; a.integer = in.ConsumeBool() ? 1 : 0; break;
+    case 2:
+      a.kind = OpArg::Kind::integer;
+      a.integer = in.ConsumeIntegralInRange<std::int64_t>(-4, 8);
+      break;
+    case 3:
+      a.kind = OpArg::Kind::integer;
+      a.integer = fuzz_size(in);
+      break;
+    case 4:
+      a.kind = OpArg::Kind::floating;
+      a.floating = in.ConsumeFloatingPoint<double>();
+      break;
+    case 5:
+      a.kind = OpArg::Kind::boolean;
+      a.integer = in.ConsumeBool() ? 1 : 0;
+      break;
     case 6: {
       a.kind = OpArg::Kind::int_list;
       const int n = in.ConsumeIntegralInRange<int>(0, 9);
@@ -50,8 +62,8 @@ OpArg fuzz_arg(FuzzedDataProvider& in, std::size_t tensors, int depth) {
       break;
     }
     case 8: {
-      static const char* const texts[] = {"torch.float32", "torch.bfloat16", "torch.int64", "torch.bool", "sum", "mean", "floor",
-                                          "trunc", "none", "reflect", "ij,jk->ik", "bij,bjk->bik", ""};
+      static const char* const texts[] = {"torch.float32", "torch.bfloat16", "torch.int64", "torch.bool", "sum",          "mean", "floor",
+                                          "trunc",         "none",           "reflect",     "ij,jk->ik",  "bij,bjk->bik", ""};
       a.kind = in.ConsumeBool() ? OpArg::Kind::string : OpArg::Kind::other;
       a.text = in.ConsumeBool() ? std::string(texts[in.ConsumeIntegralInRange<int>(0, 12)]) : in.ConsumeRandomLengthString(16);
       break;
@@ -100,7 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const int nargs = in.ConsumeIntegralInRange<int>(0, 8);
   for (int i = 0; i < nargs; ++i) call.args.push_back(fuzz_arg(in, tensors, 0));
-  static const char* const keys[] = {"dim", "keepdim", "dtype", "correction", "output_mask", "self", "input", "weight", "bias", "index", "src", "value"};
+  static const char* const keys[] = {"dim",   "keepdim", "dtype", "correction", "output_mask", "self",
+                                     "input", "weight",  "bias",  "index",      "src",         "value"};
   const int nkw = in.ConsumeIntegralInRange<int>(0, 3);
   for (int i = 0; i < nkw; ++i) call.kwargs.emplace_back(keys[in.ConsumeIntegralInRange<int>(0, 11)], fuzz_arg(in, tensors, 0));
   try {
@@ -118,7 +131,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
     const Choice c = e.choose(call.tensors, specs);
     for (std::size_t k = 0; k < e.num_outputs() + e.num_inputs(); ++k) (void)e.spec_of(c, k);
-  } catch (const error&) {
-  }
+  } catch (const error&) {}
   return 0;
 }

@@ -14,12 +14,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<std::vector<std::int64_t>> shapes;
   };
   static const Case cases[] = {
-      {"aten.view.default", {{4, 8}}},         {"aten.sum.dim_IntList", {{4, 8}}},      {"aten.cat.default", {{4, 6}, {4, 6}}},
-      {"aten.split.Tensor", {{8, 4}}},         {"aten.index.Tensor", {{8, 4}, {3}}},    {"einsum:ij,jk->ik", {{4, 8}, {8, 2}}},
-      {"aten.permute.default", {{2, 3, 4}}},   {"aten.native_layer_norm.default", {{4, 8}, {8}, {8}}},
-      {"aten.as_strided.default", {{4, 8}}},   {"aten.convolution.default", {{2, 4, 8, 8}, {6, 4, 3, 3}}},
-      {"aten.expand.default", {{1, 8}}},       {"aten.new_zeros.default", {{4, 8}}},
-      {"aten.scatter.value", {{4, 8}, {4, 8}}}, {"aten.slice.Tensor", {{8, 4}}},        {"aten.embedding.default", {{16, 8}, {4}}},
+      {"aten.view.default", {{4, 8}}},
+      {"aten.sum.dim_IntList", {{4, 8}}},
+      {"aten.cat.default", {{4, 6}, {4, 6}}},
+      {"aten.split.Tensor", {{8, 4}}},
+      {"aten.index.Tensor", {{8, 4}, {3}}},
+      {"einsum:ij,jk->ik", {{4, 8}, {8, 2}}},
+      {"aten.permute.default", {{2, 3, 4}}},
+      {"aten.native_layer_norm.default", {{4, 8}, {8}, {8}}},
+      {"aten.as_strided.default", {{4, 8}}},
+      {"aten.convolution.default", {{2, 4, 8, 8}, {6, 4, 3, 3}}},
+      {"aten.expand.default", {{1, 8}}},
+      {"aten.new_zeros.default", {{4, 8}}},
+      {"aten.scatter.value", {{4, 8}, {4, 8}}},
+      {"aten.slice.Tensor", {{8, 4}}},
+      {"aten.embedding.default", {{16, 8}, {4}}},
       {"aten._grouped_mm.default", {{8, 4}, {2, 4, 6}, {2}}},
   };
   const Case& c = cases[data[0] % (sizeof cases / sizeof cases[0])];
@@ -36,7 +45,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     o.args = ctshard::cli::parse_arg_json("--args", args);
     o.kwargs = ctshard::cli::parse_arg_json("--kwargs", kwargs);
     (void)ctshard::cli::choice_json(o).dump();
-  } catch (const ctshard::error&) {
-  }
+  } catch (const ctshard::error&) {}
   return 0;
 }

@@ -104,8 +104,8 @@ void add_pointwise(std::vector<SampleCall>& v) {
     v.push_back(make_call("pointwise", std::move(op), std::move(in), std::move(extra), std::move(kw)));
   };
   // Unary ops without Partial rows.
-  for (const char* op : {"aten.abs.default", "aten.sin.default", "aten.cos.default", "aten.gelu.default", "aten.silu.default",
-                         "aten.sign.default", "aten.square.default", "aten.isnan.default"})
+  for (const char* op : {"aten.abs.default", "aten.sin.default", "aten.cos.default", "aten.gelu.default", "aten.silu.default", "aten.sign.default",
+                         "aten.square.default", "aten.isnan.default"})
     pw(op, {R({4, 5})});
   pw("aten.gelu.default", {R({5})}, {}, {{"approximate", sarg("tanh")}});
   for (const char* op : {"aten.sqrt.default", "aten.rsqrt.default", "aten.reciprocal.default"}) pw(op, {Pos({4, 5})});
@@ -113,9 +113,9 @@ void add_pointwise(std::vector<SampleCall>& v) {
   pw("aten.logical_not.default", {B({4, 5})});
   pw("aten.pow.Tensor_Scalar", {Pos({4, 5})}, {farg(2.5)});
   // Unary ops with Partial rows (monotone, linear).
-  for (const char* op : {"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default",
-                         "aten.floor.default", "aten.ceil.default", "aten.expm1.default", "aten.erfc.default", "aten.neg.default",
-                         "aten.positive.default"})
+  for (const char* op :
+       {"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default", "aten.floor.default",
+        "aten.ceil.default", "aten.expm1.default", "aten.erfc.default", "aten.neg.default", "aten.positive.default"})
     pw(op, {R({4, 5})});
   for (const char* op : {"aten.log.default", "aten.log1p.default"}) pw(op, {Pos({4, 5})});
   pw("aten.exp.default", {R({3, 1, 5})});
@@ -134,8 +134,7 @@ void add_pointwise(std::vector<SampleCall>& v) {
     pw(op, {I({4, 5})}, {iarg(1)});
   for (const char* op : {"aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor"}) pw(op, {I({4, 5}), I({4, 5})});
   for (const char* op : {"aten.logical_and.default", "aten.logical_or.default"}) pw(op, {B({4, 5}), B({5})});
-  for (const char* op : {"aten.sigmoid_backward.default", "aten.tanh_backward.default", "aten.gelu_backward.default"})
-    pw(op, {R({4, 5}), R({4, 5})});
+  for (const char* op : {"aten.sigmoid_backward.default", "aten.tanh_backward.default", "aten.gelu_backward.default"}) pw(op, {R({4, 5}), R({4, 5})});
   pw("aten.threshold_backward.default", {R({4, 5}), R({4, 5})}, {farg(0.0)});
   pw("aten.rsub.Scalar", {R({4, 5})}, {farg(2.0), farg(1.5)});
   pw("aten.rsub.Tensor", {R({4, 5}), R({5})}, {}, {{"alpha", farg(2.0)}});
@@ -163,8 +162,8 @@ void add_pointwise(std::vector<SampleCall>& v) {
   pw("aten.div.Tensor", {R({4, 5}), Pos({4, 5})});
   pw("aten.div.Tensor", {R({4, 5}), Pos({1, 5})});
   pw("aten.div.Tensor", {R({4, 5})}, {farg(2.0)});
-  for (const char* op : {"aten.maximum.default", "aten.fmax.default", "aten.clamp_min.Tensor", "aten.minimum.default",
-                         "aten.fmin.default", "aten.clamp_max.Tensor", "aten.logaddexp.default"})
+  for (const char* op : {"aten.maximum.default", "aten.fmax.default", "aten.clamp_min.Tensor", "aten.minimum.default", "aten.fmin.default",
+                         "aten.clamp_max.Tensor", "aten.logaddexp.default"})
     pw(op, {R({4, 5}), R({4, 5})});
   pw("aten.maximum.default", {R({4, 5}), R({5})});
   pw("aten.minimum.default", {R({4, 1}), R({4, 5})});

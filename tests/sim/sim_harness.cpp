@@ -119,7 +119,8 @@ RowOutcome run_on_mesh(const SampleCall& call, const RefOp& op, const GlobalRun&
       ctx.local_inputs.push_back(shape_of((*p)[dev]));
     }
     try {
-      for (std::size_t k = 0; k < out_specs.size(); ++k) ctx.local_outputs.push_back(local_shape(ctx.global_outputs[k], out_specs[k], mesh, ctx.coords));
+      for (std::size_t k = 0; k < out_specs.size(); ++k)
+        ctx.local_outputs.push_back(local_shape(ctx.global_outputs[k], out_specs[k], mesh, ctx.coords));
       if (op.localise) op.localise(pack, ctx);
       auto outs = op.run(pack);
       if (outs.size() != out_specs.size()) return {false, "device " + coords_text(ctx.coords) + " returned a different number of outputs"};
@@ -164,8 +165,10 @@ RowOutcome simulate_row(const SampleCall& call, const RefOp& op, const SimRow& r
     Rng rng(seed + static_cast<std::uint64_t>(t) * 0x9E3779B97F4A7C15ull);
     const GlobalRun g = run_global(call, op, rng);
     std::vector<std::vector<Tensor>> cuts;
+    cuts.reserve(g.inputs.size());
     for (std::size_t i = 0; i < g.inputs.size(); ++i) cuts.push_back(cut(g.inputs[i], row.inputs.at(i), mesh, rng, call.inputs[i].domain));
     std::vector<const std::vector<Tensor>*> pieces;
+    pieces.reserve(cuts.size());
     for (const auto& c : cuts) pieces.push_back(&c);
     RowOutcome r = run_on_mesh(call, op, g, pieces, row.inputs, row.outputs, mesh);
     if (!r.ok) {
@@ -206,11 +209,11 @@ std::size_t FamilyReport::strided_failed() const {
 
 std::string FamilyReport::summary() const {
   std::ostringstream os;
-  os << "sim: " << family << ": rows checked " << checked() << ", failed " << failed() << ", missing " << missing
-     << "; StridedShard rows checked " << strided_checked() << ", failed " << strided_failed() << "\n";
+  os << "sim: " << family << ": rows checked " << checked() << ", failed " << failed() << ", missing " << missing << "; StridedShard rows checked "
+     << strided_checked() << ", failed " << strided_failed() << "\n";
   for (const auto& m : per_mesh) {
-    os << "sim:   " << family << " on mesh " << m.mesh << ": rows checked " << m.checked << ", failed " << m.failed
-       << " (StridedShard " << m.strided_checked << ", failed " << m.strided_failed << ")";
+    os << "sim:   " << family << " on mesh " << m.mesh << ": rows checked " << m.checked << ", failed " << m.failed << " (StridedShard "
+       << m.strided_checked << ", failed " << m.strided_failed << ")";
     if (m.known_unsound) os << " (+" << m.known_unsound << " known-unsound DTensor-fidelity rows failed)";
     if (m.sampled_out) os << " (" << m.sampled_out << " rows not sampled)";
     os << "\n";

@@ -2,11 +2,12 @@
 // few lines of plain math; bool results are 0/1 doubles.
 #include "sim_ops.hpp"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numbers>
+#include <utility>
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
@@ -236,14 +237,8 @@ void add_pointwise(Table& t) {
   T["aten.atan2.default"] = binary([](const Tensor& x, const Tensor& y) { return xt::atan2(x, y); });
   T["aten.pow.Tensor_Tensor"] = binary([](const Tensor& x, const Tensor& y) { return xt::pow(x, y); });
   T["aten.pow.Tensor_Scalar"] = binary([](const Tensor& x, const Tensor& y) { return xt::pow(x, y); });
-  T["aten.addcmul.default"] = {[](const ArgPack& a) {
-                                 return Outs{a.tensor(0) + a.number_or_kw(3, "value", 1.0) * a.tensor(1) * a.tensor(2)};
-                               },
-                               {}};
-  T["aten.addcdiv.default"] = {[](const ArgPack& a) {
-                                 return Outs{a.tensor(0) + a.number_or_kw(3, "value", 1.0) * a.tensor(1) / a.tensor(2)};
-                               },
-                               {}};
+  T["aten.addcmul.default"] = {[](const ArgPack& a) { return Outs{a.tensor(0) + a.number_or_kw(3, "value", 1.0) * a.tensor(1) * a.tensor(2)}; }, {}};
+  T["aten.addcdiv.default"] = {[](const ArgPack& a) { return Outs{a.tensor(0) + a.number_or_kw(3, "value", 1.0) * a.tensor(1) / a.tensor(2)}; }, {}};
   T["aten.where.self"] = {[](const ArgPack& a) { return Outs{xt::where(xt::not_equal(a.tensor(0), 0.0), a.tensor(1), a.tensor(2))}; }, {}};
   T["aten.lerp.Tensor"] = {[](const ArgPack& a) { return Outs{a.tensor(0) + a.tensor(2) * (a.tensor(1) - a.tensor(0))}; }, {}};
   for (const char* kind : {"Tensor", "Scalar"}) {
@@ -267,13 +262,10 @@ void add_pointwise(Table& t) {
   T["aten.square.default"] = unary([](const Tensor& x) { return x * x; });
   T["aten.sigmoid_backward.default"] = binary([](const Tensor& g, const Tensor& y) { return g * (1.0 - y) * y; });
   T["aten.tanh_backward.default"] = binary([](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); });
-  T["aten.gelu_backward.default"] = binary([](const Tensor& g, const Tensor& x) {
-    return g * (normal_cdf(x) + x * xt::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi));
-  });
-  T["aten.threshold_backward.default"] = {[](const ArgPack& a) {
-                                            return Outs{xt::where(xt::less_equal(a.tensor(1), a.number(2, 0.0)), 0.0, a.tensor(0))};
-                                          },
-                                          {}};
+  T["aten.gelu_backward.default"] =
+      binary([](const Tensor& g, const Tensor& x) { return g * (normal_cdf(x) + x * xt::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi)); });
+  T["aten.threshold_backward.default"] = {
+      [](const ArgPack& a) { return Outs{xt::where(xt::less_equal(a.tensor(1), a.number(2, 0.0)), 0.0, a.tensor(0))}; }, {}};
   for (const char* name : {"aten.rsub.Scalar", "aten.rsub.Tensor"})
     T[name] = {[](const ArgPack& a) { return Outs{a.tensor(1) - a.number_or_kw(2, "alpha", 1.0) * a.tensor(0)}; }, {}};
   T["aten.add.Scalar"] = {[](const ArgPack& a) { return Outs{a.tensor(0) + a.number_or_kw(2, "alpha", 1.0) * a.tensor(1)}; }, {}};
@@ -316,20 +308,18 @@ void add_pointwise(Table& t) {
   for (const char* name : {"aten.minimum.default", "aten.clamp_max.Tensor"})
     T[name] = binary([](const Tensor& x, const Tensor& y) { return xt::minimum(x, y); });
   T["aten.fmin.default"] = binary([](const Tensor& x, const Tensor& y) { return xt::fmin(x, y); });
-  T["aten.logaddexp.default"] = binary([](const Tensor& x, const Tensor& y) {
-    return xt::maximum(x, y) + xt::log1p(xt::exp(-xt::abs(x - y)));
-  });
+  T["aten.logaddexp.default"] = binary([](const Tensor& x, const Tensor& y) { return xt::maximum(x, y) + xt::log1p(xt::exp(-xt::abs(x - y))); });
 }
 
 void add_einsum(Table& t) {
   auto eq = [](std::string equation) {
-    return RefOp{[equation](const ArgPack& a) { return Outs{einsum2(equation, a.tensor(0), a.tensor(1))}; }, {}};
+    return RefOp{[equation = std::move(equation)](const ArgPack& a) { return Outs{einsum2(equation, a.tensor(0), a.tensor(1))}; }, {}};
   };
   t["aten.mm.default"] = eq("mk,kn->mn");
   t["aten.bmm.default"] = eq("bmk,bkn->bmn");
   t["aten.dot.default"] = eq("i,i->");
   auto with_bias = [](std::string equation) {
-    return RefOp{[equation](const ArgPack& a) {
+    return RefOp{[equation = std::move(equation)](const ArgPack& a) {
                    const double beta = a.number_or_kw(3, "beta", 1.0), alpha = a.number_or_kw(4, "alpha", 1.0);
                    return Outs{Tensor(beta * a.tensor(0) + alpha * einsum2(equation, a.tensor(1), a.tensor(2)))};
                  },

@@ -103,7 +103,8 @@ void add_views(RefTable& t) {
                                const Tensor x = a.tensor(0);
                                std::vector<std::size_t> perm(x.dimension());
                                for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = i;
-                               if (x.dimension() > 0) std::swap(perm[wrap_dim(a.integer(1, 0), x.dimension())], perm[wrap_dim(a.integer(2, 0), x.dimension())]);
+                               if (x.dimension() > 0)
+                                 std::swap(perm[wrap_dim(a.integer(1, 0), x.dimension())], perm[wrap_dim(a.integer(2, 0), x.dimension())]);
                                return Outs{permuted(x, perm)};
                              },
                              {}};
@@ -237,6 +238,7 @@ void add_tensor_ops(RefTable& t) {
                                std::vector<Tensor> parts;
                                const auto list = a.tensor_list(0);
                                const std::size_t dim = wrap_dim(a.integer(1, 0), list.at(0).dimension() + 1);
+                               parts.reserve(list.size());
                                for (auto& p : list) parts.push_back(unsqueezed(p, dim));
                                return Outs{concat(parts, dim)};
                              },

@@ -165,23 +165,24 @@ void add_reductions(RefTable& t) {
   t["aten.mean.dim"] = by_dims(mean_of);
   t["aten.logsumexp.default"] = by_dims(logsumexp_of);
   for (const bool is_max : {true, false}) {
-    t[is_max ? "aten.max.dim" : "aten.min.dim"] = {[is_max](const ArgPack& a) {
-                                                     const Tensor x = a.tensor(0);
-                                                     std::vector<bool> mask(x.dimension(), false);
-                                                     if (x.dimension()) mask[wrap_dim(a.integer(1, 0), x.dimension())] = true;
-                                                     const bool keep = a.integer(2, 0) != 0;
-                                                     return Outs{reduce_groups(x, mask, keep, is_max ? max_of : min_of),
-                                                                 reduce_groups(x, mask, keep, is_max ? argmax_of : argmin_of)};
-                                                   },
-                                                   {}};
-    t[is_max ? "aten.argmax.default" : "aten.argmin.default"] = {[is_max](const ArgPack& a) {
-                                                                   const Tensor x = a.tensor(0);
-                                                                   // dim None: the index into the flattened tensor
-                                                                   std::vector<bool> mask(x.dimension(), !a.has(1));
-                                                                   if (a.has(1) && x.dimension()) mask[wrap_dim(a.integer(1, 0), x.dimension())] = true;
-                                                                   return Outs{reduce_groups(x, mask, a.integer(2, 0) != 0, is_max ? argmax_of : argmin_of)};
-                                                                 },
-                                                                 {}};
+    t[is_max ? "aten.max.dim" : "aten.min.dim"] = {
+        [is_max](const ArgPack& a) {
+          const Tensor x = a.tensor(0);
+          std::vector<bool> mask(x.dimension(), false);
+          if (x.dimension()) mask[wrap_dim(a.integer(1, 0), x.dimension())] = true;
+          const bool keep = a.integer(2, 0) != 0;
+          return Outs{reduce_groups(x, mask, keep, is_max ? max_of : min_of), reduce_groups(x, mask, keep, is_max ? argmax_of : argmin_of)};
+        },
+        {}};
+    t[is_max ? "aten.argmax.default" : "aten.argmin.default"] = {
+        [is_max](const ArgPack& a) {
+          const Tensor x = a.tensor(0);
+          // dim None: the index into the flattened tensor
+          std::vector<bool> mask(x.dimension(), !a.has(1));
+          if (a.has(1) && x.dimension()) mask[wrap_dim(a.integer(1, 0), x.dimension())] = true;
+          return Outs{reduce_groups(x, mask, a.integer(2, 0) != 0, is_max ? argmax_of : argmin_of)};
+        },
+        {}};
   }
   // var / std / var_mean (self, dim=None, *, correction=1, keepdim=False)
   auto var_like = [](const ArgPack& a, bool take_sqrt) {
@@ -197,12 +198,13 @@ void add_reductions(RefTable& t) {
   };
   t["aten.var.correction"] = {[var_like](const ArgPack& a) { return Outs{var_like(a, false)}; }, {}};
   t["aten.std.correction"] = {[var_like](const ArgPack& a) { return Outs{var_like(a, true)}; }, {}};
-  t["aten.var_mean.correction"] = {[var_like](const ArgPack& a) {
-                                     const Tensor x = a.tensor(0);
-                                     const OpArg* k = a.kwarg("keepdim");
-                                     return Outs{var_like(a, false), reduce_groups(x, reduced_mask(a, 1, x.dimension()), k != nullptr && k->integer != 0, mean_of)};
-                                   },
-                                   {}};
+  t["aten.var_mean.correction"] = {
+      [var_like](const ArgPack& a) {
+        const Tensor x = a.tensor(0);
+        const OpArg* k = a.kwarg("keepdim");
+        return Outs{var_like(a, false), reduce_groups(x, reduced_mask(a, 1, x.dimension()), k != nullptr && k->integer != 0, mean_of)};
+      },
+      {}};
 }
 
 void add_softmax(RefTable& t) {
@@ -222,23 +224,25 @@ void add_softmax(RefTable& t) {
                                     },
                                     {}};
   // (grad_output, output, dim, input_dtype)
-  t["aten._softmax_backward_data.default"] = {[](const ArgPack& a) {
-                                                const Tensor g = a.tensor(0), y = a.tensor(1);
-                                                return Outs{map_lanes({g, y}, wrap_dim(a.integer(2, 0), g.dimension()), [](const auto& in, auto& out) {
-                                                  double dot = 0;
-                                                  for (std::size_t j = 0; j < out.size(); ++j) dot += in[0][j] * in[1][j];
-                                                  for (std::size_t j = 0; j < out.size(); ++j) out[j] = in[1][j] * (in[0][j] - dot);
-                                                })};
-                                              },
-                                              {}};
-  t["aten._log_softmax_backward_data.default"] = {[](const ArgPack& a) {
-                                                    const Tensor g = a.tensor(0), y = a.tensor(1);
-                                                    return Outs{map_lanes({g, y}, wrap_dim(a.integer(2, 0), g.dimension()), [](const auto& in, auto& out) {
-                                                      const double s = sum_of(in[0]);
-                                                      for (std::size_t j = 0; j < out.size(); ++j) out[j] = in[0][j] - std::exp(in[1][j]) * s;
-                                                    })};
-                                                  },
-                                                  {}};
+  t["aten._softmax_backward_data.default"] = {
+      [](const ArgPack& a) {
+        const Tensor g = a.tensor(0), y = a.tensor(1);
+        return Outs{map_lanes({g, y}, wrap_dim(a.integer(2, 0), g.dimension()), [](const auto& in, auto& out) {
+          double dot = 0;
+          for (std::size_t j = 0; j < out.size(); ++j) dot += in[0][j] * in[1][j];
+          for (std::size_t j = 0; j < out.size(); ++j) out[j] = in[1][j] * (in[0][j] - dot);
+        })};
+      },
+      {}};
+  t["aten._log_softmax_backward_data.default"] = {
+      [](const ArgPack& a) {
+        const Tensor g = a.tensor(0), y = a.tensor(1);
+        return Outs{map_lanes({g, y}, wrap_dim(a.integer(2, 0), g.dimension()), [](const auto& in, auto& out) {
+          const double s = sum_of(in[0]);
+          for (std::size_t j = 0; j < out.size(); ++j) out[j] = in[0][j] - std::exp(in[1][j]) * s;
+        })};
+      },
+      {}};
 }
 
 /// Number of rows (leading elements) and row length (normalized elements) of a layer norm input.
@@ -257,67 +261,68 @@ Shape stats_shape(const Tensor& x, std::size_t normalized) {
 
 void add_layer_norm(RefTable& t) {
   // (input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
-  t["aten.native_layer_norm.default"] = {[](const ArgPack& a) {
-                                           const Tensor x = a.tensor(0);
-                                           const std::size_t k = a.ints(1).size();
-                                           const auto [rows, cols] = rows_cols(x, k);
-                                           const double eps = a.number(4, 1e-5);
-                                           Tensor out = Tensor::from_shape(x.shape()), mean = Tensor::from_shape(stats_shape(x, k)),
-                                                  rstd = Tensor::from_shape(stats_shape(x, k));
-                                           const Tensor w = a.has(2) ? a.tensor(2) : Tensor(1.0), b = a.has(3) ? a.tensor(3) : Tensor(0.0);
-                                           require_rank(x, k, "native_layer_norm: input");
-                                           if ((w.size() != 1 && w.size() != cols) || (b.size() != 1 && b.size() != cols))
-                                             throw error("sim: native_layer_norm: weight / bias do not match the normalized shape");
-                                           for (std::size_t r = 0; r < rows; ++r) {
-                                             const double* row = x.data() + r * cols;
-                                             double m = 0, v = 0;
-                                             for (std::size_t c = 0; c < cols; ++c) m += row[c];
-                                             m /= static_cast<double>(cols);
-                                             for (std::size_t c = 0; c < cols; ++c) v += (row[c] - m) * (row[c] - m);
-                                             const double rs = 1.0 / std::sqrt(v / static_cast<double>(cols) + eps);
-                                             mean.data()[r] = m;
-                                             rstd.data()[r] = rs;
-                                             for (std::size_t c = 0; c < cols; ++c)
-                                               out.data()[r * cols + c] = (row[c] - m) * rs * w.data()[w.size() == 1 ? 0 : c] + b.data()[b.size() == 1 ? 0 : c];
-                                           }
-                                           return Outs{out, mean, rstd};
-                                         },
-                                         {}};
+  t["aten.native_layer_norm.default"] = {
+      [](const ArgPack& a) {
+        const Tensor x = a.tensor(0);
+        const std::size_t k = a.ints(1).size();
+        const auto [rows, cols] = rows_cols(x, k);
+        const double eps = a.number(4, 1e-5);
+        Tensor out = Tensor::from_shape(x.shape()), mean = Tensor::from_shape(stats_shape(x, k)), rstd = Tensor::from_shape(stats_shape(x, k));
+        const Tensor w = a.has(2) ? a.tensor(2) : Tensor(1.0), b = a.has(3) ? a.tensor(3) : Tensor(0.0);
+        require_rank(x, k, "native_layer_norm: input");
+        if ((w.size() != 1 && w.size() != cols) || (b.size() != 1 && b.size() != cols))
+          throw error("sim: native_layer_norm: weight / bias do not match the normalized shape");
+        for (std::size_t r = 0; r < rows; ++r) {
+          const double* row = x.data() + r * cols;
+          double m = 0, v = 0;
+          for (std::size_t c = 0; c < cols; ++c) m += row[c];
+          m /= static_cast<double>(cols);
+          for (std::size_t c = 0; c < cols; ++c) v += (row[c] - m) * (row[c] - m);
+          const double rs = 1.0 / std::sqrt(v / static_cast<double>(cols) + eps);
+          mean.data()[r] = m;
+          rstd.data()[r] = rs;
+          for (std::size_t c = 0; c < cols; ++c)
+            out.data()[r * cols + c] = (row[c] - m) * rs * w.data()[w.size() == 1 ? 0 : c] + b.data()[b.size() == 1 ? 0 : c];
+        }
+        return Outs{out, mean, rstd};
+      },
+      {}};
   // (grad_out, input, normalized_shape, mean, rstd, weight?, bias?, output_mask) -> (grad_input, grad_weight, grad_bias)
-  t["aten.native_layer_norm_backward.default"] = {[](const ArgPack& a) {
-                                                    const Tensor g = a.tensor(0), x = a.tensor(1), mean = a.tensor(3), rstd = a.tensor(4);
-                                                    const std::size_t k = a.ints(2).size();
-                                                    const auto [rows, cols] = rows_cols(x, k);
-                                                    const auto mask = a.ints(7);
-                                                    const bool has_w = a.has(5), has_b = a.has(6);
-                                                    Shape wshape(x.shape().end() - static_cast<std::ptrdiff_t>(k), x.shape().end());
-                                                    Tensor gi = Tensor::from_shape(x.shape()), gw = Tensor::from_shape(wshape), gb = Tensor::from_shape(wshape);
-                                                    gw.fill(0.0);
-                                                    gb.fill(0.0);
-                                                    const Tensor w = has_w ? a.tensor(5) : Tensor(1.0);
-                                                    require_rank(x, k, "native_layer_norm_backward: input");
-                                                    require_shape(g, shape_of(x), "native_layer_norm_backward: grad_out");
-                                                    if (mean.size() != rows || rstd.size() != rows || (w.size() != 1 && w.size() != cols))
-                                                      throw error("sim: native_layer_norm_backward: mean / rstd / weight do not match the input");
-                                                    std::vector<double> xhat(cols), gw_row(cols);
-                                                    for (std::size_t r = 0; r < rows; ++r) {
-                                                      double mg = 0, mgx = 0;
-                                                      for (std::size_t c = 0; c < cols; ++c) {
-                                                        xhat[c] = (x.data()[r * cols + c] - mean.data()[r]) * rstd.data()[r];
-                                                        gw_row[c] = g.data()[r * cols + c] * w.data()[w.size() == 1 ? 0 : c];
-                                                        mg += gw_row[c];
-                                                        mgx += gw_row[c] * xhat[c];
-                                                        gw.data()[c] += g.data()[r * cols + c] * xhat[c];
-                                                        gb.data()[c] += g.data()[r * cols + c];
-                                                      }
-                                                      mg /= static_cast<double>(cols);
-                                                      mgx /= static_cast<double>(cols);
-                                                      for (std::size_t c = 0; c < cols; ++c) gi.data()[r * cols + c] = rstd.data()[r] * (gw_row[c] - mg - xhat[c] * mgx);
-                                                    }
-                                                    auto on = [&mask](std::size_t i) { return mask.size() != 3 || mask[i] != 0; };
-                                                    return Outs{on(0) ? gi : zero_scalar(), on(1) && has_w ? gw : zero_scalar(), on(2) && has_b ? gb : zero_scalar()};
-                                                  },
-                                                  {}};
+  t["aten.native_layer_norm_backward.default"] = {
+      [](const ArgPack& a) {
+        const Tensor g = a.tensor(0), x = a.tensor(1), mean = a.tensor(3), rstd = a.tensor(4);
+        const std::size_t k = a.ints(2).size();
+        const auto [rows, cols] = rows_cols(x, k);
+        const auto mask = a.ints(7);
+        const bool has_w = a.has(5), has_b = a.has(6);
+        Shape wshape(x.shape().end() - static_cast<std::ptrdiff_t>(k), x.shape().end());
+        Tensor gi = Tensor::from_shape(x.shape()), gw = Tensor::from_shape(wshape), gb = Tensor::from_shape(wshape);
+        gw.fill(0.0);
+        gb.fill(0.0);
+        const Tensor w = has_w ? a.tensor(5) : Tensor(1.0);
+        require_rank(x, k, "native_layer_norm_backward: input");
+        require_shape(g, shape_of(x), "native_layer_norm_backward: grad_out");
+        if (mean.size() != rows || rstd.size() != rows || (w.size() != 1 && w.size() != cols))
+          throw error("sim: native_layer_norm_backward: mean / rstd / weight do not match the input");
+        std::vector<double> xhat(cols), gw_row(cols);
+        for (std::size_t r = 0; r < rows; ++r) {
+          double mg = 0, mgx = 0;
+          for (std::size_t c = 0; c < cols; ++c) {
+            xhat[c] = (x.data()[r * cols + c] - mean.data()[r]) * rstd.data()[r];
+            gw_row[c] = g.data()[r * cols + c] * w.data()[w.size() == 1 ? 0 : c];
+            mg += gw_row[c];
+            mgx += gw_row[c] * xhat[c];
+            gw.data()[c] += g.data()[r * cols + c] * xhat[c];
+            gb.data()[c] += g.data()[r * cols + c];
+          }
+          mg /= static_cast<double>(cols);
+          mgx /= static_cast<double>(cols);
+          for (std::size_t c = 0; c < cols; ++c) gi.data()[r * cols + c] = rstd.data()[r] * (gw_row[c] - mg - xhat[c] * mgx);
+        }
+        auto on = [&mask](std::size_t i) { return mask.size() != 3 || mask[i] != 0; };
+        return Outs{on(0) ? gi : zero_scalar(), on(1) && has_w ? gw : zero_scalar(), on(2) && has_b ? gb : zero_scalar()};
+      },
+      {}};
 }
 
 /// An index tensor's element as an integer: refuses values that are not whole numbers within
@@ -382,7 +387,8 @@ void add_nn(RefTable& t) {
                                                   std::vector<std::size_t> row_of(idx.size());
                                                   for (std::size_t p = 0; p < idx.size(); ++p) {
                                                     const std::int64_t r = index_value(idx.data()[p], "embedding_dense_backward");
-                                                    if (r < 0 || static_cast<std::size_t>(r) >= rows) throw error("sim: embedding_dense_backward: index out of range");
+                                                    if (r < 0 || static_cast<std::size_t>(r) >= rows)
+                                                      throw error("sim: embedding_dense_backward: index out of range");
                                                     row_of[p] = static_cast<std::size_t>(r);
                                                     count[row_of[p]] += 1;
                                                   }

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <sstream>
 
-
 #include "ctshard/error.hpp"
 
 namespace ctshard::sim {

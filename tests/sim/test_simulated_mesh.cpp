@@ -30,7 +30,7 @@ std::vector<Placement> all_placements(int rank) {
 }
 
 /// Runs one family, prints its report, and returns it.
-FamilyReport run_family(std::string_view family, const OpRegistry& registry, CheckOptions options = {}) {
+FamilyReport run_family(std::string_view family, const OpRegistry& registry, const CheckOptions& options = {}) {
   FamilyReport rep = check_family(family, registry, options);
   std::cout << rep.full_text() << std::flush;
   return rep;
@@ -230,9 +230,7 @@ TEST_CASE("sim: every registered op has a reference op and a sample call, or a l
   std::cout << "sim: " << simulated << " registered ops simulated, " << not_simulated().size() << " not\n";
 }
 
-TEST_CASE("sim: pointwise rules are sound", "[sim]") {
-  require_sound(run_family("pointwise", builtin_registry()));
-}
+TEST_CASE("sim: pointwise rules are sound", "[sim]") { require_sound(run_family("pointwise", builtin_registry())); }
 
 TEST_CASE("sim: einsum rules with per-input linearity are sound", "[sim]") {
   static const OpRegistry registry = make_builtin_registry(EinsumLinearity::per_input);
@@ -263,7 +261,8 @@ TEST_CASE("sim: einsum rules as DTensor writes them fail only on the batch-only 
 
 TEST_CASE("sim: DTensor's batch-only all-Partial einsum rows are unsound", "[sim]") {
   // einsum("ab,ab->ab") under EinsumLinearity::dtensor lists [P(r), P(r), P(r)] for r = sum, avg.
-  const SampleCall call{"einsum", "aten.einsum.default", {{{4, 5}, Domain::real, 0}, {{4, 5}, Domain::real, 0}}, {sarg("ab,ab->ab"), tlist({0, 1})}, {}};
+  const SampleCall call{
+      "einsum", "aten.einsum.default", {{{4, 5}, Domain::real, 0}, {{4, 5}, Domain::real, 0}}, {sarg("ab,ab->ab"), tlist({0, 1})}, {}};
   const RefOp& op = *find_ref_op(call.op);
   const RuleSet dt = (*builtin_registry().find(call.op))(to_op_call(call)).rules;
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
@@ -276,8 +275,8 @@ TEST_CASE("sim: DTensor's batch-only all-Partial einsum rows are unsound", "[sim
       const RowOutcome o = simulate_row(call, op, row, mesh, 42);
       INFO(to_string(row) << " on mesh " << mesh.name() << ": " << o.detail);
       CHECK_FALSE(o.ok);  // ... but it computes the wrong value
-      std::cout << "sim: known unsound (DTensor fidelity): einsum ab,ab->ab on mesh " << mesh.name() << ": " << to_string(row) << ": "
-                << o.detail << "\n";
+      std::cout << "sim: known unsound (DTensor fidelity): einsum ab,ab->ab on mesh " << mesh.name() << ": " << to_string(row) << ": " << o.detail
+                << "\n";
     }
   }
   // Minimal counterexample by hand, mesh 2, P(sum): a = 1 + 2, b = 3 + 4; local products sum to
@@ -298,25 +297,15 @@ TEST_CASE("sim: B02 add.Tensor with a Python scalar cannot keep P(sum)", "[sim]"
   for (std::size_t i = 0; i < rules.size(); ++i) CHECK_FALSE(rules.at(i, 1).is_partial());
 }
 
-TEST_CASE("sim: collective passthrough rules are sound", "[sim]") {
-  require_sound(run_family("collective", builtin_registry()));
-}
+TEST_CASE("sim: collective passthrough rules are sound", "[sim]") { require_sound(run_family("collective", builtin_registry())); }
 
-TEST_CASE("sim: view rules are sound", "[sim]") {
-  require_sound(run_family("view", builtin_registry()));
-}
+TEST_CASE("sim: view rules are sound", "[sim]") { require_sound(run_family("view", builtin_registry())); }
 
-TEST_CASE("sim: tensor-op rules are sound", "[sim]") {
-  require_sound(run_family("tensor", builtin_registry()));
-}
+TEST_CASE("sim: tensor-op rules are sound", "[sim]") { require_sound(run_family("tensor", builtin_registry())); }
 
-TEST_CASE("sim: reduction, softmax and layer-norm rules are sound", "[sim]") {
-  require_sound(run_family("math", builtin_registry()));
-}
+TEST_CASE("sim: reduction, softmax and layer-norm rules are sound", "[sim]") { require_sound(run_family("math", builtin_registry())); }
 
-TEST_CASE("sim: embedding and dropout rules are sound", "[sim]") {
-  require_sound(run_family("nn", builtin_registry()));
-}
+TEST_CASE("sim: embedding and dropout rules are sound", "[sim]") { require_sound(run_family("nn", builtin_registry())); }
 
 TEST_CASE("sim: the simulator catches what the view filter and squeeze canonicalisation prevent", "[sim]") {
   // view(5x4 -> 20) keeping S(0) on mesh 2: local 3x4 and 2x4 flatten to 12 + 8, not torch.chunk's

@@ -83,8 +83,7 @@ static_assert(einsum_equation_v<"bcmk,bckn->bcmn">.batch.view() == "bc");
 static_assert(einsum_equation_v<"abc,ab->abc">.batch.view() == "ab" && einsum_equation_v<"abc,ab->abc">.lhs_only.view() == "c");
 static_assert(einsum_equation_v<"abd,bf->abfd">.batch.view() == "b" && einsum_equation_v<"abd,bf->abfd">.lhs_only.view() == "ad" &&
               einsum_equation_v<"abd,bf->abfd">.rhs_only.view() == "f");
-static_assert(!is_valid_einsum_v<"mk,kn"> && !is_valid_einsum_v<"mk,kn->mm"> && !is_valid_einsum_v<"m k,kn->mn"> &&
-              is_valid_einsum_v<"i,i->">);
+static_assert(!is_valid_einsum_v<"mk,kn"> && !is_valid_einsum_v<"mk,kn->mm"> && !is_valid_einsum_v<"m k,kn->mn"> && is_valid_einsum_v<"i,i->">);
 static_assert(parse_einsum("mk,kn->mz").code == einsum_error::output_label_absent_from_inputs && parse_einsum("mk,kn->mz").column == 8);
 
 // --- type-level placements ------------------------------------------------------------------------

@@ -22,9 +22,9 @@ static_assert(num_shards("_S(0, 2)S(0)"_spec, mesh_2x2) == 4);
 // the running count of one dim, mesh dim by mesh dim (is_tensor_shardable's lower bounds)
 constexpr std::int64_t strided_then_shard() {
   std::int64_t devices = 1;
-  const std::int64_t first = add_mesh_dim_shards(devices, StridedShard(0, 3), 2);   // 1 * 2 * 3
-  const std::int64_t second = add_mesh_dim_shards(devices, Shard(0), 4);            // 2 * 4
-  return first * 100 + second * 10 + devices;                                        // devices 8
+  const std::int64_t first = add_mesh_dim_shards(devices, StridedShard(0, 3), 2);  // 1 * 2 * 3
+  const std::int64_t second = add_mesh_dim_shards(devices, Shard(0), 4);           // 2 * 4
+  return first * 100 + second * 10 + devices;                                      // devices 8
 }
 static_assert(strided_then_shard() == 6 * 100 + 8 * 10 + 8);
 // saturates instead of wrapping

@@ -35,6 +35,7 @@ class CaseGenerator {
   }
   std::vector<std::int64_t> shape(int rank) {
     std::vector<std::int64_t> s;
+    s.reserve(static_cast<std::size_t>(rank));
     for (int d = 0; d < rank; ++d) s.push_back(size());
     return s;
   }
@@ -43,6 +44,7 @@ class CaseGenerator {
   MeshTopology mesh(int lo, int hi, int max_size = 4) {
     std::vector<std::int64_t> sizes;
     const int n = uniform(lo, hi);
+    sizes.reserve(static_cast<std::size_t>(n));
     for (int d = 0; d < n; ++d) sizes.push_back(uniform(1, max_size));
     static constexpr std::int64_t dph[] = {1, 2, 4, 8};
     return MeshTopology::build(sizes, dph[uniform(0, 3)], {}, chance(0.5) ? CostModel::dtensor : CostModel::consistent);
@@ -92,8 +94,10 @@ class CaseGenerator {
     switch (op) {
       case 0: call = make_call("aten.mm.default", {t({m, k}), t({k, n})}, {tensor_arg(0), tensor_arg(1)}); break;
       case 1: call = make_call("aten.bmm.default", {t({b, m, k}), t({b, k, n})}, {tensor_arg(0), tensor_arg(1)}); break;
-      case 2: call = make_call("aten.addmm.default", {t(chance(0.5) ? std::vector<std::int64_t>{n} : std::vector<std::int64_t>{m, n}), t({m, k}), t({k, n})},
-                               {tensor_arg(0), tensor_arg(1), tensor_arg(2)});
+      case 2:
+        call =
+            make_call("aten.addmm.default", {t(chance(0.5) ? std::vector<std::int64_t>{n} : std::vector<std::int64_t>{m, n}), t({m, k}), t({k, n})},
+                      {tensor_arg(0), tensor_arg(1), tensor_arg(2)});
         break;
       case 3:
       case 4: {
@@ -105,7 +109,8 @@ class CaseGenerator {
       }
       case 5: {
         const auto a = shape(uniform(1, 4));
-        call = make_call("aten.sum.dim_IntList", {t(a)}, {tensor_arg(0), ints_arg({uniform(0, static_cast<int>(a.size()) - 1)}), bool_arg(chance(0.5))});
+        call =
+            make_call("aten.sum.dim_IntList", {t(a)}, {tensor_arg(0), ints_arg({uniform(0, static_cast<int>(a.size()) - 1)}), bool_arg(chance(0.5))});
         break;
       }
       case 6: {

@@ -37,8 +37,7 @@ double step_cost(const Spec& s, std::size_t d, Placement to, const TensorMeta& t
 }
 
 /// Shortest-path distances from `a` over every spec of `placements`, by Dijkstra.
-std::map<std::string, double> all_distances(const Spec& a, const std::vector<Placement>& placements, const TensorMeta& t,
-                                            const MeshTopology& m) {
+std::map<std::string, double> all_distances(const Spec& a, const std::vector<Placement>& placements, const TensorMeta& t, const MeshTopology& m) {
   std::map<std::string, double> dist{{to_string(a), 0.0}};
   using Entry = std::pair<double, std::string>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;

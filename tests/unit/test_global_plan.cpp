@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -256,7 +257,7 @@ TEST_CASE("solve: chains, trees and cycles of 50-label nodes reduce exactly", "[
     g.add_node(std::move(c));
   }
   const auto dense = [&](std::uint32_t u, std::uint32_t v) {
-    std::vector<cost_t> m(50 * 50);
+    std::vector<cost_t> m(std::size_t{50} * 50);
     for (auto& x : m) x = rng() % 9 == 0 ? forbidden : static_cast<cost_t>(rng() % 1000);
     g.add_dense_edge(u, v, std::move(m));
   };
@@ -404,6 +405,7 @@ TEST_CASE("iopddl: usage limits come from the maximal sets of live nodes", "[glo
   // [0,3) [1,2) [2,5) [4,5): live sets {0} {0,1} {0,2} {2} {2,3}; maximal: {0,1} {0,2} {2,3}
   const auto limits = limits_from_intervals({{0, 3}, {1, 2}, {2, 5}, {4, 5}}, 10, false);
   std::vector<std::vector<std::uint32_t>> sets;
+  sets.reserve(limits.size());
   for (const auto& l : limits) sets.push_back(l.nodes);
   CHECK(sets == std::vector<std::vector<std::uint32_t>>{{0, 1}, {0, 2}, {2, 3}});
   CHECK(limits_from_intervals({{0, 3}, {1, 2}, {2, 5}, {4, 5}}, 10, true).size() == 5);

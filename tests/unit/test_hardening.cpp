@@ -93,12 +93,10 @@ TEST_CASE("hardening: checked size arithmetic", "[hardening]") {
   static_assert(checked_mul(3037000499, 3037000499, "x") == 9223372030926249001);
   static_assert(checked_add(big - 1, 1, "x") == big);
   static_assert(saturating_mul(big / 2, 3) == big);
-  CHECK_THROWS_WITH(checked_mul(3037000500, 3037000500, "numel"),
-                    "ctshard: numel: 3037000500 * 3037000500 overflows a 64-bit size");
+  CHECK_THROWS_WITH(checked_mul(3037000500, 3037000500, "numel"), "ctshard: numel: 3037000500 * 3037000500 overflows a 64-bit size");
   CHECK_THROWS_WITH(checked_add(big, 1, "sum"), "ctshard: sum: 9223372036854775807 + 1 overflows a 64-bit size");
   // a shape whose element count does not fit is refused when it is built
-  CHECK_THROWS_WITH((TensorShape{3037000500, 3037000500}),
-                    "ctshard: TensorShape: product of sizes: 3037000500 * 3037000500 overflows a 64-bit size");
+  CHECK_THROWS_WITH((TensorShape{3037000500, 3037000500}), "ctshard: TensorShape: product of sizes: 3037000500 * 3037000500 overflows a 64-bit size");
   CHECK((TensorShape{3037000499, 3037000499}).numel() == 9223372030926249001);
   CHECK((TensorShape{0, 4294967296, 1073741824}).numel() == 0);  // a 0 dim: the other sizes still must fit together
   // a mesh whose device count does not fit

@@ -18,7 +18,6 @@ using Rows = std::vector<std::string>;
 
 namespace {
 
-
 /// One call with `shapes` as positional tensor arguments followed by `rest` (the FX order).
 OpCall call(std::string op, std::vector<TensorMeta> tensors, std::vector<OpArg> rest, std::vector<std::pair<std::string, OpArg>> kwargs = {}) {
   std::vector<OpArg> args;
@@ -55,8 +54,8 @@ TEST_CASE("layout rules: as_strided is the view it spells, else positional", "[l
   REQUIRE(r.filter);  // the view's evenness check
   CHECK(chosen(r, mesh_of({2, 4}), flat.tensors, {parse_spec("S(0)R")}) == std::pair<std::string, double>{"S(0)R | S(0)R", 0.0});
   // [8, 1024, 1024] -> [1, 8, 1024, 1024]: every dim kept, a StridedShard too
-  const OpCall lead = call("aten.as_strided.default", {meta({8, 1024, 1024})},
-                           {ints_arg({1, 8, 1024, 1024}), ints_arg({8388608, 1048576, 1024, 1}), int_arg(0)});
+  const OpCall lead =
+      call("aten.as_strided.default", {meta({8, 1024, 1024})}, {ints_arg({1, 8, 1024, 1024}), ints_arg({8388608, 1048576, 1024, 1}), int_arg(0)});
   CHECK(rows_text(rule_for(lead).rules) == plus({"S?(1),S?(0)", "S?(2),S?(1)", "S?(3),S?(2)"}, partials2));
   CHECK(chosen(rule_for(lead), mesh_of({2}), lead.tensors, {parse_spec("_S(1, 2)")}) == std::pair<std::string, double>{"_S(2, 2) | _S(1, 2)", 0.0});
   // a window, a transposing stride or an offset read global positions: Partials only
@@ -68,8 +67,9 @@ TEST_CASE("layout rules: as_strided is the view it spells, else positional", "[l
   }
   // storage_offset may be omitted or None
   CHECK(rules_text(call("aten.as_strided.default", {meta({6})}, {ints_arg({2, 3}), ints_arg({3, 1})})) == plus({"S?(0),S?(0)"}, partials2));
-  CHECK(error_of([] { return rule_for(call("aten.as_strided.default", {meta({6})}, {ints_arg({2, 3}), ints_arg({1})})); }) ==
-        "ctshard: aten.as_strided.default: argument 'stride' has 1 entries for 2 sizes");
+  CHECK(error_of([] {
+          return rule_for(call("aten.as_strided.default", {meta({6})}, {ints_arg({2, 3}), ints_arg({1})}));
+        }) == "ctshard: aten.as_strided.default: argument 'stride' has 1 entries for 2 sizes");
   CHECK(error_of([] { return rule_for(call("aten.as_strided.default", {meta({6})}, {ints_arg({6})})); }) ==
         "ctshard: aten.as_strided.default: argument 'stride' is missing");
 }
@@ -109,15 +109,19 @@ TEST_CASE("layout rules: constant_pad_nd shards unpadded dims; its Partials depe
   // a padded last dim (and a negative pad, which slices) cannot stay sharded
   CHECK(rules_text(call("aten.constant_pad_nd.default", {meta({4, 513})}, {ints_arg({0, 1}), float_arg(-100.0)})) ==
         Rows{"S?(0),S?(0)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});  // -100 at the pad: no P(sum)
-  CHECK(rules_text(call("aten.constant_pad_nd.default", {meta({4, 6, 3})}, {ints_arg({0, 0, -1, 0})})) == plus({"S?(0),S?(0)", "S?(2),S?(2)"}, partials2));
-  CHECK(chosen(rule_for(call("aten.constant_pad_nd.default", {meta({4, 6})}, {ints_arg({1, 1})})), mesh_of({2}), {meta({4, 6})}, {parse_spec("S(1)")}).first ==
-        "R | R");
-  CHECK(error_of([] { return rule_for(call("aten.constant_pad_nd.default", {meta({4})}, {ints_arg({1, 1, 1})})); }) ==
-        "ctshard: aten.constant_pad_nd.default: ctshard::constant_pad_nd: pad has an odd number of amounts (3)");
-  CHECK(error_of([] { return rule_for(call("aten.constant_pad_nd.default", {meta({4})}, {ints_arg({1, 1, 1, 1})})); }) ==
-        "ctshard: aten.constant_pad_nd.default: ctshard::constant_pad_nd: 4 pad amounts for a tensor of rank 1 (at most 2)");
-  CHECK(error_of([] { return rule_for(call("aten.constant_pad_nd.default", {meta({4})}, {ints_arg({1, 1}), str_arg("x")})); }) ==
-        "ctshard: aten.constant_pad_nd.default: argument 'value' must be a number");
+  CHECK(rules_text(call("aten.constant_pad_nd.default", {meta({4, 6, 3})}, {ints_arg({0, 0, -1, 0})})) ==
+        plus({"S?(0),S?(0)", "S?(2),S?(2)"}, partials2));
+  CHECK(chosen(rule_for(call("aten.constant_pad_nd.default", {meta({4, 6})}, {ints_arg({1, 1})})), mesh_of({2}), {meta({4, 6})}, {parse_spec("S(1)")})
+            .first == "R | R");
+  CHECK(error_of([] {
+          return rule_for(call("aten.constant_pad_nd.default", {meta({4})}, {ints_arg({1, 1, 1})}));
+        }) == "ctshard: aten.constant_pad_nd.default: ctshard::constant_pad_nd: pad has an odd number of amounts (3)");
+  CHECK(error_of([] {
+          return rule_for(call("aten.constant_pad_nd.default", {meta({4})}, {ints_arg({1, 1, 1, 1})}));
+        }) == "ctshard: aten.constant_pad_nd.default: ctshard::constant_pad_nd: 4 pad amounts for a tensor of rank 1 (at most 2)");
+  CHECK(error_of([] {
+          return rule_for(call("aten.constant_pad_nd.default", {meta({4})}, {ints_arg({1, 1}), str_arg("x")}));
+        }) == "ctshard: aten.constant_pad_nd.default: argument 'value' must be a number");
 }
 
 TEST_CASE("layout rules: roll keeps unrolled dims, select_scatter the dims off its index", "[layout]") {
@@ -125,21 +129,26 @@ TEST_CASE("layout rules: roll keeps unrolled dims, select_scatter the dims off i
   const OpCall swin = call("aten.roll.default", {meta({8, 14, 14, 512})}, {ints_arg({3, 3}), ints_arg({1, 2})});
   CHECK(rules_text(swin) == plus({"S?(0),S?(0)", "S?(3),S?(3)"}, partials2));
   CHECK(rule_for(swin).uneven_inputs == UnevenInputs::reject);
-  CHECK(chosen(rule_for(swin), mesh_of({2, 4}), swin.tensors, {parse_spec("S(0)S(3)")}) == std::pair<std::string, double>{"S(0)S(3) | S(0)S(3)", 0.0});
+  CHECK(chosen(rule_for(swin), mesh_of({2, 4}), swin.tensors, {parse_spec("S(0)S(3)")}) ==
+        std::pair<std::string, double>{"S(0)S(3) | S(0)S(3)", 0.0});
   // no dims: the flattened tensor rolls, nothing stays sharded
   CHECK(rules_text(call("aten.roll.default", {meta({6, 4})}, {ints_arg({3})})) == partials2);
-  CHECK(error_of([] { return rule_for(call("aten.roll.default", {meta({6, 4})}, {ints_arg({3, 1}), ints_arg({0})})); }) ==
-        "ctshard: aten.roll.default: ctshard::roll: 2 shifts for 1 dims");
-  CHECK(error_of([] { return rule_for(call("aten.roll.default", {meta({6, 4})}, {ints_arg({3}), ints_arg({2})})); }) ==
-        "ctshard: aten.roll.default: ctshard::roll: dim 2 is out of range for a tensor of rank 2 (expected [-2, 1])");
+  CHECK(error_of([] {
+          return rule_for(call("aten.roll.default", {meta({6, 4})}, {ints_arg({3, 1}), ints_arg({0})}));
+        }) == "ctshard: aten.roll.default: ctshard::roll: 2 shifts for 1 dims");
+  CHECK(error_of([] {
+          return rule_for(call("aten.roll.default", {meta({6, 4})}, {ints_arg({3}), ints_arg({2})}));
+        }) == "ctshard: aten.roll.default: ctshard::roll: dim 2 is out of range for a tensor of rank 2 (expected [-2, 1])");
 
   const OpCall sel = call("aten.select_scatter.default", {meta({4, 5, 3}), meta({4, 3})}, {int_arg(1), int_arg(-1)});
   CHECK(rules_text(sel) == Rows{"S?(0),S?(0),S?(0)", "S?(2),S?(2),S?(1)"});
   CHECK(rule_for(sel).uneven_inputs == UnevenInputs::reject);
-  CHECK(error_of([] { return rule_for(call("aten.select_scatter.default", {meta({4, 5}), meta({4})}, {int_arg(0), int_arg(0)})); }) ==
-        "ctshard: aten.select_scatter.default: ctshard::select_scatter: src has shape 4, expected 5 (input 4x5 without dim 0)");
-  CHECK(error_of([] { return rule_for(call("aten.select_scatter.default", {meta({4, 5}), meta({5})}, {int_arg(0)})); }) ==
-        "ctshard: aten.select_scatter.default: argument 'index' is missing");
+  CHECK(error_of([] {
+          return rule_for(call("aten.select_scatter.default", {meta({4, 5}), meta({4})}, {int_arg(0), int_arg(0)}));
+        }) == "ctshard: aten.select_scatter.default: ctshard::select_scatter: src has shape 4, expected 5 (input 4x5 without dim 0)");
+  CHECK(error_of([] {
+          return rule_for(call("aten.select_scatter.default", {meta({4, 5}), meta({5})}, {int_arg(0)}));
+        }) == "ctshard: aten.select_scatter.default: argument 'index' is missing");
 }
 
 TEST_CASE("layout rules: FFTs keep untransformed dims and the linear Partials only", "[layout]") {
@@ -157,8 +166,9 @@ TEST_CASE("layout rules: FFTs keep untransformed dims and the linear Partials on
         Rows{"S?(0),S?(0)", "P(sum),P(sum)", "P(avg),P(avg)"});
   CHECK(rules_text(call("aten._fft_c2r.default", {meta({3, 5, 4}, 8)}, {ints_arg({0, 2}), int_arg(0), int_arg(6)})) ==
         Rows{"S?(1),S?(1)", "P(sum),P(sum)", "P(avg),P(avg)"});
-  CHECK(error_of([] { return rule_for(call("aten._fft_c2c.default", {meta({4}, 8)}, {ints_arg({}), int_arg(0), bool_arg(true)})); }) ==
-        "ctshard: aten._fft_c2c.default: ctshard::fft: no dim to transform");
+  CHECK(error_of([] {
+          return rule_for(call("aten._fft_c2c.default", {meta({4}, 8)}, {ints_arg({}), int_arg(0), bool_arg(true)}));
+        }) == "ctshard: aten._fft_c2c.default: ctshard::fft: no dim to transform");
 }
 
 TEST_CASE("layout rules: view_as_real / view_as_complex keep every dim but the real-imaginary pair", "[layout]") {
@@ -170,8 +180,9 @@ TEST_CASE("layout rules: view_as_real / view_as_complex keep every dim but the r
   CHECK(rows_text(cplx.rules) == Rows{"S?(0),S?(0)", "S?(1),S?(1)", "P(sum),P(sum)", "P(avg),P(avg)"});
   CHECK(cplx.uneven_inputs == UnevenInputs::reject);
   CHECK(chosen(cplx, mesh_of({2}), {meta({4, 5, 2})}, {parse_spec("S(2)")}).first == "R | R");
-  CHECK(error_of([] { return rule_for(call("aten.view_as_complex.default", {meta({4, 3})}, {})); }) ==
-        "ctshard: aten.view_as_complex.default: ctshard::view_as_complex: the last dim must have size 2, got shape 4x3");
+  CHECK(error_of([] {
+          return rule_for(call("aten.view_as_complex.default", {meta({4, 3})}, {}));
+        }) == "ctshard: aten.view_as_complex.default: ctshard::view_as_complex: the last dim must have size 2, got shape 4x3");
 }
 
 TEST_CASE("layout rules: new_empty_strided, iota, scalar_tensor, div.Tensor_mode, _unsafe_index_put", "[layout]") {
@@ -184,8 +195,9 @@ TEST_CASE("layout rules: new_empty_strided, iota, scalar_tensor, div.Tensor_mode
   CHECK(chosen(r, mesh_of({2}), nes.tensors, {parse_spec("P(max)")}) == std::pair<std::string, double>{"P(max) | P(max)", 0.0});
   CHECK(r.uneven_inputs == UnevenInputs::keep_existing_shards);
   CHECK(chosen(r, mesh_of({2}), nes.tensors, {parse_spec("S(0)")}) == std::pair<std::string, double>{"S(0) | S(0)", 0.0});
-  CHECK(error_of([] { return rule_for(call("aten.new_empty_strided.default", {meta({4})}, {ints_arg({4}), ints_arg({1, 1})})); }) ==
-        "ctshard: aten.new_empty_strided.default: argument 'stride' must have one entry per size");
+  CHECK(error_of([] {
+          return rule_for(call("aten.new_empty_strided.default", {meta({4})}, {ints_arg({4}), ints_arg({1, 1})}));
+        }) == "ctshard: aten.new_empty_strided.default: argument 'stride' must have one entry per size");
 
   // factories without tensor inputs: Replicate only
   const OpCall iota = make_call("prims.iota.default", {}, {int_arg(16384)}, {{"start", int_arg(0)}, {"step", int_arg(1)}});
@@ -198,7 +210,8 @@ TEST_CASE("layout rules: new_empty_strided, iota, scalar_tensor, div.Tensor_mode
   const OpCall div = make_call("aten.div.Tensor_mode", {meta({16384}, 8)}, {tensor_arg(0), int_arg(8)}, {{"rounding_mode", str_arg("floor")}});
   CHECK(rules_text(div) == Rows{"S?(0),S?(0)"});
   CHECK(rule_for(div).uneven_inputs == UnevenInputs::keep_current);
-  const OpCall div2 = make_call("aten.div.Tensor_mode", {meta({4, 6}), meta({6})}, {tensor_arg(0), tensor_arg(1)}, {{"rounding_mode", str_arg("trunc")}});
+  const OpCall div2 =
+      make_call("aten.div.Tensor_mode", {meta({4, 6}), meta({6})}, {tensor_arg(0), tensor_arg(1)}, {{"rounding_mode", str_arg("trunc")}});
   CHECK(rules_text(div2) == Rows{"S?(0),S?(0),R", "S?(1),S?(1),S?(0)"});
   CHECK(error_of([] {
           return rule_for(make_call("aten.div.Tensor_mode", {meta({4})}, {tensor_arg(0), int_arg(2)}, {{"rounding_mode", str_arg("round")}}));

@@ -24,7 +24,8 @@ TEST_CASE("nn rules: embedding column-, row- (masked P(sum)) and batch-wise", "[
 
 TEST_CASE("nn rules: embedding_dense_backward, and no batch rows with scale_grad_by_freq", "[nn]") {
   const auto g = meta({8, 16, 32}), idx = meta({8, 16}, 8);
-  auto call = make_call("aten.embedding_dense_backward.default", {g, idx}, {tensor_arg(0), tensor_arg(1), int_arg(100), int_arg(-1), bool_arg(false)});
+  auto call =
+      make_call("aten.embedding_dense_backward.default", {g, idx}, {tensor_arg(0), tensor_arg(1), int_arg(100), int_arg(-1), bool_arg(false)});
   CHECK(rows_text(rule_for(call).rules) == Rows{"S?(1),S?(2),R", "P(sum),S?(0),S?(0)", "P(sum),S?(1),S?(1)", "P(sum),P(sum),R"});
   call.args[4] = bool_arg(true);
   CHECK(rows_text(rule_for(call).rules) == Rows{"S?(1),S?(2),R", "P(sum),P(sum),R"});
@@ -32,16 +33,16 @@ TEST_CASE("nn rules: embedding_dense_backward, and no batch rows with scale_grad
 
 TEST_CASE("nn rules: index.Tensor layouts (adjacent, None holes, separated indices)", "[nn]") {
   // GPT: index(primals_1 [98304, 768], [_to_copy i64[8, 1536]]) -> [8, 1536, 768]
-  const OpRule gather =
-      rule_for(make_call("aten.index.Tensor", {meta({98304, 768}), meta({8, 1536}, 8)}, {tensor_arg(0), tensors_arg({1})}));
+  const OpRule gather = rule_for(make_call("aten.index.Tensor", {meta({98304, 768}), meta({8, 1536}, 8)}, {tensor_arg(0), tensors_arg({1})}));
   CHECK(rows_text(gather.rules) == Rows{"S?(2),S?(1),R", "S?(0),R,S?(0)", "S?(1),R,S?(1)", "P(sum),P(sum),R", "P(avg),P(avg),R"});
   CHECK(gather.rules.rank(0) == 3);
   // GPT: index(view_30 [12288, 98304], [arange i64[12288], view_31 i64[12288]]) -> [12288]
-  const OpRule pick = rule_for(make_call("aten.index.Tensor", {meta({12288, 98304}), meta({12288}, 8), meta({12288}, 8)},
-                                         {tensor_arg(0), tensors_arg({1, 2})}));
+  const OpRule pick =
+      rule_for(make_call("aten.index.Tensor", {meta({12288, 98304}), meta({12288}, 8), meta({12288}, 8)}, {tensor_arg(0), tensors_arg({1, 2})}));
   CHECK(rows_text(pick.rules) == Rows{"S?(0),R,S?(0),S?(0)", "P(sum),P(sum),R,R", "P(avg),P(avg),R,R"});
   // x[:, idx] -> [4, 3, 6]: index dims inserted at the index's place
-  const OpRule hole = rule_for(make_call("aten.index.Tensor", {meta({4, 5, 6}), meta({3}, 8)}, {tensor_arg(0), list_arg({none_arg(), tensor_arg(1)})}));
+  const OpRule hole =
+      rule_for(make_call("aten.index.Tensor", {meta({4, 5, 6}), meta({3}, 8)}, {tensor_arg(0), list_arg({none_arg(), tensor_arg(1)})}));
   CHECK(rows_text(hole.rules) == Rows{"S?(0),S?(0),R", "S?(2),S?(2),R", "S?(1),R,S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R"});
   // x[a, :, b] -> [3, 5]: separated index tensors put the index dims first
   const OpRule split = rule_for(make_call("aten.index.Tensor", {meta({4, 5, 6}), meta({3}, 8), meta({1}, 8)},
@@ -58,8 +59,8 @@ TEST_CASE("nn rules: index_put with a boolean mask is elementwise over the mask'
   CHECK(c.first == "S(1) | S(1) S(1) R");
   CHECK(c.second == 0);
   // GPT tp2: index_put(slice_1 [8, 1536, 768], [mask b8[8, 1536]], f32[]) keeps the trailing dim shardable too
-  const OpRule t = rule_for(make_call("aten.index_put.default", {meta({8, 1536, 768}), meta({8, 1536}, 1), meta({})},
-                                      {tensor_arg(0), tensors_arg({1}), tensor_arg(2)}));
+  const OpRule t = rule_for(
+      make_call("aten.index_put.default", {meta({8, 1536, 768}), meta({8, 1536}, 1), meta({})}, {tensor_arg(0), tensors_arg({1}), tensor_arg(2)}));
   CHECK(rows_text(t.rules) == Rows{"S?(2),S?(2),R,R", "S?(0),S?(0),S?(0),R", "S?(1),S?(1),S?(1),R", "P(sum),P(sum),R,P(sum)"});
   // integer index: values follow self on the non-indexed dim; no index sharding
   const OpRule i = rule_for(make_call("aten.index_put.default", {meta({10, 4}), meta({3}, 8), meta({3, 4})},
@@ -70,8 +71,8 @@ TEST_CASE("nn rules: index_put with a boolean mask is elementwise over the mask'
 TEST_CASE("nn rules: convolution batch, last-dim (filtered), and channel rows", "[nn]") {
   // ViT patch embedding: convolution(x [8, 3, 224, 224], w [768, 3, 16, 16], b [768], [16, 16], [0, 0], [1, 1], False, [0, 0], 1)
   const std::vector<TensorMeta> ts{meta({8, 3, 224, 224}), meta({768, 3, 16, 16}), meta({768})};
-  const std::vector<OpArg> args{tensor_arg(0), tensor_arg(1), tensor_arg(2), ints_arg({16, 16}), ints_arg({0, 0}), ints_arg({1, 1}),
-                                bool_arg(false), ints_arg({0, 0}), int_arg(1)};
+  const std::vector<OpArg> args{tensor_arg(0),    tensor_arg(1),   tensor_arg(2),    ints_arg({16, 16}), ints_arg({0, 0}),
+                                ints_arg({1, 1}), bool_arg(false), ints_arg({0, 0}), int_arg(1)};
   const OpRule r = rule_for(make_call("aten.convolution.default", ts, args));
   CHECK(rows_text(r.rules) == Rows{"S?(0),S?(0),R,R", "S?(3),S?(3),R,R", "S?(1),R,S?(0),S?(0)", "P(sum),S?(1),S?(1),P(sum)"});
   REQUIRE(r.filter);
@@ -90,13 +91,13 @@ TEST_CASE("nn rules: convolution batch, last-dim (filtered), and channel rows", 
   CHECK(oc.second == 0);
 
   // transposed: weight [C_in, C_out, k]; grouped: only the batch row
-  const OpRule tr = rule_for(make_call("aten.convolution.default", {meta({2, 4, 8}), meta({4, 6, 3})},
-                                       {tensor_arg(0), tensor_arg(1), none_arg(), ints_arg({1}), ints_arg({0}), ints_arg({1}), bool_arg(true),
-                                        ints_arg({0}), int_arg(1)}));
+  const OpRule tr = rule_for(
+      make_call("aten.convolution.default", {meta({2, 4, 8}), meta({4, 6, 3})},
+                {tensor_arg(0), tensor_arg(1), none_arg(), ints_arg({1}), ints_arg({0}), ints_arg({1}), bool_arg(true), ints_arg({0}), int_arg(1)}));
   CHECK(rows_text(tr.rules) == Rows{"S?(0),S?(0),R", "S?(1),R,S?(1)", "P(sum),S?(1),S?(0)"});
-  const OpRule gr = rule_for(make_call("aten.convolution.default", {meta({2, 4, 8}), meta({6, 2, 3})},
-                                       {tensor_arg(0), tensor_arg(1), none_arg(), ints_arg({1}), ints_arg({0}), ints_arg({1}), bool_arg(false),
-                                        ints_arg({0}), int_arg(2)}));
+  const OpRule gr = rule_for(
+      make_call("aten.convolution.default", {meta({2, 4, 8}), meta({6, 2, 3})},
+                {tensor_arg(0), tensor_arg(1), none_arg(), ints_arg({1}), ints_arg({0}), ints_arg({1}), bool_arg(false), ints_arg({0}), int_arg(2)}));
   CHECK(rows_text(gr.rules) == Rows{"S?(0),S?(0),R"});
   CHECK(error_of([&] {
           auto a = args;
@@ -165,16 +166,18 @@ TEST_CASE("nn rules: equal compares identical layouts and never shards a 0-d ten
 
 TEST_CASE("nn rules: bad index and embedding arguments", "[nn]") {
   CHECK(error_of([] {
-          return rule_for(make_call("aten.index.Tensor", {meta({4, 5}), meta({3}, 8), meta({3}, 8), meta({3}, 8)},
-                                    {tensor_arg(0), tensors_arg({1, 2, 3})}));
+          return rule_for(
+              make_call("aten.index.Tensor", {meta({4, 5}), meta({3}, 8), meta({3}, 8), meta({3}, 8)}, {tensor_arg(0), tensors_arg({1, 2, 3})}));
         }) == "ctshard::index_layout: the indices consume 3 dims of a rank-2 tensor");
   CHECK(error_of([] {
           return rule_for(make_call("aten.index.Tensor", {meta({4, 5}), meta({4}, 1), meta({3}, 8)}, {tensor_arg(0), tensors_arg({1, 2})}));
         }) == "ctshard::index_layout: a boolean mask combined with other index tensors is not supported");
-  CHECK(error_of([] { return rule_for(make_call("aten.index.Tensor", {meta({4, 5})}, {tensor_arg(0), list_arg({none_arg(), int_arg(3)})})); }) ==
-        "ctshard: aten.index.Tensor: argument 'indices' has an item (1) that is neither a tensor nor None");
-  CHECK(error_of([] { return rule_for(make_call("aten.embedding.default", {meta({4, 5, 6}), meta({3}, 8)}, {tensor_arg(0), tensor_arg(1)})); }) ==
-        "ctshard: aten.embedding.default: argument 'weight' must be 2-D");
+  CHECK(error_of([] {
+          return rule_for(make_call("aten.index.Tensor", {meta({4, 5})}, {tensor_arg(0), list_arg({none_arg(), int_arg(3)})}));
+        }) == "ctshard: aten.index.Tensor: argument 'indices' has an item (1) that is neither a tensor nor None");
+  CHECK(error_of([] {
+          return rule_for(make_call("aten.embedding.default", {meta({4, 5, 6}), meta({3}, 8)}, {tensor_arg(0), tensor_arg(1)}));
+        }) == "ctshard: aten.embedding.default: argument 'weight' must be 2-D");
   STATIC_REQUIRE(embedding_single_dim_strategy(2).size() == 4);
   STATIC_REQUIRE(equal_single_dim_strategy(TensorShape{4}, TensorShape{}).empty());
 }

@@ -11,8 +11,7 @@ TEST_CASE("placement: DTensor short form round-trips", "[placement]") {
   CHECK(to_string(StridedShard(0, 4)) == "_S(0, 4)");
   CHECK(to_string(Partial(ReduceOp::avg)) == "P(avg)");
   CHECK(to_string(ShardingPlaceholder(1)) == "S?(1)");
-  for (const char* text : {"R", "S(0)", "S(12)", "_S(1, 2)", "P(sum)", "P(avg)", "P(max)", "P(min)"})
-    CHECK(to_string(parse_placement(text)) == text);
+  for (const char* text : {"R", "S(0)", "S(12)", "_S(1, 2)", "P(sum)", "P(avg)", "P(max)", "P(min)"}) CHECK(to_string(parse_placement(text)) == text);
   CHECK(parse_placement("P") == Partial(ReduceOp::sum));
 }
 

@@ -111,29 +111,34 @@ TEST_CASE("reduction rules: softmax family keeps the softmax dim whole", "[reduc
         Rows{"S?(0),S?(0)", "S?(1),S?(1)", "S?(2),S?(2)"});
   CHECK(rows_text(rule_for(make_call("aten._log_softmax.default", {meta({4, 5})}, {tensor_arg(0), int_arg(0), bool_arg(false)})).rules) ==
         Rows{"S?(1),S?(1)"});
-  const OpRule b = rule_for(make_call("aten._softmax_backward_data.default", {meta({4, 5}), meta({4, 5})},
-                                      {tensor_arg(0), tensor_arg(1), int_arg(1), int_arg(6)}));
+  const OpRule b = rule_for(
+      make_call("aten._softmax_backward_data.default", {meta({4, 5}), meta({4, 5})}, {tensor_arg(0), tensor_arg(1), int_arg(1), int_arg(6)}));
   CHECK(b.rules.num_inputs() == 2);
   CHECK(rows_text(b.rules) == Rows{"S?(0),S?(0),S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R"});  // linear in grad_output
   // a Partial input is not softmax-able: it is reduced first
-  const auto c = chosen(rule_for(make_call("aten._softmax.default", {meta({4, 5})}, {tensor_arg(0), int_arg(-1), bool_arg(false)})),
-                        mesh_of({2}), {meta({4, 5})}, {parse_spec("P(sum)")});
+  const auto c = chosen(rule_for(make_call("aten._softmax.default", {meta({4, 5})}, {tensor_arg(0), int_arg(-1), bool_arg(false)})), mesh_of({2}),
+                        {meta({4, 5})}, {parse_spec("P(sum)")});
   CHECK(c.first == "R | R");
 }
 
 TEST_CASE("reduction rules: bad arguments name the op and the argument", "[reduction]") {
   const auto t = meta({4, 8});
-  CHECK(error_of([&] { return rule_for(make_call("aten.sum.dim_IntList", {t}, {tensor_arg(0), ints_arg({2})})); }) ==
-        "ctshard: aten.sum.dim_IntList: argument 'dim': dim 2 is out of range for a tensor of rank 2 (expected [-2, 1])");
-  CHECK(error_of([&] { return rule_for(make_call("aten.mean.dim", {t}, {tensor_arg(0), ints_arg({1, -1})})); }) ==
-        "ctshard: aten.mean.dim: argument 'dim' repeats dim -1");
+  CHECK(error_of([&] {
+          return rule_for(make_call("aten.sum.dim_IntList", {t}, {tensor_arg(0), ints_arg({2})}));
+        }) == "ctshard: aten.sum.dim_IntList: argument 'dim': dim 2 is out of range for a tensor of rank 2 (expected [-2, 1])");
+  CHECK(error_of([&] {
+          return rule_for(make_call("aten.mean.dim", {t}, {tensor_arg(0), ints_arg({1, -1})}));
+        }) == "ctshard: aten.mean.dim: argument 'dim' repeats dim -1");
   CHECK(error_of([&] { return rule_for(make_call("aten.max.dim", {t}, {tensor_arg(0)})); }) == "ctshard: aten.max.dim: argument 'dim' is missing");
-  CHECK(error_of([&] { return rule_for(make_call("aten.amax.default", {t}, {tensor_arg(0), float_arg(1.5)})); }) ==
-        "ctshard: aten.amax.default: argument 'dim' must be an integer, a list of integers or None");
-  CHECK(error_of([&] { return rule_for(make_call("aten.sum.dim_IntList", {t}, {tensor_arg(0), ints_arg({0}), int_arg(3)})); }) ==
-        "ctshard: aten.sum.dim_IntList: argument 'keepdim' must be a bool");
-  CHECK(error_of([&] { return rule_for(make_call("aten._softmax.default", {t, t}, {tensor_arg(0), int_arg(0)})); }).find("tensor input") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          return rule_for(make_call("aten.amax.default", {t}, {tensor_arg(0), float_arg(1.5)}));
+        }) == "ctshard: aten.amax.default: argument 'dim' must be an integer, a list of integers or None");
+  CHECK(error_of([&] {
+          return rule_for(make_call("aten.sum.dim_IntList", {t}, {tensor_arg(0), ints_arg({0}), int_arg(3)}));
+        }) == "ctshard: aten.sum.dim_IntList: argument 'keepdim' must be a bool");
+  CHECK(error_of([&] {
+          return rule_for(make_call("aten._softmax.default", {t, t}, {tensor_arg(0), int_arg(0)}));
+        }).find("tensor input") != std::string::npos);
 }
 
 TEST_CASE("reduction rules: the rule builders are constant expressions", "[reduction]") {

@@ -47,13 +47,13 @@ TEST_CASE("R02: a collective passes only a Partial of its own reduce op, a sum n
   const OpRule sum = rule_for(all_reduce("sum"));
   CHECK(chosen(sum, mesh_of({2}), {meta({8, 6})}, {psum}) == std::pair<std::string, double>{"P(sum) | P(sum)", 0.0});
   CHECK(chosen(sum, mesh_of({2}), {meta({8, 6})}, {parse_spec("R")}).first == "P(sum) | P(sum)");
-  for (const auto& row : candidates(sum, mesh_of({2, 2}), {meta({8, 6})}, {parse_spec("RS(0)")}))
-    CHECK(row.find('R') == std::string::npos);
+  for (const auto& row : candidates(sum, mesh_of({2, 2}), {meta({8, 6})}, {parse_spec("RS(0)")})) CHECK(row.find('R') == std::string::npos);
   // idempotent reductions may take a Replicate input
   CHECK(chosen(rule_for(all_reduce("avg")), mesh_of({2}), {meta({8, 6})}, {parse_spec("R")}).first == "R | R");
   // every namespace, and vLLM's all_reduce is a sum
   for (const char* op : {"c10d_functional.all_reduce.default", "_c10d_functional_autograd.all_reduce.default"})
-    CHECK(rows_text(rule_for(make_call(op, {meta({4})}, {tensor_arg(0), str_arg("min"), str_arg("g")})).rules) == Rows{"S?(0),S?(0)", "P(min),P(min)"});
+    CHECK(rows_text(rule_for(make_call(op, {meta({4})}, {tensor_arg(0), str_arg("min"), str_arg("g")})).rules) ==
+          Rows{"S?(0),S?(0)", "P(min),P(min)"});
   const OpRule vllm = rule_for(make_call("vllm.all_reduce.default", {meta({4})}, {tensor_arg(0), str_arg("tp:0")}));
   CHECK(rows_text(vllm.rules) == Rows{"S?(0),S?(0)", "P(sum),P(sum)"});
   CHECK(vllm.filter);

@@ -20,8 +20,8 @@ using namespace ctshard;
 namespace {
 
 /// Whether a full-mesh row survives, from filters.hpp alone (independent of RowCursor).
-bool survives(const OpRule& rule, const std::vector<TensorMeta>& metas, const std::vector<Spec>& current,
-              const std::vector<Spec>& operands, const MeshTopology& mesh) {
+bool survives(const OpRule& rule, const std::vector<TensorMeta>& metas, const std::vector<Spec>& current, const std::vector<Spec>& operands,
+              const MeshTopology& mesh) {
   for (const Spec& s : operands)
     if (!has_compatible_partials(s)) return false;
   const std::size_t nout = operands.size() - metas.size();
@@ -143,7 +143,8 @@ TEST_CASE("search: on 5..8-dim meshes the answer survives and no sampled row bea
       for (auto& x : digits) x = static_cast<std::uint8_t>(gen.uniform(0, static_cast<int>(s) - 1));
       if (sample < 100) {  // near the answer: one mesh dim changed
         std::copy(chosen.begin(), chosen.end(), digits.begin());
-        digits[static_cast<std::size_t>(gen.uniform(0, static_cast<int>(n) - 1))] = static_cast<std::uint8_t>(gen.uniform(0, static_cast<int>(s) - 1));
+        digits[static_cast<std::size_t>(gen.uniform(0, static_cast<int>(n) - 1))] =
+            static_cast<std::uint8_t>(gen.uniform(0, static_cast<int>(s) - 1));
       }
       if (std::equal(digits.begin(), digits.end(), chosen.begin())) continue;
       const std::vector<Spec> row = specs_of(digits);

@@ -21,9 +21,9 @@ TEST_CASE("placeholders: filled with the inputs' shard kinds, in DTensor's order
   CHECK(rows_text(fill_placeholders(all, shard_kinds_of(only_r))) ==
         std::vector<std::string>{"R,R,R", "P(sum),P(sum),R", "P(sum),R,P(sum)", "P(avg),P(avg),R", "P(avg),R,P(avg)"});
   const Spec sharded[] = {parse_spec("RS(0)S(1)")};
-  CHECK(rows_text(fill_placeholders(all, shard_kinds_of(sharded))) ==
-        std::vector<std::string>{"R,R,R", "P(sum),S(1),S(0)", "S(0),S(0),R", "S(1),R,S(1)", "P(sum),P(sum),R", "P(sum),R,P(sum)",
-                                 "P(avg),P(avg),R", "P(avg),R,P(avg)"});
+  CHECK(rows_text(fill_placeholders(all, shard_kinds_of(sharded))) == std::vector<std::string>{"R,R,R", "P(sum),S(1),S(0)", "S(0),S(0),R",
+                                                                                               "S(1),R,S(1)", "P(sum),P(sum),R", "P(sum),R,P(sum)",
+                                                                                               "P(avg),P(avg),R", "P(avg),R,P(avg)"});
   const Spec strided[] = {parse_spec("_S(0, 2)"), parse_spec("_S(0, 4)")};
   const auto filled = rows_text(fill_placeholders(all, shard_kinds_of(strided)));
   REQUIRE(filled.size() == 11);
@@ -44,12 +44,12 @@ TEST_CASE("filters: mixed partials and shardability", "[filters]") {
   const std::int64_t sizes[] = {2, 4};
   const auto m = MeshTopology::build(sizes);
   CHECK(is_tensor_shardable({6, 8}, parse_spec("S(0)S(1)"), m));
-  CHECK(is_tensor_shardable({7, 5}, parse_spec("S(0)S(1)"), m));         // uneven is fine
-  CHECK_FALSE(is_tensor_shardable({6, 3}, parse_spec("RS(1)"), m));      // 3 < 4 shards: empty shard
-  CHECK_FALSE(is_tensor_shardable({7, 8}, parse_spec("S(0)S(0)"), m));   // 7 < 8 shards
-  CHECK_FALSE(is_tensor_shardable({}, parse_spec("S(0)R"), m));          // 0-d: no dim 0
-  CHECK(is_tensor_shardable({8}, parse_spec("_S(0, 2)S(0)"), m));         // 8 >= 2*4
-  CHECK_FALSE(is_tensor_shardable({7}, parse_spec("_S(0, 4)R"), m));      // 7 < 2 shards x split factor 4
+  CHECK(is_tensor_shardable({7, 5}, parse_spec("S(0)S(1)"), m));        // uneven is fine
+  CHECK_FALSE(is_tensor_shardable({6, 3}, parse_spec("RS(1)"), m));     // 3 < 4 shards: empty shard
+  CHECK_FALSE(is_tensor_shardable({7, 8}, parse_spec("S(0)S(0)"), m));  // 7 < 8 shards
+  CHECK_FALSE(is_tensor_shardable({}, parse_spec("S(0)R"), m));         // 0-d: no dim 0
+  CHECK(is_tensor_shardable({8}, parse_spec("_S(0, 2)S(0)"), m));       // 8 >= 2*4
+  CHECK_FALSE(is_tensor_shardable({7}, parse_spec("_S(0, 4)R"), m));    // 7 < 2 shards x split factor 4
 }
 
 TEST_CASE("selection: DTensor's tie rules", "[selection]") {
@@ -140,9 +140,8 @@ TEST_CASE("regressions: bug reports against DTensor-style propagation", "[regres
     StrategyEnumerator e(rule.rules, MeshTopology::build(sizes), UnevenInputs::reject);
     const Spec specs[] = {parse_spec("R"), parse_spec("R")};
     std::vector<std::string> kept;
-    (void)e.for_each(call.tensors, specs, [&](const CandidateView& v) {
-      kept.push_back(to_string(e.spec_of(v.digits, 1)) + "," + to_string(e.spec_of(v.digits, 2)));
-    });
+    (void)e.for_each(call.tensors, specs,
+                     [&](const CandidateView& v) { kept.push_back(to_string(e.spec_of(v.digits, 1)) + "," + to_string(e.spec_of(v.digits, 2))); });
     CHECK(std::find(kept.begin(), kept.end(), "R,R") != kept.end());
     CHECK(std::find(kept.begin(), kept.end(), "S(1),S(0)") == kept.end());  // k = 0 < 4 shards
   }
@@ -204,7 +203,8 @@ TEST_CASE("enumerator: choose() equals full enumeration with DTensor's tie rules
         CHECK(fast.index_of(call.tensors, specs, got) == want.index);
         CHECK(got.rule == want.rule);
         CHECK(got.total_us == want.total_us);
-        for (std::size_t k = 0; k < rule.rules.width(); ++k) CHECK(fast.spec_of(got, k) == slow.spec_of(std::span<const std::uint8_t>(want.digits.data(), sizes.size()), k));
+        for (std::size_t k = 0; k < rule.rules.width(); ++k)
+          CHECK(fast.spec_of(got, k) == slow.spec_of(std::span<const std::uint8_t>(want.digits.data(), sizes.size()), k));
       }
     }
   }

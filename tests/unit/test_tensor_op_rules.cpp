@@ -22,7 +22,6 @@ using test::rows;
 constexpr auto& integer = test::int_arg;
 constexpr auto& ints = test::ints_arg;
 
-
 /// "[P(r), P(r), ...]" (width cells) for r = sum, avg, max, min.
 std::vector<std::string> partials(std::size_t width) {
   std::vector<std::string> out;
@@ -87,6 +86,7 @@ Picked pick(const OpCall& call, std::vector<std::int64_t> mesh, const std::vecto
   const OpRule rule = rule_of(call);
   StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter);
   std::vector<Spec> specs;
+  specs.reserve(current.size());
   for (const auto& s : current) specs.push_back(parse_spec(s));
   ChoiceAccumulator acc;
   std::vector<std::vector<std::uint8_t>> digits;
@@ -154,9 +154,9 @@ TEST_CASE("tensor op rules: split and unbind have one output per piece", "[view]
   const OpRule unbind = rule_of(call_of("aten.unbind.int", {TensorShape{3, 8, 12, 197, 64}}, {}));
   CHECK(unbind.rules.num_outputs() == 3);
   CHECK(unbind.rules.rank(0) == 4);
-  CHECK(rows(unbind.rules) == concat({"[S?(0), S?(0), S?(0), S?(1)]", "[S?(1), S?(1), S?(1), S?(2)]", "[S?(2), S?(2), S?(2), S?(3)]",
-                                      "[S?(3), S?(3), S?(3), S?(4)]"},
-                                     partials(4)));
+  CHECK(rows(unbind.rules) ==
+        concat({"[S?(0), S?(0), S?(0), S?(1)]", "[S?(1), S?(1), S?(1), S?(2)]", "[S?(2), S?(2), S?(2), S?(3)]", "[S?(3), S?(3), S?(3), S?(4)]"},
+               partials(4)));
   const Picked p = pick(call_of("aten.unbind.int", {TensorShape{3, 8, 12, 197, 64}}, {}), {2, 4}, {"S(1)S(2)"});
   CHECK(p.total_us == 0.0);
   CHECK(p.outputs == std::vector<std::string>{"S(0)S(1)", "S(0)S(1)", "S(0)S(1)"});
@@ -181,8 +181,8 @@ TEST_CASE("tensor op rules: select, slice and slice_scatter", "[view]") {
   CHECK(b13.outputs == std::vector<std::string>{"S(0)"});
   CHECK(b13.total_us == 0.0);
   // Megatron writes a whole dim back (end = INT64_MAX): the output is src, dim 1 may stay sharded.
-  const OpCall whole = call_of("aten.slice_scatter.default", {TensorShape{8, 1536, 768}, TensorShape{8, 1536, 768}},
-                               {integer(1), integer(0), integer(INT64_MAX)});
+  const OpCall whole =
+      call_of("aten.slice_scatter.default", {TensorShape{8, 1536, 768}, TensorShape{8, 1536, 768}}, {integer(1), integer(0), integer(INT64_MAX)});
   CHECK(rows(rule_of(whole).rules) == concat({"[S?(0), S?(0), S?(0)]", "[S?(1), S?(1), S?(1)]", "[S?(2), S?(2), S?(2)]"}, partials(3)));
 }
 
@@ -306,15 +306,16 @@ TEST_CASE("tensor op rules: registered overloads", "[view]") {
   OpRegistry r;
   register_tensor_ops(r);
   CHECK(r.size() == 36);
-  for (const char* op : {"aten.split.Tensor", "aten.unbind.int", "aten.cat.default", "aten.copy.default", "aten._to_copy.default", "aten.slice_backward.default",
-                         "aten.tril.default", "aten.triu.default",
-                         "prims.convert_element_type.default", "aten.lift_fresh_copy.default", "aten.new_zeros.default", "aten.arange.start",
-                         "aten.new_empty_strided.default", "prims.iota.default", "aten.scalar_tensor.default"})
+  for (const char* op :
+       {"aten.split.Tensor", "aten.unbind.int", "aten.cat.default", "aten.copy.default", "aten._to_copy.default", "aten.slice_backward.default",
+        "aten.tril.default", "aten.triu.default", "prims.convert_element_type.default", "aten.lift_fresh_copy.default", "aten.new_zeros.default",
+        "aten.arange.start", "aten.new_empty_strided.default", "prims.iota.default", "aten.scalar_tensor.default"})
     CHECK(r.contains(op));
 }
 
 TEST_CASE("tensor op rules: slice_backward keeps other dims' shards and every Partial; tril keeps batch dims", "[view]") {
-  const OpRule sb = rule_of(call_of("aten.slice_backward.default", {TensorShape{4, 3, 2}}, {ints({4, 7, 2}), integer(1), integer(2), integer(5), integer(1)}));
+  const OpRule sb =
+      rule_of(call_of("aten.slice_backward.default", {TensorShape{4, 3, 2}}, {ints({4, 7, 2}), integer(1), integer(2), integer(5), integer(1)}));
   CHECK(rows(sb.rules) == concat({"[S?(0), S?(0)]", "[S?(2), S?(2)]"}, partials(2)));
   CHECK(sb.uneven_inputs == UnevenInputs::keep_existing_shards);
   CHECK_THROWS_WITH(rule_of(call_of("aten.slice_backward.default", {TensorShape{4, 3}}, {ints({4}), integer(0), integer(0), integer(4), integer(1)})),

@@ -24,14 +24,12 @@ constexpr auto& integer = test::int_arg;
 constexpr auto& ints = test::ints_arg;
 constexpr auto& tensor = test::tensor_arg;
 
-
 const std::vector<std::string> partial_rows = {"[P(sum), P(sum)]", "[P(avg), P(avg)]", "[P(max), P(max)]", "[P(min), P(min)]"};
 
 std::vector<std::string> with_partials(std::vector<std::string> shard_rows) {
   shard_rows.insert(shard_rows.end(), partial_rows.begin(), partial_rows.end());
   return shard_rows;
 }
-
 
 OpCall call_of(std::string op, TensorShape in, std::vector<OpArg> rest) {
   OpCall c;
@@ -112,8 +110,7 @@ TEST_CASE("view rules: one row per kept dim, regrouped rows for every dim of a f
 
   // A dropped size-1 dim has no row; the dims after it shift.
   const std::array<std::int64_t, 2> squeeze_like{8, 768};
-  CHECK(rows(view_single_dim_strategy(view_dim_map(TensorShape{8, 1, 768}, squeeze_like))) ==
-        with_partials({"[S?(0), S?(0)]", "[S?(1), S?(2)]"}));
+  CHECK(rows(view_single_dim_strategy(view_dim_map(TensorShape{8, 1, 768}, squeeze_like))) == with_partials({"[S?(0), S?(0)]", "[S?(1), S?(2)]"}));
 
   // No elements: nothing can stay sharded.
   const std::array<std::int64_t, 2> empty{0, 4};
@@ -222,12 +219,9 @@ TEST_CASE("view rules: permute, transpose, t, unsqueeze, squeeze, expand", "[vie
         with_partials({"[S?(0), S?(1)]", "[S?(1), S?(0)]", "[S?(2), S?(2)]"}));
   CHECK(rows(rules_of(call_of("aten.t.default", TensorShape{768, 2304}, {}))) == with_partials({"[S?(0), S?(1)]", "[S?(1), S?(0)]"}));
   CHECK(rows(rules_of(call_of("aten.t.default", TensorShape{768}, {}))) == with_partials({"[S?(0), S?(0)]"}));
-  CHECK(rows(rules_of(call_of("aten.unsqueeze.default", TensorShape{8, 16}, {integer(-1)}))) ==
-        with_partials({"[S?(0), S?(0)]", "[S?(1), S?(1)]"}));
-  CHECK(rows(rules_of(call_of("aten.unsqueeze.default", TensorShape{8, 16}, {integer(0)}))) ==
-        with_partials({"[S?(1), S?(0)]", "[S?(2), S?(1)]"}));
-  CHECK(rows(rules_of(call_of("aten.squeeze.dim", TensorShape{8, 1, 16}, {integer(1)}))) ==
-        with_partials({"[S?(0), S?(0)]", "[S?(1), S?(2)]"}));
+  CHECK(rows(rules_of(call_of("aten.unsqueeze.default", TensorShape{8, 16}, {integer(-1)}))) == with_partials({"[S?(0), S?(0)]", "[S?(1), S?(1)]"}));
+  CHECK(rows(rules_of(call_of("aten.unsqueeze.default", TensorShape{8, 16}, {integer(0)}))) == with_partials({"[S?(1), S?(0)]", "[S?(2), S?(1)]"}));
+  CHECK(rows(rules_of(call_of("aten.squeeze.dim", TensorShape{8, 1, 16}, {integer(1)}))) == with_partials({"[S?(0), S?(0)]", "[S?(1), S?(2)]"}));
   CHECK(rows(rules_of(call_of("aten.squeeze.dim", TensorShape{8, 4, 16}, {integer(1)}))) ==
         with_partials({"[S?(0), S?(0)]", "[S?(1), S?(1)]", "[S?(2), S?(2)]"}));  // not size 1: kept
   CHECK(rows(rules_of(call_of("aten.squeeze.default", TensorShape{1, 8, 1}, {}))) == with_partials({"[S?(0), S?(1)]"}));
@@ -261,8 +255,8 @@ TEST_CASE("view rules: every overload is registered and none lists the all-Repli
   OpRegistry r;
   register_view_ops(r);
   CHECK(r.names() == std::vector<std::string>{"aten._unsafe_view.default", "aten.expand.default", "aten.permute.default", "aten.reshape.default",
-                                              "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.t.default",
-                                              "aten.transpose.int", "aten.unsqueeze.default", "aten.view.default"});
+                                              "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.t.default", "aten.transpose.int",
+                                              "aten.unsqueeze.default", "aten.view.default"});
   const RuleSet rules = rules_of(call_of("aten.view.default", TensorShape{12288, 768}, {ints({1536, 8, 768})}));
   CHECK_NOTHROW(with_replicate_row(rules));
 }

@@ -16,8 +16,7 @@ namespace ctshard {
 
 namespace detail {
 [[noreturn]] inline void size_overflow(std::string_view what, char op, std::int64_t a, std::int64_t b) {
-  throw error("ctshard: " + std::string(what) + ": " + std::to_string(a) + " " + op + " " + std::to_string(b) +
-              " overflows a 64-bit size");
+  throw error("ctshard: " + std::string(what) + ": " + std::to_string(a) + " " + op + " " + std::to_string(b) + " overflows a 64-bit size");
 }
 }  // namespace detail
 

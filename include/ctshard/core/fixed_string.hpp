@@ -18,7 +18,7 @@ struct fixed_string {
   constexpr fixed_string() = default;
   // clang 14-16 need this converting constructor plus the deduction guide to deduce N from a
   // literal in a template argument.
-  constexpr fixed_string(const char (&text)[N + 1]) noexcept {  // NOLINT: implicit by design
+  constexpr fixed_string(const char (&text)[N + 1]) noexcept {  // NOLINT(google-explicit-constructor): implicit by design
     for (std::size_t i = 0; i < N; ++i) data[i] = text[i];
   }
   /// Number of characters (no terminator).
@@ -26,7 +26,7 @@ struct fixed_string {
   /// The characters as a string_view.
   [[nodiscard]] constexpr std::string_view view() const noexcept { return {data, N}; }
   /// Implicit view, so a fixed_string works where a string_view is expected.
-  constexpr operator std::string_view() const noexcept { return view(); }  // NOLINT
+  constexpr operator std::string_view() const noexcept { return view(); }  // NOLINT(google-explicit-constructor)
   /// Character i (unchecked, i < N).
   [[nodiscard]] constexpr char operator[](std::size_t i) const noexcept { return data[i]; }
 };

@@ -26,8 +26,8 @@ enum class PlacementKind : std::uint8_t { replicate, shard, strided_shard, parti
 /// Printed in DTensor's short form by `to_string`: `R`, `S(0)`, `_S(0, 2)`, `P(sum)`, `S?(0)`.
 struct Placement {
   PlacementKind kind = PlacementKind::replicate;
-  std::int8_t dim = 0;               ///< tensor dim (shard, strided_shard, placeholder), else 0
-  std::uint16_t split_factor = 0;    ///< strided_shard only (DTensor `_StridedShard.split_factor`)
+  std::int8_t dim = 0;                 ///< tensor dim (shard, strided_shard, placeholder), else 0
+  std::uint16_t split_factor = 0;      ///< strided_shard only (DTensor `_StridedShard.split_factor`)
   ReduceOp reduce_op = ReduceOp::sum;  ///< partial only
 
   /// True for Replicate.
@@ -71,16 +71,13 @@ namespace detail {
 /// sharding of FSDP2 + TP. Throws ctshard::error for a bad dim or a split factor < 1.
 [[nodiscard]] constexpr Placement StridedShard(int dim, int split_factor) {
   if (dim < 0 || dim > 63) detail::invalid_tensor_dim("ctshard::StridedShard", dim);
-  if (split_factor < 1 || split_factor > 65535)
-    detail::invalid_split_factor("ctshard::StridedShard", split_factor);
+  if (split_factor < 1 || split_factor > 65535) detail::invalid_split_factor("ctshard::StridedShard", split_factor);
   return {PlacementKind::strided_shard, static_cast<std::int8_t>(dim), static_cast<std::uint16_t>(split_factor), ReduceOp::sum};
 }
 
 /// `Partial(op)`: every device holds a partial value; the tensor is the `op`-reduction over the
 /// mesh dim (DTensor `Partial(reduce_op)`, default "sum").
-[[nodiscard]] constexpr Placement Partial(ReduceOp op = ReduceOp::sum) noexcept {
-  return {PlacementKind::partial, 0, 0, op};
-}
+[[nodiscard]] constexpr Placement Partial(ReduceOp op = ReduceOp::sum) noexcept { return {PlacementKind::partial, 0, 0, op}; }
 
 /// `ShardingPlaceholder(d)`: rule-side stand-in for "whatever shard kind the inputs use on tensor
 /// dim d" (DTensor `_ShardingPlaceholder`). Filled at run time by `fill_placeholders`.
@@ -110,8 +107,7 @@ using placement_c = std::integral_constant<Placement, P>;
   switch (p.kind) {
     case PlacementKind::replicate: return "R";
     case PlacementKind::shard: return "S(" + std::to_string(p.dim) + ")";
-    case PlacementKind::strided_shard:
-      return "_S(" + std::to_string(p.dim) + ", " + std::to_string(p.split_factor) + ")";
+    case PlacementKind::strided_shard: return "_S(" + std::to_string(p.dim) + ", " + std::to_string(p.split_factor) + ")";
     case PlacementKind::partial: return "P(" + std::string(to_string(p.reduce_op)) + ")";
     case PlacementKind::placeholder: return "S?(" + std::to_string(p.dim) + ")";
   }

@@ -109,16 +109,16 @@ template <class Sizes>
 
 namespace detail {
 [[noreturn]] inline void invalid_placement_text(std::string_view api, std::string_view text, std::size_t column) {
-  throw error(std::string(api) + ": cannot parse a placement at column " + std::to_string(column + 1) + " of '" +
-              std::string(text) + "' (expected R, S(d), _S(d, sf), P(sum|avg|max|min))");
+  throw error(std::string(api) + ": cannot parse a placement at column " + std::to_string(column + 1) + " of '" + std::string(text) +
+              "' (expected R, S(d), _S(d, sf), P(sum|avg|max|min))");
 }
 
 struct PlacementCursor {
   std::string_view text;
   std::size_t pos = 0;
   std::string_view api;
-  bool soft = false;                  ///< record the first failure instead of throwing
-  std::size_t failed_at = npos;       ///< soft mode: column of the first failure, npos while none
+  bool soft = false;             ///< record the first failure instead of throwing
+  std::size_t failed_at = npos;  ///< soft mode: column of the first failure, npos while none
 
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
@@ -138,7 +138,10 @@ struct PlacementCursor {
   }
   constexpr bool eat(char c) {
     skip_space();
-    if (pos < text.size() && text[pos] == c) { ++pos; return true; }
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
     return false;
   }
   constexpr void expect(char c, std::size_t start) {
@@ -146,7 +149,10 @@ struct PlacementCursor {
   }
   constexpr bool eat_word(std::string_view w) {
     skip_space();
-    if (text.substr(pos, w.size()) == w) { pos += w.size(); return true; }
+    if (text.substr(pos, w.size()) == w) {
+      pos += w.size();
+      return true;
+    }
     return false;
   }
   constexpr int number(std::size_t start) {

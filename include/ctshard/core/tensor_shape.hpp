@@ -65,9 +65,7 @@ struct TensorMeta {
   std::size_t itemsize = 4;
   /// Total bytes of the global tensor (DTensor `spec_to_bytes`); a double, so itemsize x numel
   /// never wraps. Throws ctshard::error when numel does not fit in int64.
-  [[nodiscard]] constexpr double bytes() const {
-    return static_cast<double>(itemsize) * static_cast<double>(shape.numel());
-  }
+  [[nodiscard]] constexpr double bytes() const { return static_cast<double>(itemsize) * static_cast<double>(shape.numel()); }
   friend constexpr bool operator==(const TensorMeta&, const TensorMeta&) = default;
 };
 
@@ -95,7 +93,10 @@ struct TensorMeta {
 [[nodiscard]] inline std::string to_string(const TensorShape& s) {
   if (s.rank == 0) return "scalar";
   std::string out;
-  for (std::size_t d = 0; d < s.rank; ++d) { out += (d ? "x" : ""); out += std::to_string(s[d]); }
+  for (std::size_t d = 0; d < s.rank; ++d) {
+    out += (d ? "x" : "");
+    out += std::to_string(s[d]);
+  }
   return out;
 }
 
@@ -124,8 +125,7 @@ namespace detail {
 
 /// DTensor `infer_broadcast_dims_map(common, input)`: for each dim i of `common`, the input dim
 /// aligned with it when their sizes are equal, else -1 (a broadcast size-1 or missing dim).
-[[nodiscard]] constexpr std::array<int, max_tensor_dims> infer_broadcast_dims_map(const TensorShape& common,
-                                                                                  const TensorShape& input) noexcept {
+[[nodiscard]] constexpr std::array<int, max_tensor_dims> infer_broadcast_dims_map(const TensorShape& common, const TensorShape& input) noexcept {
   std::array<int, max_tensor_dims> map{};
   for (std::size_t i = 0; i < common.rank; ++i) {
     map[i] = -1;

@@ -48,8 +48,7 @@ enum class Collective : unsigned char {
 /// All-reduce of `gb`: 6.6 + 2(n-1)·lat + (gb·2(n-1)/n)/bw·1e6 µs.
 [[nodiscard]] constexpr double allreduce_cost(double gb, const MeshTopology& mesh, std::size_t mesh_dim) noexcept {
   const double n = static_cast<double>(mesh.sizes[mesh_dim]);
-  return mesh.link.base_latency_us + 2 * (n - 1) * mesh.latency_us[mesh_dim] +
-         ((gb * 2 * (n - 1)) / n) / mesh.bandwidth_gbps[mesh_dim] * 1e6;
+  return mesh.link.base_latency_us + 2 * (n - 1) * mesh.latency_us[mesh_dim] + ((gb * 2 * (n - 1)) / n) / mesh.bandwidth_gbps[mesh_dim] * 1e6;
 }
 
 /// All-to-all (Shard(i) -> Shard(j)): DTensor prices it as an all-gather of the local shard plus a

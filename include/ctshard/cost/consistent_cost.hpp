@@ -61,8 +61,8 @@ constexpr int borrowed_tensor_dim(const TensorShape& shape) noexcept {
 
 /// Runs the schedule of `moves`, calling `on_step` for every step, and returns its cost (µs).
 template <class OnStep>
-constexpr double consistent_schedule(const Spec& current, const Spec& target, const std::array<DimMove, max_mesh_dims>& moves,
-                                     const TensorMeta& meta, const MeshTopology& mesh, OnStep&& on_step) {
+constexpr double consistent_schedule(const Spec& current, const Spec& target, const std::array<DimMove, max_mesh_dims>& moves, const TensorMeta& meta,
+                                     const MeshTopology& mesh, OnStep&& on_step) {
   const std::size_t n_dims = mesh.size();
   const Placement borrowed = Shard(borrowed_tensor_dim(meta.shape));
   double gb = meta.bytes() / 1024.0 / 1024.0 / 1024.0;
@@ -117,8 +117,8 @@ constexpr double consistent_schedule(const Spec& current, const Spec& target, co
   }
   // 5. free steps at the end: Replicate → the target's Partial
   for (std::size_t d = 0; d < n_dims; ++d) {
-    const bool ends_replicated = moves[d] == DimMove::all_gather || moves[d] == DimMove::all_reduce || moves[d] == DimMove::scatter_gather ||
-                                 moves[d] == DimMove::borrow;
+    const bool ends_replicated =
+        moves[d] == DimMove::all_gather || moves[d] == DimMove::all_reduce || moves[d] == DimMove::scatter_gather || moves[d] == DimMove::borrow;
     if (ends_replicated && !target[d].is_replicate()) emit(d, Replicate(), target[d], Collective::none, 0, 0);
   }
   return total;

@@ -8,20 +8,20 @@
 #include <span>
 #include <string>
 
-#include "ctshard/core/checked.hpp"
 #include "ctshard/config.hpp"
+#include "ctshard/core/checked.hpp"
 #include "ctshard/error.hpp"
 
 namespace ctshard {
 
 /// Link constants of DTensor's cost model (`_collective_utils.py`).
 struct LinkModel {
-  double intra_host_bandwidth_gbps = 87.7;  ///< GB/s within a host
-  double intra_host_latency_us = 0.6;       ///< µs per hop within a host
+  double intra_host_bandwidth_gbps = 87.7;    ///< GB/s within a host
+  double intra_host_latency_us = 0.6;         ///< µs per hop within a host
   double inter_host_bandwidth_factor = 0.22;  ///< bandwidth multiplier across hosts (→ 19.294 GB/s)
-  double inter_host_latency_us = 2.7;       ///< µs per hop across hosts
-  double base_latency_us = 6.6;             ///< fixed cost of every collective, even on a size-1 mesh dim
-  double shard_to_shard_penalty_us = 1.0;   ///< DTensor's +1.0 on an all-to-all (Shard(i) -> Shard(j))
+  double inter_host_latency_us = 2.7;         ///< µs per hop across hosts
+  double base_latency_us = 6.6;               ///< fixed cost of every collective, even on a size-1 mesh dim
+  double shard_to_shard_penalty_us = 1.0;     ///< DTensor's +1.0 on an all-to-all (Shard(i) -> Shard(j))
 };
 
 /// How redistributions are priced (`redistribute_cost`).
@@ -72,8 +72,7 @@ struct MeshTopology {
   [[nodiscard]] static constexpr MeshTopology build(std::span<const std::int64_t> mesh_sizes, std::int64_t devices_per_host = 8,
                                                     const LinkModel& link = {}, CostModel cost_model = CostModel::dtensor) {
     if (mesh_sizes.empty() || mesh_sizes.size() > max_mesh_dims)
-      throw error("ctshard::MeshTopology: mesh must have 1.." + std::to_string(max_mesh_dims) + " dims, got " +
-                  std::to_string(mesh_sizes.size()));
+      throw error("ctshard::MeshTopology: mesh must have 1.." + std::to_string(max_mesh_dims) + " dims, got " + std::to_string(mesh_sizes.size()));
     if (devices_per_host < 1) throw error("ctshard::MeshTopology: devices per host must be >= 1, got " + std::to_string(devices_per_host));
     MeshTopology t;
     t.ndim = static_cast<std::uint8_t>(mesh_sizes.size());

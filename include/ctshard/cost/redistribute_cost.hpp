@@ -81,8 +81,7 @@ constexpr bool through_replicate(Placement from, Placement to) noexcept {
 /// Calls `on_step` for the steps of one mesh-dim transition (one, or two through Replicate: see
 /// `through_replicate`) and returns their cost (µs).
 template <class OnStep>
-constexpr double transition_steps(std::size_t mesh_dim, Placement from, Placement to, double& gb, const MeshTopology& mesh,
-                                  OnStep&& on_step) {
+constexpr double transition_steps(std::size_t mesh_dim, Placement from, Placement to, double& gb, const MeshTopology& mesh, OnStep&& on_step) {
   if (!through_replicate(from, to)) {
     const RedistributeStep s = transition(mesh_dim, from, to, gb, mesh);
     on_step(s);
@@ -101,8 +100,7 @@ namespace detail {
 /// returns the total cost (µs). Shared by the plan (which records steps) and the cost (which
 /// does not).
 template <class OnStep>
-constexpr double greedy_redistribute(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh,
-                                     OnStep&& on_step) {
+constexpr double greedy_redistribute(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh, OnStep&& on_step) {
   if (current.size() != mesh.size() || target.size() != mesh.size()) spec_mesh_mismatch(current, target, mesh.size());
   if (!std::is_constant_evaluated()) {
     check_shard_dims(current, meta.shape, "ctshard::redistribute_cost: current");

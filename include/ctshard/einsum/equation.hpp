@@ -20,16 +20,16 @@ namespace ctshard {
 /// they appear in the compiler's "required from" note of `einsum_diagnostic<Code, Column>`.
 enum class einsum_error : int {  // int: clang prints a char-sized code as a character ('\x01')
   none,
-  missing_arrow,                     ///< no "->"
-  more_than_one_arrow,               ///< "->" twice
-  character_is_not_a_letter,         ///< anything but a-z, A-Z, ',' and "->" (blanks included)
-  more_than_two_operands,            ///< DTensor's einsum rules take one or two inputs
-  operand_count_wrong_for_generator, ///< the rule generator needs exactly two operands
-  repeated_output_label,             ///< "mk,kn->mm"
-  output_label_absent_from_inputs,   ///< "mk,kn->mz"
-  repeated_label_in_one_operand,     ///< "ii,ij->j" (diagonals have no sharding rule)
-  summed_label_in_one_operand_only,  ///< "mk,n->mn": k is reduced inside one operand
-  operand_rank_above_max,            ///< more labels than max_tensor_dims in one operand
+  missing_arrow,                      ///< no "->"
+  more_than_one_arrow,                ///< "->" twice
+  character_is_not_a_letter,          ///< anything but a-z, A-Z, ',' and "->" (blanks included)
+  more_than_two_operands,             ///< DTensor's einsum rules take one or two inputs
+  operand_count_wrong_for_generator,  ///< the rule generator needs exactly two operands
+  repeated_output_label,              ///< "mk,kn->mm"
+  output_label_absent_from_inputs,    ///< "mk,kn->mz"
+  repeated_label_in_one_operand,      ///< "ii,ij->j" (diagonals have no sharding rule)
+  summed_label_in_one_operand_only,   ///< "mk,n->mn": k is reduced inside one operand
+  operand_rank_above_max,             ///< more labels than max_tensor_dims in one operand
 };
 
 /// Human-readable text for an einsum_error (used in run-time exceptions).
@@ -141,8 +141,7 @@ constexpr einsum_parse_result classify_einsum_dims(einsum_parse_result r, std::s
     const bool in0 = e.inputs[0].index_of(c) >= 0;
     const bool in1 = e.num_inputs > 1 && e.inputs[1].index_of(c) >= 0;
     if (!in_out) {
-      if (e.num_inputs == 2 && !(in0 && in1))
-        return einsum_fail(einsum_error::summed_label_in_one_operand_only, find_char(eq, c));
+      if (e.num_inputs == 2 && !(in0 && in1)) return einsum_fail(einsum_error::summed_label_in_one_operand_only, find_char(eq, c));
       insert_sorted(e.contracting, c);
     } else if (in0 && (e.num_inputs == 1 || in1)) {
       insert_sorted(e.batch, c);
@@ -206,20 +205,17 @@ template <einsum_error Code, std::size_t Column>
 struct einsum_diagnostic {
   static_assert(Code != einsum_error::missing_arrow, "ctshard::einsum: equation has no '->'");
   static_assert(Code != einsum_error::more_than_one_arrow, "ctshard::einsum: equation has more than one '->'");
-  static_assert(Code != einsum_error::character_is_not_a_letter,
-                "ctshard::einsum: labels must be letters a-z or A-Z, operands separated by ','");
+  static_assert(Code != einsum_error::character_is_not_a_letter, "ctshard::einsum: labels must be letters a-z or A-Z, operands separated by ','");
   static_assert(Code != einsum_error::more_than_two_operands, "ctshard::einsum: at most two input operands are supported");
   static_assert(Code != einsum_error::operand_count_wrong_for_generator,
                 "ctshard::einsum: the einsum rule generator needs exactly two input operands");
   static_assert(Code != einsum_error::repeated_output_label, "ctshard::einsum: an output label occurs twice");
-  static_assert(Code != einsum_error::output_label_absent_from_inputs,
-                "ctshard::einsum: an output label does not occur in any input");
+  static_assert(Code != einsum_error::output_label_absent_from_inputs, "ctshard::einsum: an output label does not occur in any input");
   static_assert(Code != einsum_error::repeated_label_in_one_operand,
                 "ctshard::einsum: a label occurs twice in one operand (diagonals are not supported)");
   static_assert(Code != einsum_error::summed_label_in_one_operand_only,
                 "ctshard::einsum: a summed-out label occurs in only one operand; reduce it before the einsum");
-  static_assert(Code != einsum_error::operand_rank_above_max,
-                "ctshard::einsum: an operand has more labels than ctshard::max_tensor_dims");
+  static_assert(Code != einsum_error::operand_rank_above_max, "ctshard::einsum: an operand has more labels than ctshard::max_tensor_dims");
   static constexpr bool value = Code == einsum_error::none;
 };
 
@@ -251,8 +247,7 @@ inline constexpr EinsumEquation einsum_equation_v = [] {
   if (r.ok() && required_inputs > 0 && r.equation.num_inputs != required_inputs)
     r = detail::einsum_fail(einsum_error::operand_count_wrong_for_generator, detail::find_arrow(eq));
   if (!r.ok())
-    throw error("ctshard::einsum: " + std::string(describe(r.code)) + " in '" + std::string(eq) + "' at column " +
-                std::to_string(r.column + 1));
+    throw error("ctshard::einsum: " + std::string(describe(r.code)) + " in '" + std::string(eq) + "' at column " + std::to_string(r.column + 1));
   return r.equation;
 }
 

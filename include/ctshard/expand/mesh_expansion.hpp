@@ -102,7 +102,8 @@ template <std::size_t R, std::size_t W>
 /// instantiated only then, its one failing static_assert names the problem.
 template <std::size_t Row>
 struct rule_lists_replicate_row_diagnostic {
-  static_assert(Row != Row, "ctshard::mesh_expansion_v: a single-dim rule row is all-Replicate; the framework inserts that row, rules must not list it");
+  static_assert(Row != Row,  // NOLINT(misc-redundant-expression): false for every Row, checked only once instantiated
+                "ctshard::mesh_expansion_v: a single-dim rule row is all-Replicate; the framework inserts that row, rules must not list it");
   static constexpr bool value = false;
 };
 

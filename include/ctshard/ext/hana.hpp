@@ -26,8 +26,7 @@ constexpr auto hana_table(std::index_sequence<Row...>) {
 
 /// The table as `hana::tuple` of rows; compile error above max_type_level_rows rows.
 template <auto& Table>
-  requires(Table.size() <= max_type_level_rows)
-constexpr auto to_hana_tuple() {
+requires(Table.size() <= max_type_level_rows) constexpr auto to_hana_tuple() {
   return detail::hana_table<Table>(std::make_index_sequence<Table.size()>{});
 }
 

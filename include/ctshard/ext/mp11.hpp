@@ -48,7 +48,6 @@ using row_mp_list = decltype(detail::row_list<Table, Row>(std::make_index_sequen
 
 /// The whole table as `mp_list` of rows. Compile error above max_type_level_rows rows.
 template <auto& Table>
-  requires(Table.size() <= max_type_level_rows)
-using table_mp_list = decltype(detail::table_list<Table>(std::make_index_sequence<Table.size()>{}));
+requires(Table.size() <= max_type_level_rows) using table_mp_list = decltype(detail::table_list<Table>(std::make_index_sequence<Table.size()>{}));
 
 }  // namespace ctshard::ext

@@ -38,9 +38,14 @@ enum class PartialPassthrough : std::uint8_t {
 /// ctshard and none in DTensor 2.13 (checked op by op against DTensor's tables in
 /// tests/python/test_partial_passthrough.py).
 inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
-    "aten.clone.default",          "prims.convert_element_type.default", "aten.native_dropout_backward.default",
-    "aten.gelu_backward.default",  "aten.sigmoid_backward.default",      "aten.tanh_backward.default",
-    "aten.threshold_backward.default", "aten.native_layer_norm_backward.default",
+    "aten.clone.default",
+    "prims.convert_element_type.default",
+    "aten.native_dropout_backward.default",
+    "aten.gelu_backward.default",
+    "aten.sigmoid_backward.default",
+    "aten.tanh_backward.default",
+    "aten.threshold_backward.default",
+    "aten.native_layer_norm_backward.default",
 };
 
 /// How the built-in registry is assembled (defaults: DTensor's einsum Partial rows, ctshard's

@@ -25,8 +25,8 @@ namespace ctshard {
 namespace detail {
 /// What a collective does to pending reductions.
 struct CollectiveKind {
-  bool reduces = false;                ///< all_reduce / reduce_scatter: combines the group's values
-  std::optional<ReduceOp> reduce_op{}; ///< its op when ctshard has a Partial for it (sum, avg, max, min)
+  bool reduces = false;                 ///< all_reduce / reduce_scatter: combines the group's values
+  std::optional<ReduceOp> reduce_op{};  ///< its op when ctshard has a Partial for it (sum, avg, max, min)
 };
 
 /// The reduce op named by argument `pos` ("sum", "avg", "max", "min"; c10d also spells avg as
@@ -84,7 +84,8 @@ inline void register_collective_ops(OpRegistry& registry) {
       registry.add({name}, [](const OpCall& call) { return detail::collective_rule(call, detail::reducing_collective(call, 1, "")); });
     for (const auto& name : move) registry.add({name}, [](const OpCall& call) { return detail::collective_rule(call, {}); });
   }
-  registry.add({"vllm.all_reduce.default"}, [](const OpCall& call) { return detail::collective_rule(call, detail::reducing_collective(call, 99, "sum")); });
+  registry.add({"vllm.all_reduce.default"},
+               [](const OpCall& call) { return detail::collective_rule(call, detail::reducing_collective(call, 99, "sum")); });
 }
 
 }  // namespace ctshard

@@ -81,7 +81,8 @@ inline void register_layout_ops(OpRegistry& r) {
     const TensorShape& src = call.tensors[tensor(call, 1, "src")].shape;
     const detail::StridedArgs a = detail::strided_args(call, 2);
     if (TensorShape(std::span<const std::int64_t>(a.size)) != src)
-      bad_argument(call, "src", "has shape " + to_string(src) + ", the size argument says " + to_string(TensorShape(std::span<const std::int64_t>(a.size))));
+      bad_argument(call, "src",
+                   "has shape " + to_string(src) + ", the size argument says " + to_string(TensorShape(std::span<const std::int64_t>(a.size))));
     std::optional<ViewDimMap> view;
     if (as_strided_is_view(in.numel(), a.size, a.stride, a.offset))
       view = view_dim_map(src, std::span<const std::int64_t>(in.dims.data(), in.rank), "ctshard: " + call.op);
@@ -93,7 +94,8 @@ inline void register_layout_ops(OpRegistry& r) {
     expect_tensor_inputs(call, 1);
     const TensorShape& in = call.tensors[tensor(call, 0, "self")].shape;
     const PadValue value = number_or(call, 2, "value", 0.0) == 0.0 ? PadValue::zero : PadValue::nonzero;
-    return OpRule{in_op_context(call, [&] { return constant_pad_nd_single_dim_strategy(in, int_list(call, 1, "pad"), value); }), UnevenInputs::reject};
+    return OpRule{in_op_context(call, [&] { return constant_pad_nd_single_dim_strategy(in, int_list(call, 1, "pad"), value); }),
+                  UnevenInputs::reject};
   });
   r.add({"aten.roll.default"}, [](const OpCall& call) {
     expect_tensor_inputs(call, 1);

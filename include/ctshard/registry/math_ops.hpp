@@ -104,10 +104,10 @@ inline std::size_t normalized_ndim(const OpCall& call, std::size_t pos, const Te
 ///   `_log_softmax_backward_data` (the softmax dim stays whole);
 /// - `native_layer_norm`, `native_layer_norm_backward` (leading dims only).
 inline void register_math_ops(OpRegistry& r) {
-  using detail::ReductionSignature;
   using detail::reduction_factory;
+  using detail::ReductionSignature;
   const ReductionSignature dims{}, all{.dim_pos = 1, .keepdim_pos = 2, .all_dims = true},
-                           kw_keepdim{.dim_pos = 1, .keepdim_pos = op_args::keyword_only};
+      kw_keepdim{.dim_pos = 1, .keepdim_pos = op_args::keyword_only};
   const ReductionKind psum{ReduceOp::sum}, pmax{ReduceOp::max}, pmin{ReduceOp::min}, pavg{ReduceOp::avg}, none{};
   const detail::ReductionOptions mean_options{.evenly_sharded_reduced_dims = true}, two_outputs{.num_outputs = 2};
   r.add({"aten.sum.default"}, reduction_factory(all, psum));
@@ -136,9 +136,9 @@ inline void register_math_ops(OpRegistry& r) {
     const TensorShape& input = call.tensors[op_args::tensor(call, 1, "input")].shape;
     const auto mask = op_args::bool_list_or(call, 7, "output_mask", op_args::every_output(3));
     if (mask.size() != 3) op_args::bad_argument(call, "output_mask", "must hold 3 bools");
-    return OpRule{layer_norm_backward_single_dim_strategy(input.rank, detail::normalized_ndim(call, 2, input), weight, bias,
-                                                          {mask[0], mask[1], mask[2]}),
-                  UnevenInputs::reject};
+    return OpRule{
+        layer_norm_backward_single_dim_strategy(input.rank, detail::normalized_ndim(call, 2, input), weight, bias, {mask[0], mask[1], mask[2]}),
+        UnevenInputs::reject};
   });
 }
 

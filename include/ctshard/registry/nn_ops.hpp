@@ -96,7 +96,8 @@ inline void register_nn_ops(OpRegistry& r) {
   });
   r.add({"aten.index_put.default", "aten._unsafe_index_put.default"}, [](const OpCall& call) {
     const std::size_t self = op_args::tensor(call, 0, "self"), values = op_args::tensor(call, 2, "values");
-    return OpRule{index_put_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1), call.tensors[values].shape), UnevenInputs::reject};
+    return OpRule{index_put_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1), call.tensors[values].shape),
+                  UnevenInputs::reject};
   });
   r.add({"aten.convolution.default"}, [](const OpCall& call) {
     ConvolutionParams c;
@@ -107,16 +108,19 @@ inline void register_nn_ops(OpRegistry& r) {
     c.rank = input.rank;
     c.transposed = op_args::flag(call, 6, "transposed");
     c.groups = op_args::required_int(call, 8, "groups");
-    if (input.rank < 3 || weight.rank != input.rank) op_args::bad_argument(call, "input", "must be batched [N, C, *spatial] with a weight of equal rank");
-    const auto stride = op_args::int_list(call, 3, "stride"), padding = op_args::int_list(call, 4, "padding"), dilation = op_args::int_list(call, 5, "dilation");
-    if (stride.empty() || padding.empty() || dilation.empty()) op_args::bad_argument(call, "stride", "stride, padding and dilation must be non-empty");
-    c.last_dim_windows_disjoint = input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 &&
-                                  stride.back() == weight[weight.rank - 1];
+    if (input.rank < 3 || weight.rank != input.rank)
+      op_args::bad_argument(call, "input", "must be batched [N, C, *spatial] with a weight of equal rank");
+    const auto stride = op_args::int_list(call, 3, "stride"), padding = op_args::int_list(call, 4, "padding"),
+               dilation = op_args::int_list(call, 5, "dilation");
+    if (stride.empty() || padding.empty() || dilation.empty())
+      op_args::bad_argument(call, "stride", "stride, padding and dilation must be non-empty");
+    c.last_dim_windows_disjoint =
+        input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 && stride.back() == weight[weight.rank - 1];
     OpRule rule{convolution_single_dim_strategy(c), UnevenInputs::reject};
     FullMeshFilter channels = c.groups == 1 ? convolution_channel_filter() : FullMeshFilter{};
     if (c.last_dim_windows_disjoint) {
       rule.filter = [last = convolution_last_dim_filter(stride.back()), channels](std::span<const Spec> operands, std::span<const TensorMeta> inputs,
-                                                                                MeshSizes mesh) {
+                                                                                  MeshSizes mesh) {
         return last(operands, inputs, mesh) && (!channels || channels(operands, inputs, mesh));
       };
     } else {
@@ -145,8 +149,8 @@ inline void register_nn_ops(OpRegistry& r) {
   r.add({"aten._scaled_dot_product_flash_attention.default"}, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "query").follow(1, "key").follow(2, "value");
-    return detail::attention_rule({follow_output(), follow_output(), rep, rep, rep, rep, rep, rep, follow_if(op_args::flag(call, 5, "return_debug_mask"))},
-                                  in);
+    return detail::attention_rule(
+        {follow_output(), follow_output(), rep, rep, rep, rep, rep, rep, follow_if(op_args::flag(call, 5, "return_debug_mask"))}, in);
   });
   // (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal,
   // philox_seed, philox_offset, ...) -> (dq, dk, dv)

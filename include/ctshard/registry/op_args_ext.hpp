@@ -106,8 +106,7 @@ inline constexpr std::size_t keyword_only = std::numeric_limits<std::size_t>::ma
   const std::uint64_t all = rank == 0 ? 0 : ~std::uint64_t{0} >> (64 - rank);
   const OpArg* a = find(call, index, name);
   if (a == nullptr) return all;
-  if (a->kind != OpArg::Kind::integer && a->kind != OpArg::Kind::int_list)
-    bad_argument(call, name, "must be an integer, a list of integers or None");
+  if (a->kind != OpArg::Kind::integer && a->kind != OpArg::Kind::int_list) bad_argument(call, name, "must be an integer, a list of integers or None");
   const std::vector<std::int64_t> dims = a->kind == OpArg::Kind::integer ? std::vector<std::int64_t>{a->integer} : a->ints;
   if (dims.empty()) return all;
   std::uint64_t mask = 0;

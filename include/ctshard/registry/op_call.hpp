@@ -20,11 +20,11 @@ namespace ctshard {
 struct OpArg {
   enum class Kind : unsigned char { none, tensor, integer, floating, boolean, int_list, tensor_list, list, string, other };
   Kind kind = Kind::none;
-  std::int64_t integer = 0;            ///< integer, boolean (0/1), or tensor index
-  double floating = 0;                 ///< floating
-  std::vector<std::int64_t> ints;      ///< int_list values, or tensor_list indices
-  std::string text;                    ///< string; other: the raw text (`torch.float32`)
-  std::vector<OpArg> items;            ///< list items
+  std::int64_t integer = 0;        ///< integer, boolean (0/1), or tensor index
+  double floating = 0;             ///< floating
+  std::vector<std::int64_t> ints;  ///< int_list values, or tensor_list indices
+  std::string text;                ///< string; other: the raw text (`torch.float32`)
+  std::vector<OpArg> items;        ///< list items
 
   /// True for a tensor argument (`integer` is its index in OpCall::tensors).
   [[nodiscard]] bool is_tensor() const noexcept { return kind == Kind::tensor; }

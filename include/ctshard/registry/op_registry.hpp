@@ -37,8 +37,7 @@ class OpRegistry {
   /// Registers `factory` under every name in `names`. Throws ctshard::error on a duplicate name.
   void add(std::initializer_list<std::string_view> names, const RuleFactory& factory) {
     for (auto name : names) {
-      if (!rules_.emplace(std::string(name), factory).second)
-        throw error("ctshard::OpRegistry: op '" + std::string(name) + "' registered twice");
+      if (!rules_.emplace(std::string(name), factory).second) throw error("ctshard::OpRegistry: op '" + std::string(name) + "' registered twice");
     }
   }
   /// Replaces the factory of the registered op `name` by `factory`. Throws ctshard::error when

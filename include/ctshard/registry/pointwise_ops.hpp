@@ -34,15 +34,15 @@ inline void register_pointwise_ops(OpRegistry& r) {
   auto unary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 1); };
   auto binary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 2); };
   auto ternary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 3); };
-  r.add({"aten.abs.default", "aten.sin.default", "aten.cos.default", "aten.sqrt.default", "aten.rsqrt.default",
-         "aten.reciprocal.default", "aten.gelu.default", "aten.silu.default", "aten.pow.Tensor_Scalar", "aten.eq.Scalar",
-         "aten.ne.Scalar", "aten.lt.Scalar", "aten.le.Scalar", "aten.gt.Scalar", "aten.ge.Scalar", "aten.bitwise_not.default",
-         "aten.logical_not.default", "aten.isnan.default", "aten.log.default", "aten.log1p.default", "aten.square.default", "aten.rsub.Scalar",
-         "aten.add.Scalar", "aten.sub.Scalar", "aten.fill.Scalar"},
+  r.add({"aten.abs.default",         "aten.sin.default",         "aten.cos.default",   "aten.sqrt.default",      "aten.rsqrt.default",
+         "aten.reciprocal.default",  "aten.gelu.default",        "aten.silu.default",  "aten.pow.Tensor_Scalar", "aten.eq.Scalar",
+         "aten.ne.Scalar",           "aten.lt.Scalar",           "aten.le.Scalar",     "aten.gt.Scalar",         "aten.ge.Scalar",
+         "aten.bitwise_not.default", "aten.logical_not.default", "aten.isnan.default", "aten.log.default",       "aten.log1p.default",
+         "aten.square.default",      "aten.rsub.Scalar",         "aten.add.Scalar",    "aten.sub.Scalar",        "aten.fill.Scalar"},
         unary({}));
-  r.add({"aten.atan2.default", "aten.pow.Tensor_Tensor", "aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor",
-         "aten.gt.Tensor", "aten.ge.Tensor", "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor",
-         "aten.logical_and.default", "aten.logical_or.default", "aten.rsub.Tensor", "aten.masked_fill.Scalar"},
+  r.add({"aten.atan2.default", "aten.pow.Tensor_Tensor", "aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor", "aten.gt.Tensor",
+         "aten.ge.Tensor", "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor", "aten.logical_and.default",
+         "aten.logical_or.default", "aten.rsub.Tensor", "aten.masked_fill.Scalar"},
         binary({}));
   // grad_input = grad_output * f(activation): linear in the gradient (a P(sum) gradient needs no
   // all-reduce when the activation is replicated).
@@ -52,8 +52,8 @@ inline void register_pointwise_ops(OpRegistry& r) {
   r.add({"aten.addcmul.default", "aten.addcdiv.default", "aten.where.self", "aten.lerp.Tensor", "aten.masked_fill.Tensor"}, ternary({}));
   // Non-decreasing on the whole real line only (DTensor `non_decreasing_unary_ops`): an op defined
   // on part of it (log, log1p, sqrt) cannot keep P(max) / P(min), whose parts may lie outside.
-  r.add({"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default",
-         "aten.floor.default", "aten.ceil.default", "aten.expm1.default", "aten.sign.default"},
+  r.add({"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default", "aten.floor.default",
+         "aten.ceil.default", "aten.expm1.default", "aten.sign.default"},
         unary(non_decreasing));
   r.add({"aten.erfc.default"}, unary(non_increasing));
   r.add({"aten.neg.default"}, unary(neg));
@@ -70,7 +70,8 @@ inline void register_pointwise_ops(OpRegistry& r) {
   r.add({"aten.div.Tensor_mode"}, [generic = binary({})](const OpCall& call) {
     const OpArg* mode = call.kwarg("rounding_mode");
     if (mode == nullptr) mode = call.arg(2);
-    if (mode != nullptr && mode->kind != OpArg::Kind::none && !(mode->kind == OpArg::Kind::string && (mode->text == "floor" || mode->text == "trunc")))
+    if (mode != nullptr && mode->kind != OpArg::Kind::none &&
+        !(mode->kind == OpArg::Kind::string && (mode->text == "floor" || mode->text == "trunc")))
       throw error("ctshard: " + call.op + ": argument 'rounding_mode' must be 'floor', 'trunc' or None");
     return generic(call);
   });

@@ -40,8 +40,7 @@ inline void register_random_ops(OpRegistry& r) {
   const auto follows_self = [](const OpCall& call) {
     expect_tensor_inputs(call, 1);
     const TensorShape& in = call.tensors[tensor(call, 0, "self")].shape;
-    if (const OpArg* p = find(call, 1, "p"); p != nullptr && !p->is_number() && !p->is_tensor())
-      bad_argument(call, "p", "must be a probability");
+    if (const OpArg* p = find(call, 1, "p"); p != nullptr && !p->is_number() && !p->is_tensor()) bad_argument(call, "p", "must be a probability");
     return OpRule{random_single_dim_strategy(in.rank), UnevenInputs::keep_current};
   };
   r.add({"aten.bernoulli.p", "aten.bernoulli_.float"}, follows_self);

@@ -81,7 +81,8 @@ inline void register_tensor_ops(OpRegistry& r) {
   r.add({"aten.split_with_sizes.default"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
           return split_single_dim_strategy(c.tensors[0].shape, int_list(c, 1, "split_sizes"), int_or(c, 2, "dim", 0));
         }));
-  r.add({"aten.unbind.int"}, tensor_op_factory(1, follows_input, [](const OpCall& c) { return unbind_single_dim_strategy(c.tensors[0].shape, int_or(c, 1, "dim", 0)); }));
+  r.add({"aten.unbind.int"},
+        tensor_op_factory(1, follows_input, [](const OpCall& c) { return unbind_single_dim_strategy(c.tensors[0].shape, int_or(c, 1, "dim", 0)); }));
   r.add({"aten.select.int"}, tensor_op_factory(1, follows_input, [](const OpCall& c) {
           (void)required_int(c, 2, "index");
           return select_single_dim_strategy(c.tensors[0].shape, required_int(c, 1, "dim"));
@@ -142,7 +143,8 @@ inline void register_tensor_ops(OpRegistry& r) {
           if (dtype.empty()) bad_argument(c, "dtype", "is missing");
           return cast_single_dim_strategy(c.tensors[0].shape, cast_partials_for(dtype));
         }));
-  r.add({"aten.copy.default"}, tensor_op_factory(2, UnevenInputs::keep_current, [](const OpCall& c) { return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape); }));
+  r.add({"aten.copy.default"}, tensor_op_factory(2, UnevenInputs::keep_current,
+                                                 [](const OpCall& c) { return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape); }));
   r.add({"aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default"},
         tensor_op_factory(1, follows_input, [](const OpCall& c) { return like_single_dim_strategy(c.tensors[0].shape); }));
   for (const FactoryContents contents : {FactoryContents::uninitialized, FactoryContents::filled}) {
@@ -153,14 +155,16 @@ inline void register_tensor_ops(OpRegistry& r) {
       return new_factory_single_dim_strategy(c.tensors[0].shape, TensorShape(std::span<const std::int64_t>(sizes)), contents);
     };
     if (empty) r.add({"aten.new_empty.default"}, tensor_op_factory(1, follows_input, build));
-    if (empty) r.add({"aten.new_empty_strided.default"}, tensor_op_factory(1, follows_input, [build](const OpCall& c) {
-                 if (int_list(c, 2, "stride").size() != int_list(c, 1, "size").size()) bad_argument(c, "stride", "must have one entry per size");
-                 return build(c);
-               }));
+    if (empty)
+      r.add({"aten.new_empty_strided.default"}, tensor_op_factory(1, follows_input, [build](const OpCall& c) {
+              if (int_list(c, 2, "stride").size() != int_list(c, 1, "size").size()) bad_argument(c, "stride", "must have one entry per size");
+              return build(c);
+            }));
     else r.add({"aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default"}, tensor_op_factory(1, follows_input, build));
   }
   r.add({"aten.empty.memory_format", "aten.zeros.default", "aten.ones.default", "aten.full.default"},
-        tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) { return factory_single_dim_strategy(detail::factory_size(c), FactoryShards::replicate_only); }));
+        tensor_op_factory(0, UnevenInputs::keep_current,
+                          [](const OpCall& c) { return factory_single_dim_strategy(detail::factory_size(c), FactoryShards::replicate_only); }));
   r.add({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}, tensor_op_factory(0, UnevenInputs::keep_current, [](const OpCall& c) {
           const bool known = !c.outputs.empty() && c.outputs[0].shape.rank == 1;
           return factory_single_dim_strategy(known ? c.outputs[0].shape : TensorShape{0}, FactoryShards::replicate_only);

@@ -210,16 +210,19 @@ inline void register_training_ops(OpRegistry& r) {
     c.rank = input.rank;
     c.transposed = detail::required_bool(call, 7, "transposed");
     c.groups = op_args::required_int(call, 9, "groups");
-    const auto stride = op_args::int_list(call, 4, "stride"), padding = op_args::int_list(call, 5, "padding"), dilation = op_args::int_list(call, 6, "dilation");
-    if (stride.empty() || padding.empty() || dilation.empty()) op_args::bad_argument(call, "stride", "stride, padding and dilation must be non-empty");
+    const auto stride = op_args::int_list(call, 4, "stride"), padding = op_args::int_list(call, 5, "padding"),
+               dilation = op_args::int_list(call, 6, "dilation");
+    if (stride.empty() || padding.empty() || dilation.empty())
+      op_args::bad_argument(call, "stride", "stride, padding and dilation must be non-empty");
     // as the forward convolution: non-overlapping windows on the last dim
-    c.last_dim_windows_disjoint = input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 && stride.back() == weight[weight.rank - 1];
+    c.last_dim_windows_disjoint =
+        input.rank <= 5 && !c.transposed && padding.back() == 0 && dilation.back() == 1 && stride.back() == weight[weight.rank - 1];
     OpRule rule{convolution_backward_single_dim_strategy(c, detail::output_mask<3>(call, 10)), UnevenInputs::reject};
     // channel rows: no device with an empty channel block; last-dim row: whole windows per shard
     FullMeshFilter channels = c.groups == 1 ? convolution_backward_channel_filter() : FullMeshFilter{};
     if (c.last_dim_windows_disjoint) {
-      rule.filter = [last = convolution_last_dim_filter(stride.back(), 1), channels](std::span<const Spec> operands, std::span<const TensorMeta> inputs,
-                                                                                   MeshSizes mesh) {
+      rule.filter = [last = convolution_last_dim_filter(stride.back(), 1), channels](std::span<const Spec> operands,
+                                                                                     std::span<const TensorMeta> inputs, MeshSizes mesh) {
         return last(operands, inputs, mesh) && (!channels || channels(operands, inputs, mesh));
       };
     } else {

@@ -60,9 +60,8 @@ inline void register_view_ops(OpRegistry& registry) {
   using op_args::int_list;
   using op_args::required_int;
   registry.add({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"},
-               detail::view_factory([](const OpCall& call, const TensorShape& in, std::string_view api) {
-                 return view_dim_map(in, int_list(call, 1, "size"), api);
-               }));
+               detail::view_factory(
+                   [](const OpCall& call, const TensorShape& in, std::string_view api) { return view_dim_map(in, int_list(call, 1, "size"), api); }));
   registry.add({"aten.t.default"}, detail::view_factory([](const OpCall& call, const TensorShape& in, std::string_view api) {
                  if (in.rank > 2) op_args::bad_argument(call, "self", "must have rank <= 2, got rank " + std::to_string(in.rank));
                  if (in.rank == 2) return transpose_dim_map(in, 0, 1, api);

@@ -32,8 +32,8 @@ struct AttentionOperand {
 /// where it has size 1 or lacks the dim, a `replicate` operand R. DTensor's rows shard a present
 /// attn_bias on `Shard(1)` / `Shard(0)` outright, which empties or breaks a bias broadcast over
 /// heads or batch; the aligned mapping keeps such a bias replicated instead.
-[[nodiscard]] constexpr RuleSet attention_single_dim_strategy(std::span<const AttentionOperand> outputs,
-                                                              std::span<const AttentionOperand> inputs, std::size_t full_rank = 4) {
+[[nodiscard]] constexpr RuleSet attention_single_dim_strategy(std::span<const AttentionOperand> outputs, std::span<const AttentionOperand> inputs,
+                                                              std::size_t full_rank = 4) {
   RuleSet rules(outputs.size(), inputs.size());
   std::vector<const AttentionOperand*> all;
   for (const auto& o : outputs) all.push_back(&o);

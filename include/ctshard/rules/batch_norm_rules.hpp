@@ -33,10 +33,10 @@ enum class BatchNormMode : unsigned char { training, eval };
 
 /// What the batch norm forward rule needs of a call.
 struct BatchNormParams {
-  std::size_t rank = 4;                      ///< input rank: 2 + spatial dims
+  std::size_t rank = 4;  ///< input rank: 2 + spatial dims
   BatchNormMode mode = BatchNormMode::training;
-  std::size_t num_outputs = 3;               ///< (out, save_mean, save_invstd); 5 with (running_mean_out, running_var_out)
-  std::size_t num_channel_inputs = 0;        ///< [C] tensor inputs after `input`: weight?, bias?, running_mean?, running_var?
+  std::size_t num_outputs = 3;         ///< (out, save_mean, save_invstd); 5 with (running_mean_out, running_var_out)
+  std::size_t num_channel_inputs = 0;  ///< [C] tensor inputs after `input`: weight?, bias?, running_mean?, running_var?
 };
 
 /// `native_batch_norm` / `_native_batch_norm_legit` / `_native_batch_norm_legit_no_training` /
@@ -75,8 +75,8 @@ struct BatchNormParams {
 struct BatchNormBackwardParams {
   std::size_t rank = 4;                          ///< input rank: 2 + spatial dims
   BatchNormMode mode = BatchNormMode::training;  ///< `train`
-  std::size_t num_channel_inputs = 0;            ///< tensor inputs after grad_out, input: weight?, running_mean?, running_var?, save_mean?, save_invstd?
-  std::uint32_t empty_channel_inputs = 0;        ///< bit i: channel input i is empty (eval-mode save_mean / save_invstd): Replicate
+  std::size_t num_channel_inputs = 0;      ///< tensor inputs after grad_out, input: weight?, running_mean?, running_var?, save_mean?, save_invstd?
+  std::uint32_t empty_channel_inputs = 0;  ///< bit i: channel input i is empty (eval-mode save_mean / save_invstd): Replicate
   std::array<bool, 3> output_mask{true, true, true};
 };
 

@@ -32,8 +32,7 @@ enum class EinsumLinearity : std::uint8_t { none, per_input, dtensor };
 /// `[S?(out), S?(lhs), R]`; rhs-only `[S?(out), R, S?(rhs)]` (each class in sorted label order);
 /// then the Partial rows of `linearity`. One output, two inputs; operand ranks recorded.
 /// Throws ctshard::error (compile error when constant-evaluated) for a one-operand equation.
-[[nodiscard]] constexpr RuleSet einsum_single_dim_strategy(const EinsumEquation& eq,
-                                                           EinsumLinearity linearity = EinsumLinearity::dtensor) {
+[[nodiscard]] constexpr RuleSet einsum_single_dim_strategy(const EinsumEquation& eq, EinsumLinearity linearity = EinsumLinearity::dtensor) {
   if (eq.num_inputs != 2) throw error("ctshard::einsum_single_dim_strategy: needs exactly two input operands");
   RuleSet rules(1, 2);
   rules.set_rank(0, eq.output.rank);
@@ -66,8 +65,8 @@ enum class EinsumLinearity : std::uint8_t { none, per_input, dtensor };
   const TensorShape* shapes[2] = {&lhs, &rhs};
   for (std::size_t k = 0; k < eq.num_inputs; ++k)
     if (shapes[k]->rank != eq.inputs[k].rank)
-      throw error("ctshard::einsum: operand " + std::to_string(k) + " has rank " + std::to_string(shapes[k]->rank) +
-                  " but the equation gives it " + std::to_string(eq.inputs[k].rank) + " labels");
+      throw error("ctshard::einsum: operand " + std::to_string(k) + " has rank " + std::to_string(shapes[k]->rank) + " but the equation gives it " +
+                  std::to_string(eq.inputs[k].rank) + " labels");
   if (eq.num_inputs == 2)
     for (std::size_t i = 0; i < eq.inputs[0].rank; ++i) {
       const char c = eq.inputs[0].labels[i];
@@ -109,7 +108,9 @@ enum class EinsumLinearity : std::uint8_t { none, per_input, dtensor };
     const auto src = rules.row(r);
     const Placement o = src[0];
     row[0] = o;
-    row[1] = !o.is_placeholder() ? o : (map[static_cast<std::size_t>(o.dim)] < 0 ? Replicate() : ShardingPlaceholder(map[static_cast<std::size_t>(o.dim)]));
+    row[1] = !o.is_placeholder()
+                 ? o
+                 : (map[static_cast<std::size_t>(o.dim)] < 0 ? Replicate() : ShardingPlaceholder(map[static_cast<std::size_t>(o.dim)]));
     for (std::size_t k = 1; k < src.size(); ++k) row[k + 1] = src[k];
     out.add(row);
   }

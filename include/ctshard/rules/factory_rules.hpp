@@ -19,15 +19,13 @@ namespace ctshard {
 /// A copy of the input with the same layout (clone, alias, detach, lift_fresh_copy, contiguous,
 /// empty_like): `[S?(d), S?(d)]` for every dim, then `[P(r), P(r)]` for r = sum, avg, max, min
 /// (DTensor `propagate_single_input_single_dim_strategy`). One output, one input.
-[[nodiscard]] constexpr RuleSet same_layout_single_dim_strategy(const TensorShape& input) {
-  return passthrough_single_dim_strategy(input, input);
-}
+[[nodiscard]] constexpr RuleSet same_layout_single_dim_strategy(const TensorShape& input) { return passthrough_single_dim_strategy(input, input); }
 
 /// Which pending reductions survive a dtype cast (DTensor `_partial_needs_reduce_for_dtype_cast`).
 enum class CastPartials : std::uint8_t {
-  all,          ///< same dtype, or a floating target: every Partial passes
-  max_min,      ///< an integral target: sum/avg do not commute with truncation (max/min do)
-  none,         ///< a bool target: no reduction commutes with `!= 0`
+  all,      ///< same dtype, or a floating target: every Partial passes
+  max_min,  ///< an integral target: sum/avg do not commute with truncation (max/min do)
+  none,     ///< a bool target: no reduction commutes with `!= 0`
 };
 
 /// Classifies a cast to `dtype` as printed in aten graphs ("torch.int64", "torch.bool", or without
@@ -38,8 +36,8 @@ enum class CastPartials : std::uint8_t {
   if (dtype.starts_with("torch.")) dtype.remove_prefix(6);
   if (dtype.empty()) return CastPartials::all;
   if (dtype == "bool") return CastPartials::none;
-  for (std::string_view f : {"float", "double", "half", "bfloat16", "float16", "float32", "float64", "complex64", "complex128", "cfloat",
-                             "cdouble", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"})
+  for (std::string_view f : {"float", "double", "half", "bfloat16", "float16", "float32", "float64", "complex64", "complex128", "cfloat", "cdouble",
+                             "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"})
     if (dtype == f) return CastPartials::all;
   return CastPartials::max_min;
 }

@@ -121,9 +121,7 @@ enum class ScatterKind : unsigned char { value, zero_value, src, add };
   };
   constexpr std::array<ReduceOp, 3> idempotent{ReduceOp::avg, ReduceOp::max, ReduceOp::min};  // op(v, ..., v) = v
   switch (kind) {
-    case ScatterKind::zero_value:
-      partial_row(ReduceOp::sum, PartialOperands::self_only);
-      [[fallthrough]];
+    case ScatterKind::zero_value: partial_row(ReduceOp::sum, PartialOperands::self_only); [[fallthrough]];
     case ScatterKind::value:
       for (ReduceOp r : idempotent) partial_row(r, PartialOperands::self_only);
       break;

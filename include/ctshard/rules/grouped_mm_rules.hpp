@@ -93,8 +93,7 @@ namespace detail {
 /// True when every piece that `spec` cuts from each of the last two dims of `shape` has a
 /// multiple of `alignment` elements: torch.chunk pieces, mesh dim by mesh dim (empty pieces count
 /// as aligned); a StridedShard must split its dim evenly (else false).
-[[nodiscard]] constexpr bool matrix_dims_stay_aligned(const TensorShape& shape, const Spec& spec, MeshSizes mesh,
-                                                      std::int64_t alignment) noexcept {
+[[nodiscard]] constexpr bool matrix_dims_stay_aligned(const TensorShape& shape, const Spec& spec, MeshSizes mesh, std::int64_t alignment) noexcept {
   if (alignment <= 1 || shape.rank < 2) return true;
   for (std::size_t d = shape.rank - 2; d < shape.rank; ++d) {
     // distinct piece sizes so far: torch.chunk of x into n gives ceil(x / n)-sized pieces and at

@@ -102,7 +102,8 @@ enum class PadValue : unsigned char {
 /// then `[P(r), P(r)]` for the four reductions (a roll only moves elements). Throws ctshard::error
 /// when `shifts` and `dims` differ in length (or `dims` is empty and there is not exactly one
 /// shift), or for a bad dim.
-[[nodiscard]] constexpr RuleSet roll_single_dim_strategy(const TensorShape& input, std::span<const std::int64_t> shifts, std::span<const std::int64_t> dims) {
+[[nodiscard]] constexpr RuleSet roll_single_dim_strategy(const TensorShape& input, std::span<const std::int64_t> shifts,
+                                                         std::span<const std::int64_t> dims) {
   if (dims.empty() ? shifts.size() != 1 : shifts.size() != dims.size())
     throw error("ctshard::roll: " + std::to_string(shifts.size()) + " shifts for " + std::to_string(dims.size()) + " dims" +
                 (dims.empty() ? " (without dims, roll takes one shift)" : ""));
@@ -219,7 +220,8 @@ enum class PadValue : unsigned char {
 /// (`_split_tensor(contiguous=True)`), and the rank runs it with its local size and the matching
 /// contiguous stride. Otherwise the op reads global storage positions: only `[P(r), P(r)]` for
 /// the four reductions (a gather of positions commutes with each). DTensor 2.13 has no rule.
-[[nodiscard]] constexpr RuleSet as_strided_single_dim_strategy(const TensorShape& input, const TensorShape& out, const std::optional<ViewDimMap>& view) {
+[[nodiscard]] constexpr RuleSet as_strided_single_dim_strategy(const TensorShape& input, const TensorShape& out,
+                                                               const std::optional<ViewDimMap>& view) {
   if (view) return view_single_dim_strategy(*view);
   RuleSet rules(1, 1);
   rules.set_rank(0, out.rank);
@@ -236,7 +238,7 @@ enum class PadValue : unsigned char {
 /// with src as the source. Otherwise only `[P(r), P(r), P(r)]` for the four reductions (the
 /// scatter is positional). DTensor 2.13 has no rule.
 [[nodiscard]] constexpr RuleSet as_strided_scatter_single_dim_strategy(const TensorShape& input, const TensorShape& src,
-                                                                      const std::optional<ViewDimMap>& view) {
+                                                                       const std::optional<ViewDimMap>& view) {
   RuleSet rules(1, 2);
   rules.set_rank(0, input.rank);
   rules.set_rank(1, input.rank);

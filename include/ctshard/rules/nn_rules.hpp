@@ -71,9 +71,7 @@ struct ConvolutionParams {
 /// Replicate), an RNG contract ctshard does not model; with independent per-rank masks
 /// sum_r m_r x_r / (1 - p) is not m (sum_r x_r) / (1 - p). DTensor `_random_inplace_single_dim_strategy`
 /// ("random sampling on partial tensors is undefined").
-[[nodiscard]] constexpr RuleSet dropout_single_dim_strategy(std::size_t rank) {
-  return shard_except_dim_strategy(rank, rank, 2, 1);
-}
+[[nodiscard]] constexpr RuleSet dropout_single_dim_strategy(std::size_t rank) { return shard_except_dim_strategy(rank, rank, 2, 1); }
 
 /// Partial rows of a product with a fixed second factor: `[P(r), P(r), R]` for r in (sum, avg)
 /// (native_dropout_backward: grad_in = grad_out * mask * scale is linear in grad_out).

@@ -16,9 +16,7 @@
 namespace ctshard {
 
 namespace detail {
-[[noreturn]] inline void norm_rank_mismatch(const char* api) {
-  throw error(std::string(api) + ": normalized_shape has more dims than the input");
-}
+[[noreturn]] inline void norm_rank_mismatch(const char* api) { throw error(std::string(api) + ": normalized_shape has more dims than the input"); }
 }  // namespace detail
 
 /// `native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)` on a
@@ -27,8 +25,7 @@ namespace detail {
 /// the normalized dims); one row per leading dim d: `[S?(d), S?(d), S?(d), S?(d), R?, R?]`
 /// (weight and bias cover the normalized dims only, so they stay replicated). No Partial row: the
 /// statistics are not linear in the input. Throws ctshard::error when normalized_ndim > rank.
-[[nodiscard]] constexpr RuleSet layer_norm_single_dim_strategy(std::size_t rank, std::size_t normalized_ndim, bool has_weight,
-                                                               bool has_bias) {
+[[nodiscard]] constexpr RuleSet layer_norm_single_dim_strategy(std::size_t rank, std::size_t normalized_ndim, bool has_weight, bool has_bias) {
   if (normalized_ndim > rank) detail::norm_rank_mismatch("ctshard::layer_norm_single_dim_strategy");
   const std::size_t num_inputs = 1 + (has_weight ? 1u : 0u) + (has_bias ? 1u : 0u);
   RuleSet rules(3, num_inputs);
@@ -51,8 +48,8 @@ namespace detail {
 /// reduction before the backward). An output that is not computed (`output_mask[i]` false, or no
 /// weight / bias) is `None` in DTensor and Replicate here.
 /// Throws ctshard::error when normalized_ndim > rank.
-[[nodiscard]] constexpr RuleSet layer_norm_backward_single_dim_strategy(std::size_t rank, std::size_t normalized_ndim, bool has_weight,
-                                                                        bool has_bias, std::array<bool, 3> output_mask) {
+[[nodiscard]] constexpr RuleSet layer_norm_backward_single_dim_strategy(std::size_t rank, std::size_t normalized_ndim, bool has_weight, bool has_bias,
+                                                                        std::array<bool, 3> output_mask) {
   if (normalized_ndim > rank) detail::norm_rank_mismatch("ctshard::layer_norm_backward_single_dim_strategy");
   const std::size_t num_inputs = 4 + (has_weight ? 1u : 0u) + (has_bias ? 1u : 0u);
   RuleSet rules(3, num_inputs);

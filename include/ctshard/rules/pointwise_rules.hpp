@@ -22,8 +22,8 @@ struct PartialRow {
 };
 
 namespace detail {
-constexpr Placement Psum = Partial(ReduceOp::sum), Pavg = Partial(ReduceOp::avg), Pmax = Partial(ReduceOp::max),
-                    Pmin = Partial(ReduceOp::min), Rep = Replicate();
+constexpr Placement Psum = Partial(ReduceOp::sum), Pavg = Partial(ReduceOp::avg), Pmax = Partial(ReduceOp::max), Pmin = Partial(ReduceOp::min),
+                    Rep = Replicate();
 constexpr PartialRow row2(Placement a, Placement b) { return {{a, b, Rep, Rep}, 2}; }
 constexpr PartialRow row3(Placement a, Placement b, Placement c) { return {{a, b, c, Rep}, 3}; }
 }  // namespace detail
@@ -45,8 +45,8 @@ inline constexpr std::array all_partials{row2(Psum, Psum), row2(Pavg, Pavg), row
 inline constexpr std::array binary_additive{row3(Psum, Psum, Psum), row3(Pavg, Pavg, Pavg), row3(Pavg, Pavg, Rep),
                                             row3(Pmax, Pmax, Rep),  row3(Pmin, Pmin, Rep),  row3(Pavg, Rep, Pavg)};
 /// mul.Tensor: `_MUL_RULES` (one Partial factor, the other replicated) + unary linear.
-inline constexpr std::array mul{row3(Psum, Psum, Rep), row3(Pavg, Pavg, Rep), row3(Psum, Rep, Psum), row3(Pavg, Rep, Pavg),
-                                row2(Psum, Psum),      row2(Pavg, Pavg)};
+inline constexpr std::array mul{row3(Psum, Psum, Rep), row3(Pavg, Pavg, Rep), row3(Psum, Rep, Psum),
+                                row3(Pavg, Rep, Pavg), row2(Psum, Psum),      row2(Pavg, Pavg)};
 /// div.Tensor: `_DIV_RULES` (numerator only) + unary linear.
 inline constexpr std::array div{row3(Psum, Psum, Rep), row3(Pavg, Pavg, Rep), row2(Psum, Psum), row2(Pavg, Pavg)};
 /// maximum / fmax / clamp_min.Tensor.
@@ -68,8 +68,7 @@ inline constexpr std::array logaddexp{row3(Pmax, Pmax, Rep), row3(Pmax, Rep, Pma
 /// where it broadcasts]`; then the rows of `partial_rows` whose width equals 1 + inputs (so a
 /// scalar-promoted binary op keeps only unary rows). DTensor `_common_pointwise_single_dim_strategy`.
 /// Throws ctshard::error when the shapes do not broadcast.
-[[nodiscard]] constexpr RuleSet pointwise_single_dim_strategy(std::span<const TensorShape> shapes,
-                                                              std::span<const PartialRow> partial_rows = {}) {
+[[nodiscard]] constexpr RuleSet pointwise_single_dim_strategy(std::span<const TensorShape> shapes, std::span<const PartialRow> partial_rows = {}) {
   const TensorShape common = broadcast_shapes(shapes);
   RuleSet rules(1, shapes.size());
   rules.set_rank(0, common.rank);

@@ -78,8 +78,7 @@ struct ReductionKind {
 /// (softmax / log_softmax and their backward, sort-like and scan ops): `[S?(d)] * num_operands`
 /// for every d != active_dim of a rank-`rank` tensor; all operands share the shape. No Partial row.
 /// DTensor `_shard_except_dim_strategy`.
-[[nodiscard]] constexpr RuleSet shard_except_dim_strategy(std::size_t rank, std::size_t active_dim, std::size_t num_outputs,
-                                                          std::size_t num_inputs) {
+[[nodiscard]] constexpr RuleSet shard_except_dim_strategy(std::size_t rank, std::size_t active_dim, std::size_t num_outputs, std::size_t num_inputs) {
   RuleSet rules(num_outputs, num_inputs);
   for (std::size_t k = 0; k < rules.width(); ++k) rules.set_rank(k, static_cast<int>(rank));
   std::vector<Placement> row(rules.width());
@@ -94,8 +93,7 @@ struct ReductionKind {
 /// True when every dim in `reduced` of a tensor of `shape` placed as `spec` on `mesh` is split into
 /// equal shards: its size is a multiple of its shard count (`num_shards_on_dim`, which decides how a
 /// StridedShard counts). DTensor `_is_spec_evenly_sharded_on_dim`.
-[[nodiscard]] constexpr bool is_evenly_sharded_on(const TensorShape& shape, const Spec& spec, MeshSizes mesh,
-                                                  std::uint64_t reduced) noexcept {
+[[nodiscard]] constexpr bool is_evenly_sharded_on(const TensorShape& shape, const Spec& spec, MeshSizes mesh, std::uint64_t reduced) noexcept {
   for (std::size_t d = 0; d < shape.rank; ++d) {
     if (((reduced >> d) & 1u) == 0) continue;
     if (shape[d] % num_shards_on_dim(spec, mesh, static_cast<int>(d)) != 0) return false;
@@ -106,8 +104,7 @@ struct ReductionKind {
 /// True when no shard of a reduced dim is empty: every dim in `reduced` of `shape`, cut in
 /// `torch.chunk` fashion by each mesh dim sharding it (in mesh-dim order), leaves every device a
 /// non-empty piece. Example: 4 rows over 3 devices chunk as 2, 2, 0 — false.
-[[nodiscard]] constexpr bool has_no_empty_shard_on(const TensorShape& shape, const Spec& spec, MeshSizes mesh,
-                                                   std::uint64_t reduced) noexcept {
+[[nodiscard]] constexpr bool has_no_empty_shard_on(const TensorShape& shape, const Spec& spec, MeshSizes mesh, std::uint64_t reduced) noexcept {
   for (std::size_t d = 0; d < shape.rank; ++d) {
     if (((reduced >> d) & 1u) == 0) continue;
     std::int64_t smallest = shape[d];  // smallest piece after the mesh dims seen so far

@@ -20,8 +20,7 @@ namespace ctshard {
 
 namespace detail {
 [[noreturn]] inline void rule_row_width_mismatch(std::size_t got, std::size_t expected) {
-  throw error("ctshard::RuleSet: strategy length " + std::to_string(got) + " != expected " + std::to_string(expected) +
-              " (outputs + inputs)");
+  throw error("ctshard::RuleSet: strategy length " + std::to_string(got) + " != expected " + std::to_string(expected) + " (outputs + inputs)");
 }
 /// `outputs + inputs`, or throws ctshard::error past max_rule_operands.
 [[nodiscard]] constexpr std::size_t checked_rule_width(std::size_t num_outputs, std::size_t num_inputs) {

@@ -14,8 +14,8 @@ namespace ctshard {
 
 namespace detail {
 [[noreturn]] inline void dim_out_of_range(std::string_view api, std::int64_t dim, std::size_t rank) {
-  throw error(std::string(api) + ": dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(rank) +
-              " (expected [" + std::to_string(-static_cast<std::int64_t>(rank)) + ", " + std::to_string(static_cast<std::int64_t>(rank) - 1) + "])");
+  throw error(std::string(api) + ": dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(rank) + " (expected [" +
+              std::to_string(-static_cast<std::int64_t>(rank)) + ", " + std::to_string(static_cast<std::int64_t>(rank) - 1) + "])");
 }
 }  // namespace detail
 

@@ -140,7 +140,8 @@ constexpr void add_repeated(RuleSet& rules, Placement out, Placement in) {
                                                                   std::int64_t step) {
   const std::size_t at = normalize_dim(dim, input.rank, "ctshard::slice_scatter");
   if (step < 1) throw error("ctshard::slice_scatter: step must be >= 1, got " + std::to_string(step));
-  if (src.rank != input.rank) throw error("ctshard::slice_scatter: src has rank " + std::to_string(src.rank) + ", input " + std::to_string(input.rank));
+  if (src.rank != input.rank)
+    throw error("ctshard::slice_scatter: src has rank " + std::to_string(src.rank) + ", input " + std::to_string(input.rank));
   for (std::size_t d = 0; d < input.rank; ++d)
     if (d != at && src[d] != input[d])
       throw error("ctshard::slice_scatter: src size " + std::to_string(src[d]) + " differs from input size " + std::to_string(input[d]) + " on dim " +

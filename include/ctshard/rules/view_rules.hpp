@@ -43,8 +43,8 @@ struct ViewDim {
 
 /// A view's dim map: one ViewDim per output dim, plus the input and output shapes.
 struct ViewDimMap {
-  TensorShape input;                          ///< the view's input shape
-  TensorShape output;                         ///< the view's output shape (sizes resolved)
+  TensorShape input;                            ///< the view's input shape
+  TensorShape output;                           ///< the view's output shape (sizes resolved)
   std::array<ViewDim, max_tensor_dims> dims{};  ///< one entry per output dim; the rest singleton
   /// Output rank.
   [[nodiscard]] constexpr std::size_t rank() const noexcept { return output.rank; }
@@ -55,17 +55,14 @@ struct ViewDimMap {
 namespace detail {
 [[noreturn]] inline void view_error(std::string_view api, const std::string& what) { throw error(std::string(api) + ": " + what); }
 
-constexpr ViewDim view_input_dim(std::size_t i) {
-  return {ViewDimKind::input, static_cast<std::int8_t>(i), static_cast<std::int8_t>(i), 0};
-}
+constexpr ViewDim view_input_dim(std::size_t i) { return {ViewDimKind::input, static_cast<std::int8_t>(i), static_cast<std::int8_t>(i), 0}; }
 
 /// DTensor `Split.new(Flatten.new(from_dims), to_group, idx)` for a group of consecutive input dims
 /// `[from_first, from_last]` (from_first > from_last: no input dim) and output sizes `to_group`.
 constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const std::int64_t> to_group, std::size_t idx) {
   ViewDim source{ViewDimKind::singleton, -1, -1, 0};
   if (from_first == from_last) source = view_input_dim(static_cast<std::size_t>(from_first));
-  else if (from_first < from_last)
-    source = {ViewDimKind::flatten, static_cast<std::int8_t>(from_first), static_cast<std::int8_t>(from_last), 0};
+  else if (from_first < from_last) source = {ViewDimKind::flatten, static_cast<std::int8_t>(from_first), static_cast<std::int8_t>(from_last), 0};
   if (to_group.size() == 1) return source;
   if (to_group[idx] == 1) return {};
   if (source.kind == ViewDimKind::singleton) return {};
@@ -110,8 +107,8 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
     m.output.push_back(s);
   }
   if (m.output.numel() != numel)
-    detail::view_error(api, "shape " + to_string(input) + " (" + std::to_string(numel) + " elements) cannot be viewed as " +
-                                to_string(m.output) + " (" + std::to_string(m.output.numel()) + " elements)");
+    detail::view_error(api, "shape " + to_string(input) + " (" + std::to_string(numel) + " elements) cannot be viewed as " + to_string(m.output) +
+                                " (" + std::to_string(m.output.numel()) + " elements)");
   if (numel == 0) return m;  // all singleton: no shard survives a view of an empty tensor
 
   const auto& from = input;
@@ -121,7 +118,10 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
     int from_first = static_cast<int>(fi), from_last = static_cast<int>(fi) - 1;
     const std::size_t to_first = ti;
     std::int64_t f = 1, t = 1;
-    if (fi < from.rank) { f = from[fi]; from_last = static_cast<int>(fi++); }
+    if (fi < from.rank) {
+      f = from[fi];
+      from_last = static_cast<int>(fi++);
+    }
     if (ti < to.rank) t = to[ti++];
     if (f == 1 && t != 1) {
       if (to_first < to.rank) --ti;  // a lone size-1 input dim: dropped
@@ -327,8 +327,7 @@ struct ViewGroup {
   }
   for (const ViewGroup& g : groups)
     for (int j = g.input_first + 1; j <= g.input_last; ++j)
-      if (map.input[static_cast<std::size_t>(j)] > 1)
-        rules.add({ShardingPlaceholder(g.output_first), ShardingPlaceholder(j)}, view_regroup(map, g));
+      if (map.input[static_cast<std::size_t>(j)] > 1) rules.add({ShardingPlaceholder(g.output_first), ShardingPlaceholder(j)}, view_regroup(map, g));
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) rules.add({Partial(r), Partial(r)});
   return rules;
 }
@@ -346,6 +345,7 @@ template <class PlacementRange, class Sizes>
 [[nodiscard]] constexpr std::optional<Spec> view_output_spec(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) {
   const std::vector<ViewGroup> groups = view_groups_of(map);
   std::vector<ShardRegroup> local;
+  local.reserve(groups.size());
   for (const ViewGroup& g : groups) local.push_back(view_regroup(map, g));
   std::vector<std::uint8_t> ragged(groups.size(), 0);  // not vector<bool>: its specialisation costs every includer ~0.1 s
   Spec out;

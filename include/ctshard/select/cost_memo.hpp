@@ -22,9 +22,9 @@ namespace ctshard {
 
 /// Scratch buffers of the searches over one table, sized once per table.
 struct SearchScratch {
-  std::vector<double> costs;         ///< per input: the costs of the row being visited
-  std::vector<double> bound;         ///< [mesh dim * rules + j]: lower bound of the j-th child tried there
-  std::vector<std::uint8_t> rule;    ///< [mesh dim * rules + j]: its rule
+  std::vector<double> costs;       ///< per input: the costs of the row being visited
+  std::vector<double> bound;       ///< [mesh dim * rules + j]: lower bound of the j-th child tried there
+  std::vector<std::uint8_t> rule;  ///< [mesh dim * rules + j]: its rule
 };
 
 /// Costs per (input, target spec key). A key is the target's column ids in mixed radix
@@ -72,8 +72,8 @@ class CostMemo {
     const std::size_t n = table.mesh_ndim();
     const Input& in = inputs_[i];
     const std::uint64_t key = cursor.input(n, i).key;
-    Slot& s = slots_[in.first_slot + (in.hashed ? static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 54) & (max_slots - 1)
-                                                : static_cast<std::size_t>(key))];
+    Slot& s = slots_[in.first_slot +
+                     (in.hashed ? static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 54) & (max_slots - 1) : static_cast<std::size_t>(key))];
     if (s.stamp == in.stamp && s.key == key) return s.cost;
     Spec target;
     for (std::size_t d = 0; d < n; ++d) target.push_back(table.input_cell(cursor.digits()[d], i));

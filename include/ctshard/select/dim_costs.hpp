@@ -40,17 +40,17 @@ namespace ctshard {
 
 /// How an input's redistribute cost is bounded (fixed by its current spec and the cost model).
 struct InputCostForm {
-  double bytes = 0;            ///< global bytes / 1024³ (DTensor's GB units)
-  bool all_replicate = false;  ///< every target is free
-  bool strict = false;         ///< DTensor, a current StridedShard: 0 for target == current, else +inf
-  bool nested = false;         ///< DTensor with the nested-shard pass (N > 1, more than one shard)
-  bool ordered = false;        ///< DTensor without it: mesh dims change in order 0..N-1
-  std::array<double, max_mesh_dims> current_suffix{};     ///< product of mesh sizes of current shards on [d, N)
+  double bytes = 0;                                        ///< global bytes / 1024³ (DTensor's GB units)
+  bool all_replicate = false;                              ///< every target is free
+  bool strict = false;                                     ///< DTensor, a current StridedShard: 0 for target == current, else +inf
+  bool nested = false;                                     ///< DTensor with the nested-shard pass (N > 1, more than one shard)
+  bool ordered = false;                                    ///< DTensor without it: mesh dims change in order 0..N-1
+  std::array<double, max_mesh_dims> current_suffix{};      ///< product of mesh sizes of current shards on [d, N)
   std::array<std::uint8_t, max_mesh_dims> later_shards{};  ///< tensor dims with a current Shard after mesh dim d
-  std::array<double, max_mesh_dims> forced{};  ///< nested: the all-gather of mesh dim d keeping its current Shard(t)
-                                               ///< that the nested pass must send through Replicate
+  std::array<double, max_mesh_dims> forced{};              ///< nested: the all-gather of mesh dim d keeping its current Shard(t)
+                                                           ///< that the nested pass must send through Replicate
   std::array<double, max_mesh_dims + 1> current_before{};  ///< product of mesh sizes of current shards on [0, d)
-  std::array<double, max_mesh_dims> all_after{};        ///< product of mesh sizes on (d, N)
+  std::array<double, max_mesh_dims> all_after{};           ///< product of mesh sizes on (d, N)
 };
 
 /// Per (input, mesh dim, target placement) costs of one query on one table; sized by `bind`,
@@ -78,8 +78,9 @@ class DimCosts {
     keeps_.resize(nin * n * t.num_rules());
   }
 
-  /// Fills the tables for `query` on `t` (bound by `bind(t)`).
-  void begin(const FilledTable& t, const SearchQuery& query) noexcept {
+  /// Fills the tables for `query` on `t` (bound by `bind(t)`). Throws ctshard::error when an
+  /// input's element count overflows int64 (TensorMeta::bytes).
+  void begin(const FilledTable& t, const SearchQuery& query) {
     t_ = &t;
     q_ = &query;
     const MeshTopology& mesh = t.mesh();
@@ -195,7 +196,7 @@ class DimCosts {
       return;
     }
     if (f.strict || to.is_strided_shard()) {  // DTensor: a StridedShard involved and the specs differ:
-      free_[k] = 0;                            // not separable per mesh dim, so the bound is 0
+      free_[k] = 0;                           // not separable per mesh dim, so the bound is 0
       return;
     }
     if (from.is_replicate()) {
@@ -205,6 +206,7 @@ class DimCosts {
     free_[k] = 0;
     if (to.is_partial()) {  // Shard -> Partial, Partial -> other Partial
       fixed_[k] = flat_[k] = infinite_cost;
+      // NOLINTNEXTLINE(bugprone-branch-clone): DTensor prices this all-gather as the reduce-scatter of the last branch
     } else if (from.is_any_shard() && to.is_replicate()) {  // all-gather of the grown bytes
       fixed_[k] = gather;
       per_byte_[k] = b;
@@ -236,11 +238,11 @@ class DimCosts {
   bool strided_ = false;  // DTensor model with a StridedShard in the query or the table
   std::size_t max_col_ = 1;
   std::array<double, max_mesh_dims> coef_{};
-  std::vector<std::uint8_t> rep_;                // [input * max_col + column id]: a rule with that placement
+  std::vector<std::uint8_t> rep_;                                           // [input * max_col + column id]: a rule with that placement
   std::vector<double> fixed_, per_byte_, alt_fixed_, alt_per_byte_, flat_;  // [(input * N + mesh dim) * max_col + column id]
   std::vector<std::uint8_t> free_;
   std::vector<InputCostForm> forms_;
-  std::vector<std::uint8_t> free_rule_;  // [mesh dim * rules + rule]
+  std::vector<std::uint8_t> free_rule_;         // [mesh dim * rules + rule]
   std::vector<double> flat_rule_, plain_rule_;  // [mesh dim * rules + rule]
   std::vector<std::uint8_t> keeps_;             // [(input * N + mesh dim) * rules + rule]
 };

@@ -45,7 +45,7 @@ class StrategyEnumerator {
   /// `uneven`: which unshardable input targets still pass (UnevenInputs: `reject` for the einsum
   /// family, `keep_current` for pointwise ops, as DTensor's `allow_uneven_sharding`).
   /// `filter` (optional): the op's full-mesh filter, applied after the two standard filters.
-  StrategyEnumerator(RuleSet raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {})
+  StrategyEnumerator(const RuleSet& raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {})
       : raw_(with_replicate_row(raw_rules)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {}
 
   /// The mesh this enumerator prices on.
@@ -76,8 +76,7 @@ class StrategyEnumerator {
   /// identical to the previous one on the same fill returns the remembered answer.
   /// `SelectAlgo::enumerate`: prices every row (throws above max_enumerated_rows); index set.
   /// Throws ctshard::error for a wrong number of inputs or a spec of the wrong mesh rank.
-  [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs,
-                              SelectAlgo algo = SelectAlgo::search) {
+  [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, SelectAlgo algo = SelectAlgo::search) {
     const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
     Fill& f = fill(input_specs);
     Choice c;
@@ -101,8 +100,7 @@ class StrategyEnumerator {
   /// `ctshard table`), counted without walking the table (survivor_index). nullopt when the op has
   /// a full-mesh filter and more than max_enumerated_rows rows come before it. Throws
   /// ctshard::error for a Choice from elsewhere or bad inputs.
-  [[nodiscard]] std::optional<std::uint64_t> index_of(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs,
-                                                      const Choice& choice) {
+  [[nodiscard]] std::optional<std::uint64_t> index_of(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const Choice& choice) {
     const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
     Fill& f = fill_of(choice);
     return survivor_index(f.table, f.memo, query, choice.digits);

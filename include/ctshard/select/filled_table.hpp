@@ -40,13 +40,12 @@ class FilledTable {
   /// `with_replicate`: the op's rules with the all-Replicate row first (`with_replicate_row`);
   /// `kinds`: the shard kinds of the runtime inputs. Throws ctshard::error when filling yields
   /// more than max_rules rules.
-  FilledTable(const RuleSet& with_replicate, const ShardKinds& kinds, const MeshTopology& mesh, UnevenInputs uneven,
-              FullMeshFilter filter)
+  FilledTable(const RuleSet& with_replicate, const ShardKinds& kinds, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter)
       : kinds_(kinds), rules_(fill_placeholders(with_replicate, kinds)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {
     const std::size_t width = rules_.width(), s = rules_.size();
     if (s > max_rules)
-      throw error("ctshard::StrategyEnumerator: more than " + std::to_string(max_rules) +
-                  " single-dim rules after placeholder filling (" + std::to_string(s) + ")");
+      throw error("ctshard::StrategyEnumerator: more than " + std::to_string(max_rules) + " single-dim rules after placeholder filling (" +
+                  std::to_string(s) + ")");
     partial_mask_.resize(s * width);
     column_id_.resize(s * width);
     distinct_.resize(width);

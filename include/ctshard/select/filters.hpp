@@ -55,9 +55,7 @@ namespace ctshard {
 }
 
 /// A placement's bit in a mask of Partial kinds: `1 << reduce_op` for Partial, 0 otherwise.
-[[nodiscard]] constexpr unsigned partial_bit(const Placement& p) noexcept {
-  return p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u;
-}
+[[nodiscard]] constexpr unsigned partial_bit(const Placement& p) noexcept { return p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u; }
 
 /// DTensor's mixed-partial rule over the Partial kinds of one spec (`partial_bit`s or-ed): all
 /// Partial placements share one reduce op, except that `sum` and `avg` may mix. True when allowed.

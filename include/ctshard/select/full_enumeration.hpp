@@ -43,10 +43,9 @@ template <class Visitor>
 FilterCounts for_each_row(const FilledTable& table, CostMemo& memo, const SearchQuery& query, Visitor&& visit) {
   const std::size_t n = table.mesh_ndim(), nin = table.num_inputs();
   if (table.num_rows() > max_enumerated_rows)
-    throw error("ctshard::StrategyEnumerator: " + std::to_string(table.num_rules()) + " rules on a " + std::to_string(n) +
-                "-dim mesh make " + std::to_string(table.num_rules()) + "^" + std::to_string(n) +
-                " candidate rows, above the enumeration limit of " + std::to_string(max_enumerated_rows) +
-                "; use the search (choose, --algo search) or a mesh with fewer dims");
+    throw error("ctshard::StrategyEnumerator: " + std::to_string(table.num_rules()) + " rules on a " + std::to_string(n) + "-dim mesh make " +
+                std::to_string(table.num_rules()) + "^" + std::to_string(n) + " candidate rows, above the enumeration limit of " +
+                std::to_string(max_enumerated_rows) + "; use the search (choose, --algo search) or a mesh with fewer dims");
   memo.begin(query);
   RowCursor& cursor = memo.cursor();
   std::vector<double>& costs = memo.scratch(table).costs;

@@ -72,8 +72,7 @@ class NestedGatherBound {
           if (target.is_shard() && !(c.is_shard() && c.dim == target.dim)) created |= bit_mask(i, target.dim);
           if (c.is_shard() && target == c && bit_mask(i, c.dim) != 0) {  // kept: all-gathered once the bit is set
             keeps |= bit_mask(i, c.dim);
-            forced_[d][static_cast<std::size_t>(bit_[i][static_cast<std::size_t>(c.dim)])] =
-                f.forced[d];
+            forced_[d][static_cast<std::size_t>(bit_[i][static_cast<std::size_t>(c.dim)])] = f.forced[d];
           }
         }
         created_[d * s + r] = static_cast<std::uint8_t>(created);
@@ -100,9 +99,7 @@ class NestedGatherBound {
   /// False: the bound is 0 (nothing to add to the per-dim bounds).
   [[nodiscard]] bool enabled() const noexcept { return enabled_; }
   /// The state bits rule `r` on mesh dim `d` adds.
-  [[nodiscard]] unsigned created(std::size_t d, std::size_t r) const noexcept {
-    return enabled_ ? created_[d * t_->num_rules() + r] : 0u;
-  }
+  [[nodiscard]] unsigned created(std::size_t d, std::size_t r) const noexcept { return enabled_ ? created_[d * t_->num_rules() + r] : 0u; }
   /// Least cost (µs, without slack) of mesh dims [d, N) entered in `state`.
   [[nodiscard]] double value(std::size_t d, unsigned state) const noexcept { return enabled_ ? value_[(d << max_bits) + state] : 0.0; }
   /// Least cost of rule `r` on mesh dim `d` in `state` plus the dims after it.
@@ -118,13 +115,13 @@ class NestedGatherBound {
 
   const FilledTable* t_ = nullptr;
   bool enabled_ = false;
-  std::vector<std::size_t> nested_;      // inputs with the nested pass
-  std::vector<double> value_;            // [mesh dim << max_bits | state]
-  std::vector<double> cost_;             // [(mesh dim << max_bits | state) * rules + rule]: through()
-  std::vector<std::uint8_t> created_;    // [mesh dim * rules + rule]: bits the rule sets
-  std::vector<std::uint8_t> keeps_;      // [mesh dim * rules + rule]: bits whose current Shard(t) the rule keeps
+  std::vector<std::size_t> nested_;                                   // inputs with the nested pass
+  std::vector<double> value_;                                         // [mesh dim << max_bits | state]
+  std::vector<double> cost_;                                          // [(mesh dim << max_bits | state) * rules + rule]: through()
+  std::vector<std::uint8_t> created_;                                 // [mesh dim * rules + rule]: bits the rule sets
+  std::vector<std::uint8_t> keeps_;                                   // [mesh dim * rules + rule]: bits whose current Shard(t) the rule keeps
   std::array<std::array<double, max_bits>, max_mesh_dims> forced_{};  // [mesh dim][bit]: its all-gather bound
-  std::vector<std::array<std::int8_t, max_tensor_dims>> bit_;  // [input][tensor dim]: state bit, or -1
+  std::vector<std::array<std::int8_t, max_tensor_dims>> bit_;         // [input][tensor dim]: state bit, or -1
 };
 
 }  // namespace ctshard

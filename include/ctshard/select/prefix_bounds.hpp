@@ -123,7 +123,7 @@ class PrefixBounds {
         if (c.is_shard() && !(target.is_shard() && target.dim == c.dim)) to.mismatch |= static_cast<std::uint8_t>(1u << c.dim);
         if (target.is_shard() && !(c.is_shard() && c.dim == target.dim)) to.mismatch |= static_cast<std::uint8_t>(1u << target.dim);
         to.known = cursor.input(k + 1, i).match ? 0.0 : replay(i, k + 1, cursor.digits().data());  // unchanged so far: no step
-      } else {  // consistent: additive over mesh dims
+      } else {                                                                                     // consistent: additive over mesh dims
         to.known = from.known + c_->flat(i, k, r);
       }
       total += to.known;
@@ -207,7 +207,7 @@ class PrefixBounds {
     const InputCostForm& f = c_->form(i);
     std::array<Placement, max_mesh_dims> state{};
     double divisor = f.current_before[fixed] * f.all_after[fixed - 1], cost = 0;  // free dims count as sharded
-    for (std::size_t d = fixed; d-- > 0;) {  // the nested pass, last fixed dim first (the free dims came before)
+    for (std::size_t d = fixed; d-- > 0;) {                                       // the nested pass, last fixed dim first (the free dims came before)
       state[d] = current[d];
       const Placement& target = t_->input_cell(digits[d], i);
       const bool through = target.is_shard() && (level_[d * nin + i].mismatch >> target.dim & 1u) != 0;
@@ -249,13 +249,13 @@ class PrefixBounds {
   const SearchQuery* q_ = nullptr;
   const DimCosts* c_ = nullptr;
   std::vector<std::size_t> bytes_inputs_, nested_, active_;  // ordered and nested inputs; nested; scratch
-  std::vector<double> x_;                     // per input: scratch of rest_with
-  std::vector<Level> level_;                  // [level * inputs + input]
-  std::vector<double> rest_dims_;             // [level * N + mesh dim]: that dim's bound in rest_with(level, level)
-  std::array<double, max_mesh_dims> dim_const_{};        // [d]: mesh dim d's bound without prefix information
-  std::array<double, max_mesh_dims + 1> rest_const_{};   // [d]: bound of mesh dims [d, N) without prefix information
-  std::array<bool, max_mesh_dims> informed_{};           // per level: rest_bound used rest_with
-  std::array<unsigned, max_mesh_dims + 1> dp_state_{};   // per level: NestedGatherBound state
+  std::vector<double> x_;                                    // per input: scratch of rest_with
+  std::vector<Level> level_;                                 // [level * inputs + input]
+  std::vector<double> rest_dims_;                            // [level * N + mesh dim]: that dim's bound in rest_with(level, level)
+  std::array<double, max_mesh_dims> dim_const_{};            // [d]: mesh dim d's bound without prefix information
+  std::array<double, max_mesh_dims + 1> rest_const_{};       // [d]: bound of mesh dims [d, N) without prefix information
+  std::array<bool, max_mesh_dims> informed_{};               // per level: rest_bound used rest_with
+  std::array<unsigned, max_mesh_dims + 1> dp_state_{};       // per level: NestedGatherBound state
   NestedGatherBound dp_;
 };
 

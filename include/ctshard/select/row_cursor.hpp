@@ -23,12 +23,12 @@ namespace ctshard {
 
 /// What a prefix of a compact row says about one input's target spec.
 struct InputPrefix {
-  std::uint64_t key = 0;  ///< memo key of the target prefix: column ids in mixed radix
+  std::uint64_t key = 0;                               ///< memo key of the target prefix: column ids in mixed radix
   std::array<std::int64_t, max_tensor_dims> shards{};  ///< shards per tensor dim so far
-  std::uint8_t crowded = 0;  ///< tensor dims split into more shards than elements (× split factor)
-  std::uint8_t touched = 0;  ///< tensor dims split, in target or current, on a mesh dim where they differ
-  bool invalid = false;      ///< a Shard of a tensor dim the input lacks
-  bool match = true;         ///< target prefix equals the current spec's prefix
+  std::uint8_t crowded = 0;                            ///< tensor dims split into more shards than elements (× split factor)
+  std::uint8_t touched = 0;                            ///< tensor dims split, in target or current, on a mesh dim where they differ
+  bool invalid = false;                                ///< a Shard of a tensor dim the input lacks
+  bool match = true;                                   ///< target prefix equals the current spec's prefix
 
   /// Whether the input target still passes the shardability filter (DTensor
   /// `is_tensor_shardable`, bypassed per `UnevenInputs`); false stays false on every extension.
@@ -166,10 +166,10 @@ class RowCursor {
   const FilledTable* table_ = nullptr;
   const SearchQuery* query_ = nullptr;
   std::size_t width_ = 0, nin_ = 0, n_ = 0;
-  std::vector<unsigned> masks_;        // [level * width + operand]
-  std::vector<InputPrefix> inputs_;    // [level * inputs + input]
+  std::vector<unsigned> masks_;                // [level * width + operand]
+  std::vector<InputPrefix> inputs_;            // [level * inputs + input]
   std::vector<std::uint8_t> mixed_, blocked_;  // per level (0 / 1)
-  std::vector<Spec> operand_specs_;    // the op filter's argument
+  std::vector<Spec> operand_specs_;            // the op filter's argument
   std::array<std::uint8_t, max_mesh_dims> digits_{};
 };
 

@@ -30,8 +30,8 @@ struct RuleSets {
 /// The first surviving row (or the last, with `last`) among the rows drawn from `sets`, found by
 /// depth-first search with prefix pruning (RowCursor::alive). False when there is none.
 /// `skip` (optional): a row that does not count.
-inline bool find_row_in(const FilledTable& table, CostMemo& memo, const SearchQuery& query, const RuleSets& sets, bool last,
-                        CompactRow& out, const CompactRow* skip = nullptr) {
+inline bool find_row_in(const FilledTable& table, CostMemo& memo, const SearchQuery& query, const RuleSets& sets, bool last, CompactRow& out,
+                        const CompactRow* skip = nullptr) {
   const std::size_t n = table.mesh_ndim();
   for (std::size_t d = 0; d < n; ++d)
     if (sets.count[d] == 0) return false;

@@ -59,8 +59,8 @@ struct SearchStats {
 /// Choice::index unknown): the first zero-cost row when the zero-cost rows are a product of
 /// per-dim sets (DimCosts::zero_cost_is_per_dim), else the branch and bound. `found` (optional):
 /// false when no row survives (then rule min_cost, total +inf, row 0).
-[[nodiscard]] inline Choice first_minimum_choice(const FilledTable& table, CostMemo& memo, const SearchQuery& query,
-                                                 SearchStats* stats = nullptr, bool* found = nullptr) {
+[[nodiscard]] inline Choice first_minimum_choice(const FilledTable& table, CostMemo& memo, const SearchQuery& query, SearchStats* stats = nullptr,
+                                                 bool* found = nullptr) {
   memo.begin(query);
   memo.begin_costs(table, query);
   Choice c;

@@ -29,8 +29,8 @@ class SearchQuery {
     for (std::size_t i = 0; i < specs.size(); ++i) {
       const Spec& spec = specs[i];
       if (spec.size() != mesh.size())
-        throw error("ctshard::StrategyEnumerator: input spec '" + to_string(spec) + "' has " + std::to_string(spec.size()) +
-                    " placements for a " + std::to_string(mesh.size()) + "-dim mesh");
+        throw error("ctshard::StrategyEnumerator: input spec '" + to_string(spec) + "' has " + std::to_string(spec.size()) + " placements for a " +
+                    std::to_string(mesh.size()) + "-dim mesh");
       for (const Placement& pl : spec)
         if (pl.is_any_shard() && pl.dim >= metas[i].shape.rank)  // the message is built only on failure
           check_shard_dims(spec, metas[i].shape, "ctshard::StrategyEnumerator: input " + std::to_string(i));

@@ -100,8 +100,8 @@ class BranchAndBound {
 
  private:
   struct Adj {
-    std::uint32_t edge;  // compact edge index
-    std::uint32_t other; // compact node index
+    std::uint32_t edge;   // compact edge index
+    std::uint32_t other;  // compact node index
   };
   struct Saved {
     std::uint32_t node;

@@ -38,9 +38,7 @@ inline constexpr cost_t forbidden = std::numeric_limits<cost_t>::max() / 4;
 [[nodiscard]] constexpr bool is_forbidden(cost_t c) noexcept { return c >= forbidden; }
 
 /// Saturating sum: forbidden when either side is.
-[[nodiscard]] constexpr cost_t add_costs(cost_t a, cost_t b) noexcept {
-  return is_forbidden(a) || is_forbidden(b) ? forbidden : a + b;
-}
+[[nodiscard]] constexpr cost_t add_costs(cost_t a, cost_t b) noexcept { return is_forbidden(a) || is_forbidden(b) ? forbidden : a + b; }
 
 /// A pairwise term between nodes `u` and `v` (u != v), factored by classes.
 struct CostEdge {
@@ -104,7 +102,9 @@ struct CostGraph {
 
   /// Adds a factored edge after checking its shape. Throws ctshard::error when malformed.
   void add_edge(CostEdge e) {
-    const auto bad = [&](const std::string& why) { throw error("ctshard::solve::CostGraph: edge " + std::to_string(e.u) + "-" + std::to_string(e.v) + ": " + why); };
+    const auto bad = [&](const std::string& why) {
+      throw error("ctshard::solve::CostGraph: edge " + std::to_string(e.u) + "-" + std::to_string(e.v) + ": " + why);
+    };
     if (e.u >= num_nodes() || e.v >= num_nodes()) bad("node out of range");
     if (e.u == e.v) bad("a self edge (fold it into the unary costs)");
     if (e.row_class.size() != num_labels(e.u) || e.col_class.size() != num_labels(e.v)) bad("class maps do not match the label counts");
@@ -149,8 +149,8 @@ struct CostGraph {
     for (std::size_t u = 0; u < num_nodes(); ++u)
       if (unary[u].empty()) throw error("ctshard::solve::CostGraph: node " + std::to_string(u) + " has no label");
     for (const auto& e : edges) {
-      if (e.u >= num_nodes() || e.v >= num_nodes() || e.u == e.v || e.row_class.size() != num_labels(e.u) ||
-          e.col_class.size() != num_labels(e.v) || e.costs().size() != std::size_t{e.rows} * e.cols)
+      if (e.u >= num_nodes() || e.v >= num_nodes() || e.u == e.v || e.row_class.size() != num_labels(e.u) || e.col_class.size() != num_labels(e.v) ||
+          e.costs().size() != std::size_t{e.rows} * e.cols)
         throw error("ctshard::solve::CostGraph: malformed edge " + std::to_string(e.u) + "-" + std::to_string(e.v));
       for (auto r : e.row_class)
         if (r >= e.rows) throw error("ctshard::solve::CostGraph: row class out of range");
@@ -159,7 +159,8 @@ struct CostGraph {
     }
     if (!limits.empty() && usage.size() != num_nodes()) throw error("ctshard::solve::CostGraph: usage limits need a usage row per node");
     for (std::size_t u = 0; u < usage.size(); ++u)
-      if (usage[u].size() != num_labels(u)) throw error("ctshard::solve::CostGraph: node " + std::to_string(u) + ": usage row size differs from its label count");
+      if (usage[u].size() != num_labels(u))
+        throw error("ctshard::solve::CostGraph: node " + std::to_string(u) + ": usage row size differs from its label count");
     for (const auto& l : limits)
       for (auto u : l.nodes)
         if (u >= num_nodes()) throw error("ctshard::solve::CostGraph: a usage limit names node " + std::to_string(u) + ", out of range");
@@ -168,9 +169,11 @@ struct CostGraph {
  private:
   void check_assignment(std::span<const std::uint32_t> labels) const {
     if (labels.size() != num_nodes())
-      throw error("ctshard::solve::CostGraph: an assignment has " + std::to_string(labels.size()) + " labels for " + std::to_string(num_nodes()) + " nodes");
+      throw error("ctshard::solve::CostGraph: an assignment has " + std::to_string(labels.size()) + " labels for " + std::to_string(num_nodes()) +
+                  " nodes");
     for (std::size_t u = 0; u < labels.size(); ++u)
-      if (labels[u] >= num_labels(u)) throw error("ctshard::solve::CostGraph: label " + std::to_string(labels[u]) + " of node " + std::to_string(u) + " out of range");
+      if (labels[u] >= num_labels(u))
+        throw error("ctshard::solve::CostGraph: label " + std::to_string(labels[u]) + " of node " + std::to_string(u) + " out of range");
   }
 };
 

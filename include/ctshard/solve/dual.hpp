@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ctshard/solve/problem.hpp"
 
@@ -46,7 +46,10 @@ class Srmp {
           order_.push_back(q[i]);
           for (auto ei : p_.nodes[q[i]].edges) {
             const auto w = p_.edges[ei].other(q[i]);
-            if (!seen[w]) { seen[w] = 1; q.push_back(w); }
+            if (!seen[w]) {
+              seen[w] = 1;
+              q.push_back(w);
+            }
           }
         }
       }

@@ -255,7 +255,8 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
   j.end();
   if (!has_problem) throw error("ctshard iopddl: no \"problem\" object");
   const std::size_t n = node_costs.size();
-  if (!usages.empty() && usages.size() != n) throw error("ctshard iopddl: " + std::to_string(usages.size()) + " usage rows for " + std::to_string(n) + " nodes");
+  if (!usages.empty() && usages.size() != n)
+    throw error("ctshard iopddl: " + std::to_string(usages.size()) + " usage rows for " + std::to_string(n) + " nodes");
   if (!intervals.empty() && intervals.size() != n)
     throw error("ctshard iopddl: " + std::to_string(intervals.size()) + " intervals for " + std::to_string(n) + " nodes");
   if (edge_costs.size() != edge_nodes.size())
@@ -285,10 +286,11 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
       throw error("ctshard iopddl: edge " + std::to_string(e) + " names a node out of range");
     const std::size_t su = g.num_labels(static_cast<std::size_t>(u)), sv = g.num_labels(static_cast<std::size_t>(v));
     if (edge_costs[e].size() != su * sv)
-      throw error("ctshard iopddl: edge " + std::to_string(e) + " has " + std::to_string(edge_costs[e].size()) + " costs for " +
-                  std::to_string(su) + " x " + std::to_string(sv) + " strategies");
+      throw error("ctshard iopddl: edge " + std::to_string(e) + " has " + std::to_string(edge_costs[e].size()) + " costs for " + std::to_string(su) +
+                  " x " + std::to_string(sv) + " strategies");
     if (u == v) {  // only the diagonal can be chosen
-      for (std::size_t a = 0; a < su; ++a) g.unary[static_cast<std::size_t>(u)][a] = add_costs(g.unary[static_cast<std::size_t>(u)][a], detail::iopddl_cost(edge_costs[e][a * sv + a]));
+      for (std::size_t a = 0; a < su; ++a)
+        g.unary[static_cast<std::size_t>(u)][a] = add_costs(g.unary[static_cast<std::size_t>(u)][a], detail::iopddl_cost(edge_costs[e][a * sv + a]));
       continue;
     }
     std::vector<cost_t> c;

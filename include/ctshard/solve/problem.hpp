@@ -56,11 +56,11 @@ class SharedMatrix {
 };
 
 struct WNode {
-  std::vector<fine_t> theta;         ///< base unary, finite
-  std::vector<std::uint32_t> label;  ///< original label id of each current label
-  std::vector<std::int64_t> usage;   ///< per current label (empty without limits)
-  std::vector<std::uint32_t> edges;  ///< live incident edges
-  std::vector<std::uint32_t> limits; ///< live usage limits the node belongs to
+  std::vector<fine_t> theta;          ///< base unary, finite
+  std::vector<std::uint32_t> label;   ///< original label id of each current label
+  std::vector<std::int64_t> usage;    ///< per current label (empty without limits)
+  std::vector<std::uint32_t> edges;   ///< live incident edges
+  std::vector<std::uint32_t> limits;  ///< live usage limits the node belongs to
   bool alive = true;
 };
 
@@ -68,8 +68,8 @@ struct WEdge {
   std::uint32_t u = 0, v = 0;
   std::vector<std::uint32_t> rc, cc;  ///< class of each current label of u / v
   std::uint32_t rows = 0, cols = 0;
-  SharedMatrix d;                     ///< rows * cols base costs (inf allowed)
-  std::vector<fine_t> mu, mv;         ///< messages to u / to v, per current label
+  SharedMatrix d;              ///< rows * cols base costs (inf allowed)
+  std::vector<fine_t> mu, mv;  ///< messages to u / to v, per current label
   bool alive = true;
 
   [[nodiscard]] fine_t at(std::size_t a, std::size_t b) const noexcept { return d[std::size_t{rc[a]} * cols + cc[b]]; }
@@ -93,7 +93,7 @@ struct ElimFactor {
   std::vector<std::uint32_t> class_of_label;  ///< per original label of `other` (no_class when absent then)
   std::uint32_t own = 0, cols = 0;            ///< classes of the eliminated node / of `other`
   SharedMatrix d;
-  bool own_is_row = true;                     ///< d is own x other (else other x own)
+  bool own_is_row = true;  ///< d is own x other (else other x own)
   [[nodiscard]] fine_t at(std::uint32_t r, std::uint32_t c) const noexcept {
     return own_is_row ? d[std::size_t{r} * cols + c] : d[std::size_t{c} * own + r];
   }
@@ -118,7 +118,7 @@ class Problem {
   std::vector<WNode> nodes;
   std::vector<WEdge> edges;
   std::vector<WLimit> limits;
-  std::vector<Elimination> eliminated;  ///< in elimination order
+  std::vector<Elimination> eliminated;         ///< in elimination order
   std::vector<std::uint32_t> original_labels;  ///< per node, its label count in the input graph
   fine_t constant = 0;
   fine_t scale = 1;
@@ -468,7 +468,8 @@ class Problem {
     std::vector<fine_t> d(rreps.size() * creps.size());
     for (std::size_t r = 0; r < rreps.size(); ++r)
       for (std::size_t c = 0; c < creps.size(); ++c)
-        d[r * creps.size() + c] = sat_add(f.d[std::size_t{rreps[r].first} * f.cols + creps[c].first], e.d[std::size_t{rreps[r].second} * e.cols + creps[c].second]);
+        d[r * creps.size() + c] =
+            sat_add(f.d[std::size_t{rreps[r].first} * f.cols + creps[c].first], e.d[std::size_t{rreps[r].second} * e.cols + creps[c].second]);
     f.rc = std::move(rc);
     f.cc = std::move(cc);
     f.rows = static_cast<std::uint32_t>(rreps.size());

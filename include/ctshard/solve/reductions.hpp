@@ -17,10 +17,10 @@
 ///   label is recovered afterwards (Problem::reconstruct).
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <map>
@@ -265,7 +265,9 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   for (auto& x : nd)
     if (x >= huge) x = inf;
   ne.d = SharedMatrix(std::move(nd));
-  if (std::getenv("CTSHARD_SERIES")) std::fprintf(stderr, "series %u: L %zu groups %zu c1 %u c2 %u work %zu\n", u, n.theta.size(), groups.size(), f1.cols, f2.cols, groups.size() * cells);
+  if (std::getenv("CTSHARD_SERIES"))
+    std::fprintf(stderr, "series %u: L %zu groups %zu c1 %u c2 %u work %zu\n", u, n.theta.size(), groups.size(), f1.cols, f2.cols,
+                 groups.size() * cells);
   Elimination& el = p.record(u);
   el.factors.push_back(std::move(f1));
   el.factors.push_back(std::move(f2));
@@ -292,11 +294,13 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     std::uint32_t own = 0, oth = 0;
     bool first = true;
     const WEdge* e = nullptr;
-    std::vector<std::uint32_t> used;  // the neighbour's classes in use
+    std::vector<std::uint32_t> used;    // the neighbour's classes in use
     std::vector<std::uint32_t> lo, hi;  // per own class: the column in use of its least / largest finite cost
-    std::vector<fine_t> maxdiff;      // own x own, `unset` until computed (allocated on first use)
+    std::vector<fine_t> maxdiff;        // own x own, `unset` until computed (allocated on first use)
     const std::vector<std::uint32_t>* cls = nullptr;
-    [[nodiscard]] fine_t d(std::uint32_t r, std::uint32_t c) const { return first ? e->d[std::size_t{r} * e->cols + c] : e->d[std::size_t{c} * e->cols + r]; }
+    [[nodiscard]] fine_t d(std::uint32_t r, std::uint32_t c) const {
+      return first ? e->d[std::size_t{r} * e->cols + c] : e->d[std::size_t{c} * e->cols + r];
+    }
     /// A lower bound of maxdiff(ra, rb): the difference at b's cheapest and at a's dearest column.
     [[nodiscard]] fine_t probe(std::uint32_t ra, std::uint32_t rb) const {
       fine_t m = -inf;
@@ -460,52 +464,52 @@ inline bool reduce(Problem& p, const ReduceOptions& opt, ReduceStats& stats) {
       }
     }
   }
-    if (opt.eliminate) {
-      // isolated nodes and leaves first (cheap, and they turn degree-2 nodes into leaves), then
-      // the degree-2 node whose new edge is cheapest to build, one at a time
-      bool again = true;
-      while (again && !p.infeasible) {
-        again = false;
-        for (std::uint32_t u = 0; u < p.nodes.size() && !p.infeasible; ++u) {
-          if (!p.nodes[u].alive || p.is_protected(u)) continue;
-          const std::size_t deg = p.degree(u);
-          if (deg == 0) {
-            WNode& n = p.nodes[u];
-            const auto best = std::min_element(n.theta.begin(), n.theta.end());
-            p.record(u);
-            p.constant = sat_add(p.constant, *best);
-            p.leave_limits(u);
-            n.alive = false;
-            ++stats.isolated;
-            changed = again = true;
-          } else if (deg == 1) {
-            eliminate_leaf(p, u, stats);
-            changed = again = true;
-          }
-        }
-        if (again || p.infeasible) continue;
-        std::uint32_t best = 0;
-        std::size_t best_work = std::numeric_limits<std::size_t>::max();
-        for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
-          if (!p.nodes[u].alive || p.is_protected(u) || p.degree(u) != 2 || skip_series.count(u)) continue;
-          const WEdge& e1 = p.edges[p.nodes[u].edges[0]];
-          const WEdge& e2 = p.edges[p.nodes[u].edges[1]];
-          const std::size_t c1 = e1.u == u ? e1.cols : e1.rows, c2 = e2.u == u ? e2.cols : e2.rows;
-          const std::size_t work = p.num_labels(u) * c1 * c2;
-          if (work < best_work) {
-            best_work = work;
-            best = u;
-          }
-        }
-        if (best_work == std::numeric_limits<std::size_t>::max()) break;
-        if (eliminate_series(p, best, opt, stats)) changed = again = true;
-        else {
-          skip_series.insert(best);
-          again = true;
+  if (opt.eliminate) {
+    // isolated nodes and leaves first (cheap, and they turn degree-2 nodes into leaves), then
+    // the degree-2 node whose new edge is cheapest to build, one at a time
+    bool again = true;
+    while (again && !p.infeasible) {
+      again = false;
+      for (std::uint32_t u = 0; u < p.nodes.size() && !p.infeasible; ++u) {
+        if (!p.nodes[u].alive || p.is_protected(u)) continue;
+        const std::size_t deg = p.degree(u);
+        if (deg == 0) {
+          WNode& n = p.nodes[u];
+          const auto best = std::min_element(n.theta.begin(), n.theta.end());
+          p.record(u);
+          p.constant = sat_add(p.constant, *best);
+          p.leave_limits(u);
+          n.alive = false;
+          ++stats.isolated;
+          changed = again = true;
+        } else if (deg == 1) {
+          eliminate_leaf(p, u, stats);
+          changed = again = true;
         }
       }
-      if (p.infeasible) return false;
+      if (again || p.infeasible) continue;
+      std::uint32_t best = 0;
+      std::size_t best_work = std::numeric_limits<std::size_t>::max();
+      for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+        if (!p.nodes[u].alive || p.is_protected(u) || p.degree(u) != 2 || skip_series.count(u)) continue;
+        const WEdge& e1 = p.edges[p.nodes[u].edges[0]];
+        const WEdge& e2 = p.edges[p.nodes[u].edges[1]];
+        const std::size_t c1 = e1.u == u ? e1.cols : e1.rows, c2 = e2.u == u ? e2.cols : e2.rows;
+        const std::size_t work = p.num_labels(u) * c1 * c2;
+        if (work < best_work) {
+          best_work = work;
+          best = u;
+        }
+      }
+      if (best_work == std::numeric_limits<std::size_t>::max()) break;
+      if (eliminate_series(p, best, opt, stats)) changed = again = true;
+      else {
+        skip_series.insert(best);
+        again = true;
+      }
     }
+    if (p.infeasible) return false;
+  }
   return !p.infeasible;
 }
 

@@ -20,10 +20,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <limits>
 #include <map>
@@ -42,12 +42,12 @@ namespace ctshard::solve {
 
 /// What the solver may use, and for how long.
 struct SolveOptions {
-  double time_limit_s = 10.0;               ///< wall-clock budget; the best answer so far is returned
-  std::size_t max_dual_iterations = 2000;   ///< per round of the dual
-  bool reductions = true;                   ///< exact reductions (elimination, dominance, ...)
-  bool dominance = true;                    ///< dominated-label removal (part of the reductions)
-  bool dual = true;                         ///< message passing (bound, decoding, reduced-cost fixing)
-  bool search = true;                       ///< branch and bound on what remains
+  double time_limit_s = 10.0;              ///< wall-clock budget; the best answer so far is returned
+  std::size_t max_dual_iterations = 2000;  ///< per round of the dual
+  bool reductions = true;                  ///< exact reductions (elimination, dominance, ...)
+  bool dominance = true;                   ///< dominated-label removal (part of the reductions)
+  bool dual = true;                        ///< message passing (bound, decoding, reduced-cost fixing)
+  bool search = true;                      ///< branch and bound on what remains
   /// Exact variable elimination of the remaining core when its plan costs at most this much work
   /// (table cells x factors; 0 disables it).
   std::size_t elimination_work = std::size_t{1} << 25;
@@ -64,7 +64,7 @@ struct SolveStats {
   std::size_t eliminated = 0, dominated = 0, labels_removed = 0, reduced_cost_fixed = 0;
   std::size_t dual_iterations = 0, search_nodes = 0, rounds = 0, enforced_limits = 0;
   std::size_t elimination_work = 0;  ///< work of the exact variable elimination (0: not used)
-  std::int64_t scale = 1;                 ///< fixed-point factor of the dual
+  std::int64_t scale = 1;            ///< fixed-point factor of the dual
   double reduce_ms = 0, dual_ms = 0, search_ms = 0, elimination_ms = 0;
 };
 
@@ -198,8 +198,8 @@ struct Incumbents {
 
 /// One round with the limits `inc.enforced`. Returns the proven lower bound of this relaxation
 /// (forbidden when the relaxation is infeasible); `complete` tells whether the round finished.
-inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale,
-                          std::chrono::steady_clock::time_point deadline, SolveStats& st, bool first_round, bool& complete) {
+inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale, std::chrono::steady_clock::time_point deadline,
+                          SolveStats& st, bool first_round, bool& complete) {
   using clock = std::chrono::steady_clock;
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   complete = false;
@@ -283,7 +283,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     const std::size_t work = ve.plan(o.elimination_work, o.elimination_work / 2);
     if (trace) {
       VariableElimination probe(p);
-      std::fprintf(stderr, "elimination plan: work %.3g (limit %zu)\n", static_cast<double>(probe.plan(std::numeric_limits<std::size_t>::max() / 2, std::numeric_limits<std::size_t>::max() / 2)), o.elimination_work);
+      std::fprintf(stderr, "elimination plan: work %.3g (limit %zu)\n",
+                   static_cast<double>(probe.plan(std::numeric_limits<std::size_t>::max() / 2, std::numeric_limits<std::size_t>::max() / 2)),
+                   o.elimination_work);
     }
     if (work == std::numeric_limits<std::size_t>::max()) return false;
     std::vector<std::uint32_t> labels;
@@ -324,7 +326,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
           local_search(p, *x, 3);
           consider_live(*x);
         }
-        if (trace) std::fprintf(stderr, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it, static_cast<double>(lb) / static_cast<double>(scale), static_cast<long long>(inc.upper()), live_nodes, live_labels);
+        if (trace)
+          std::fprintf(stderr, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it,
+                       static_cast<double>(lb) / static_cast<double>(scale), static_cast<long long>(inc.upper()), live_nodes, live_labels);
         if (ceil_div(best_lb, scale) >= inc.upper() || clock::now() > deadline) break;
       }
       lb_fine = std::max(lb_fine, best_lb);
