@@ -18,13 +18,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../sanitizer_scale.hpp"
 #include "ctshard/registry.hpp"
 #include "ctshard/solve/iopddl.hpp"
 #include "fx_graph.hpp"
 #include "global_plan.hpp"
 #include "iopddl_command.hpp"
 #include "plan.hpp"
-#include "../sanitizer_scale.hpp"
 #include "run_tool.hpp"
 
 using namespace ctshard;

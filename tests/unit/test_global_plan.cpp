@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "../sanitizer_scale.hpp"
 #include "ctshard/registry.hpp"
 #include "ctshard/solve/candidates.hpp"
 #include "ctshard/solve/iopddl.hpp"
 #include "ctshard/solve/solver.hpp"
-#include "../sanitizer_scale.hpp"
 #include "op_call_builders.hpp"
 
 using namespace ctshard;

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "../sanitizer_scale.hpp"
 #include "ctshard/registry.hpp"
 #include "op_call_builders.hpp"
 #include "random_cases.hpp"
-#include "../sanitizer_scale.hpp"
 
 using namespace ctshard;
 
