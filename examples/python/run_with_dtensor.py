@@ -17,7 +17,9 @@
    Megatron-style tensor-parallel weights on the last mesh dim (QKV / MLP-up weights ``S(0)``,
    attention-out / MLP-down weights ``S(1)``, as ctshard's embedded default); plans the backward
    with every saved tensor where the forward plan leaves it and the output gradient laid out like
-   the output.
+   the output. ``--algo global`` plans both graphs with ``algo="global"`` (the whole graph's
+   proven optimum of the same cost model) instead of node by node; ``--algo both`` runs both and
+   prints their comparison (modelled µs, priced vs issued collectives and bytes) as markdown rows.
 4. Spawns a gloo process group (4 processes for 2x2, 8 for 2x4; CPU), runs forward + backward
    with ``ctshard.torch.run_plan`` in the chosen mode, and on rank 0 prints the per-node agreement
    (ctshard's predicted vs DTensor's actual output placements), the collectives issued against the
@@ -48,6 +50,7 @@ import torch.nn.functional as F
 
 MODELS = ("block", "gpt2", "llama")
 MODES = ("dtensor", "local")
+ALGOS = {"greedy": "search", "global": "global"}  # --algo -> ctshard.plan's algo
 TOLERANCE = 1e-5  # max |distributed - single process| / max |single process|, per tensor
 
 # --------------------------------------------------------------------------------------------
@@ -269,9 +272,12 @@ def prepare(model_name: str):
     return model, inputs, needs_grad, fw, bw, names, reference(model, inputs, needs_grad)
 
 
-def run_case(model_name: str, mesh, mode: str, devices_per_host: int = 1) -> dict:
+def run_case(model_name: str, mesh, mode: str, devices_per_host: int = 1, algo: str = "greedy") -> dict:
     """Plan, run forward + backward with ``run_plan`` and check against the single-process run.
-    Every rank calls it (collectives); every rank returns the same summary."""
+    Every rank calls it (collectives); every rank returns the same summary. ``algo`` "greedy"
+    plans node by node (``ctshard.plan``'s default, as DTensor), "global" the whole graph jointly
+    (each plan with its ``optimality_gap``; the backward starts from the global forward plan's
+    placements)."""
     import ctshard
     import ctshard.torch
 
@@ -282,10 +288,10 @@ def run_case(model_name: str, mesh, mode: str, devices_per_host: int = 1) -> dic
     # ctshard would pass a Partial through an op that DTensor reduces before (clone,
     # native_layer_norm_backward, ...); "local" mode executes ctshard's own rules.
     passthrough = "dtensor" if mode == "dtensor" else "ctshard"
-    fw_plan = ctshard.plan(fw, mesh=list(mesh.shape), place=forward_placements(model, fw, names, len(inputs), ndim),
-                           devices_per_host=devices_per_host, partial_passthrough=passthrough)
-    bw_plan = ctshard.plan(bw, mesh=list(mesh.shape), place=backward_placements(fw, fw_plan, bw),
-                           devices_per_host=devices_per_host, partial_passthrough=passthrough)
+    options = dict(mesh=list(mesh.shape), devices_per_host=devices_per_host, partial_passthrough=passthrough,
+                   algo=ALGOS[algo])
+    fw_plan = ctshard.plan(fw, place=forward_placements(model, fw, names, len(inputs), ndim), **options)
+    bw_plan = ctshard.plan(bw, place=backward_placements(fw, fw_plan, bw), **options)
     t_setup = time.perf_counter() - t0
 
     params = [p.detach() for p in model.parameters()]
@@ -315,10 +321,12 @@ def run_case(model_name: str, mesh, mode: str, devices_per_host: int = 1) -> dic
             "total": run.agreement()[1],
             "total_cost_us": plan["total_cost_us"],
             "fallback_ops": plan["fallback_ops"],
+            # global plans: 0 = proven optimal; the greedy plan's cost from the same inputs
+            **{k: plan[k] for k in ("optimality_gap", "greedy_total_cost_us", "nodes_changed") if k in plan},
         }
 
     return {
-        "model": model_name, "mesh": list(mesh.shape), "mode": mode,
+        "model": model_name, "mesh": list(mesh.shape), "mode": mode, "algo": algo,
         "graphs": [summary(fw_run, fw_plan, "fw"), summary(bw_run, bw_plan, "bw")],
         "checks": checks, "tolerance": TOLERANCE,
         "seconds": {"setup": t_setup, "run": t_run},
@@ -345,13 +353,14 @@ def _worker(rank: int, world: int, mesh_shape, cases, init_file: str, out_file: 
         mesh = init_device_mesh("cpu", tuple(mesh_shape))
         results = []
         for case in cases:
+            model, mode, algo = (None, None, None) if callable(case) else (*case, "greedy")[:3]
             try:
-                results.append(case(mesh) if callable(case) else run_case(case[0], mesh, case[1]))
+                results.append(case(mesh) if callable(case) else run_case(model, mesh, mode, algo=algo))
             except Exception as e:  # keep the group alive for the other cases; report the error
                 import traceback
 
-                name = getattr(case, "__name__", None) or case[0]
-                results.append({"model": name, "mesh": list(mesh_shape), "mode": None if callable(case) else case[1],
+                name = getattr(case, "__name__", None) or model
+                results.append({"model": name, "mesh": list(mesh_shape), "mode": mode, "algo": algo,
                                 "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
                 dist.barrier()
         if rank == 0:
@@ -365,8 +374,9 @@ def _worker(rank: int, world: int, mesh_shape, cases, init_file: str, out_file: 
 def run_group(mesh_shape, cases) -> list[dict]:
     """Spawn one gloo group of prod(mesh_shape) CPU processes, run every case in it, and return
     rank 0's results (one per case; a dict with ``error`` and ``traceback`` if it failed). A case
-    is a (model, mode) pair (``run_case``) or a picklable function ``f(mesh)`` (module level, in a
-    module the children can import) that every rank calls."""
+    is a (model, mode) pair or a (model, mode, algo) triple (``run_case``; algo "greedy" if left
+    out) or a picklable function ``f(mesh)`` (module level, in a module the children can import)
+    that every rank calls."""
     import torch.multiprocessing as mp
 
     world = math.prod(mesh_shape)
@@ -399,6 +409,8 @@ def collectives_match(record: dict) -> bool:
 def report(result: dict, out=sys.stdout) -> None:
     p = lambda *a: print(*a, file=out)  # noqa: E731
     head = f"{result['model']} on {'x'.join(map(str, result['mesh']))}, mode {result['mode']}"
+    if result.get("algo", "greedy") != "greedy":
+        head += f", algo {result['algo']}"
     if "error" in result:
         p(f"{head}: FAILED\n{result['traceback']}")
         return
@@ -410,6 +422,9 @@ def report(result: dict, out=sys.stdout) -> None:
         a2a = sum(s["collective"] == "all_to_all" for n in g["nodes"] for r in n["redistributions"] for s in r["priced"])
         p(f"{g['phase']}: {g['agree']}/{g['total']} nodes: DTensor's output placements == ctshard's prediction"
           f" ({100.0 * g['agree'] / max(g['total'], 1):.1f} %); fallback ops {g['fallback_ops'] or 'none'}")
+        if "optimality_gap" in g:
+            p(f"    global plan: optimality gap {g['optimality_gap']:g} ({'proven optimal' if g['optimality_gap'] == 0 else 'NOT proven'});"
+              f" {g['nodes_changed']} nodes changed from the greedy plan of the same inputs ({g['greedy_total_cost_us']:.1f} us)")
         p(f"    collectives: {len(issued)} in redistributions ({sum(c['bytes'] for c in issued):.0f} B per rank),"
           f" {len(op_coll)} inside ops; ctshard priced {g['total_cost_us']:.1f} us;"
           f" nodes whose collectives differ from ctshard's priced steps: {mismatched or 'none'}"
@@ -429,15 +444,24 @@ def _kinds(collectives) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(c.items())) or "none"
 
 
+def priced_steps(result: dict) -> list:
+    """The steps of the plans' moves (``ctshard.cost`` from the planned source specs), fw + bw."""
+    return [s for g in result["graphs"] for n in g["nodes"] for p in n["planned_steps"] for s in p["steps"]]
+
+
+def issued_collectives(result: dict) -> list:
+    """Every collective DTensor issued (CommDebugMode), in redistributions and inside ops, fw + bw."""
+    nodes = [n for g in result["graphs"] for n in g["nodes"]]
+    return [c for n in nodes for r in n["redistributions"] for c in r["collectives"]] + \
+           [c for n in nodes for c in n["op_collectives"]]
+
+
 def communication_row(by_mode: dict) -> str:
     """One markdown row: ctshard's predicted communication (plan costs, priced steps) against what
     DTensor moved (CommDebugMode) for one model and mesh, from the results of both modes."""
     dt, local = by_mode["dtensor"], by_mode["local"]
     nodes = [n for g in dt["graphs"] for n in g["nodes"]]
-    planned = [s for n in nodes for p in n["planned_steps"] for s in p["steps"]]
-    issued = [c for n in nodes for r in n["redistributions"] for c in r["collectives"]] + \
-             [c for n in nodes for c in n["op_collectives"]]
-    local_issued = [c for g in local["graphs"] for n in g["nodes"] for r in n["redistributions"] for c in r["collectives"]]
+    planned, issued, local_issued = priced_steps(dt), issued_collectives(dt), issued_collectives(local)
     predicted_us = sum(g["total_cost_us"] for g in dt["graphs"])
     wall_ms = 1e3 * sum(n["redistribute_s"] for g in local["graphs"] for n in g["nodes"])
     return (f"| {dt['model']} | {'x'.join(map(str, dt['mesh']))} | {len(nodes)} | {len(planned)} ({_kinds(planned)}) | "
@@ -453,6 +477,23 @@ COMMUNICATION_HEADER = (
     "|---|---|---:|---|---:|---:|---|---:|---:|---:|")
 
 
+ALGO_HEADER = (
+    "| model | mesh | mode | algo | modelled µs (fw + bw) | optimality gap (fw, bw) | priced collectives "
+    "| priced bytes / rank | DTensor: collectives issued | DTensor: bytes / rank moved | max rel error |\n"
+    "|---|---|---|---|---:|---|---|---:|---|---:|---:|")
+
+
+def algo_row(result: dict) -> str:
+    """One markdown row of the greedy vs global comparison: a case's modelled cost, priced steps,
+    the collectives DTensor issued and the numeric check."""
+    planned, issued = priced_steps(result), issued_collectives(result)
+    gaps = ", ".join(f"{g['optimality_gap']:g}" for g in result["graphs"] if "optimality_gap" in g) or "–"
+    return (f"| {result['model']} | {'x'.join(map(str, result['mesh']))} | {result['mode']} | {result['algo']} | "
+            f"{sum(g['total_cost_us'] for g in result['graphs']):.1f} | {gaps} | {len(planned)} ({_kinds(planned)}) | "
+            f"{sum(s['bytes'] for s in planned):,.0f} | {len(issued)} ({_kinds(issued)}) | "
+            f"{sum(c['bytes'] for c in issued):,.0f} | {max(result['checks'].values()):.1e} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", choices=MODELS + ("all",), default="block")
@@ -460,19 +501,31 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=MODES + ("both",), default="dtensor")
     ap.add_argument("--markdown", action="store_true",
                     help="also print the communication table (needs --mode both) as markdown rows")
+    ap.add_argument("--algo", choices=tuple(ALGOS) + ("both",), default="greedy",
+                    help="greedy: node-by-node plans (ctshard.plan's default); global: whole-graph plans, which"
+                         " must be proven optimal; both: run both and print their comparison as markdown rows")
     args = ap.parse_args(argv)
     mesh = [int(s) for s in args.mesh.split("x")]
     modes = MODES if args.mode == "both" else (args.mode,)
     models = MODELS if args.model == "all" else (args.model,)
-    results = run_group(mesh, [(m, mode) for m in models for mode in modes])
+    algos = tuple(ALGOS) if args.algo == "both" else (args.algo,)
+    results = run_group(mesh, [(m, mode, a) for m in models for mode in modes for a in algos])
     ok = True
     for r in results:
         report(r)
-        ok &= "error" not in r and max(r["checks"].values()) <= r["tolerance"]
+        ok &= "error" not in r and max(r["checks"].values()) <= r["tolerance"] and \
+            all(g.get("optimality_gap", 0) == 0 for g in r["graphs"])
     if args.markdown and ok and args.mode == "both":
-        print(COMMUNICATION_HEADER)
-        for m in models:
-            print(communication_row({r["mode"]: r for r in results if r["model"] == m}))
+        for a in algos:
+            if len(algos) > 1:
+                print(f"\nalgo {a}:")
+            print(COMMUNICATION_HEADER)
+            for m in models:
+                print(communication_row({r["mode"]: r for r in results if r["model"] == m and r["algo"] == a}))
+    if ok and args.algo == "both":
+        print("\n" + ALGO_HEADER)
+        for r in results:
+            print(algo_row(r))
     return 0 if ok else 1
 
 

@@ -13,10 +13,14 @@ Llama block; forward and backward captured with AOT autograd) on the meshes 2x2 
       CPU substitution (gloo has no all-to-all);
 (iv)  the batch-only einsum ``ab,ab->ab`` with all-Partial inputs: DTensor's rule
       (``einsum_linearity="dtensor"``) computes wrong values when it executes, ctshard's sound plan
-      the right ones.
+      the right ones;
+(v)   whole-graph plans (``algo="global"``, proven optimal) of the three models on 2x2 in
+      "dtensor" mode: correct values, every collective DTensor issued is a step ctshard priced
+      with its bytes, and no more bytes moved than by the greedy plans.
 
 One spawned group per mesh runs every (model, mode) case and returns the results (spawning 8
-processes is slow on a 2-core machine); the whole file takes about 1.5 minutes there.
+processes is slow on a 2-core machine), and one more 2x2 group the greedy and global cases of (v);
+the whole file takes about 2.5 minutes there, (v) alone about 45 s.
 """
 
 from __future__ import annotations
@@ -158,12 +162,16 @@ def _steps(items, mesh) -> Counter:
 # --------------------------------------------------------------------------------------------
 
 
+def _check_values(r: dict) -> None:
+    """The output and every gradient of the case equal the single-process run's."""
+    bad = {k: v for k, v in r["checks"].items() if not v <= rwd.TOLERANCE}
+    assert not bad, f"{r['model']} {r['mode']} {r['algo']}: relative error above {rwd.TOLERANCE}: {bad}"
+    assert len(r["checks"]) >= 10  # output + gradients of the input and every parameter
+
+
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_outputs_and_gradients_equal_single_process(results, case):
-    r = results[case]
-    bad = {k: v for k, v in r["checks"].items() if not v <= rwd.TOLERANCE}
-    assert not bad, f"{CASE_IDS[CASES.index(case)]}: relative error above {rwd.TOLERANCE}: {bad}"
-    assert len(r["checks"]) >= 10  # output + gradients of the input and every parameter
+    _check_values(results[case])
 
 
 @pytest.mark.parametrize("mesh", MESHES, ids=_mesh_id)
@@ -199,10 +207,9 @@ def test_local_mode_executes_ctshard_rules(results, mesh, model):
     assert set(executed) <= {"local", "factory"}
 
 
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_collectives_are_the_steps_ctshard_priced(results, case):
-    r = results[case]
-    mesh = case[0]
+def _check_priced_steps(r: dict, mesh) -> None:
+    """The collectives DTensor issued in the case are the steps ctshard priced, per redistribution
+    and per graph (up to the explained differences), and each node's cost is its planned steps'."""
     for g in r["graphs"]:
         for n in g["nodes"]:
             # each redistribution issued exactly the steps ctshard.cost prices for that move
@@ -237,6 +244,11 @@ def test_collectives_are_the_steps_ctshard_priced(results, case):
         else:
             assert issued == planned, f"{g['phase']}: issued {dict(issued)} planned {dict(planned)}"
         assert sum(n["cost_us"] for n in g["nodes"]) == pytest.approx(g["total_cost_us"], rel=1e-9)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_collectives_are_the_steps_ctshard_priced(results, case):
+    _check_priced_steps(results[case], case[0])
 
 
 def test_fallback_and_factory_nodes_run(results):
@@ -295,3 +307,44 @@ def test_ops_without_rules_squeeze_factories_and_partial_outputs(results):
         assert nodes["arange"]["executed"] == "factory" and nodes["arange"]["actual"] == ["RR"]
         assert nodes["squeeze"]["predicted"] == nodes["squeeze"]["actual"] == ["S(0)R"]
         assert run["output_specs"] == ["S(0)R", "P(sum)R"]
+
+
+# --------------------------------------------------------------------------------------------
+# whole-graph plans (``ctshard.plan(..., algo="global")``) against greedy ones
+
+
+ALGO_MESH = (2, 2)
+
+
+@pytest.fixture(scope="module")
+def algo_results(summary):
+    """(model, algo) -> the "dtensor"-mode case on ALGO_MESH, greedy and global plans (one group)."""
+    t = time.perf_counter()
+    got = rwd.run_group(ALGO_MESH, [(m, "dtensor", a) for m in rwd.MODELS for a in rwd.ALGOS])
+    for r in got:
+        if "error" in r:
+            pytest.fail(f"{r['model']} ({r['algo']}) failed in the group:\n{r['traceback']}")
+    out = {(r["model"], r["algo"]): r for r in got}
+    for m in rwd.MODELS:
+        summary("run_plan: " + " vs ".join(
+            f"{a} {m} {_mesh_id(ALGO_MESH)}: {sum(g['total_cost_us'] for g in out[(m, a)]['graphs']):.1f} us, "
+            f"{sum(c['bytes'] for c in rwd.issued_collectives(out[(m, a)])):,.0f} B issued" for a in rwd.ALGOS))
+    summary(f"run_plan: greedy + global group ({len(got)} cases) {time.perf_counter() - t:.1f} s")
+    return out
+
+
+@pytest.mark.parametrize("model", rwd.MODELS)
+def test_global_plans_execute_and_move_no_more_than_greedy(algo_results, model):
+    """A proven-optimal global plan executes correctly, DTensor issues exactly the steps it priced
+    (the greedy cases' rules, then every collective with its bytes), and it moves no more bytes
+    than the greedy plan, whose modelled cost it beats."""
+    greedy, best = algo_results[(model, "greedy")], algo_results[(model, "global")]
+    assert all(g["optimality_gap"] == 0 for g in best["graphs"]), [g["optimality_gap"] for g in best["graphs"]]
+    _check_values(best)
+    _check_priced_steps(best, ALGO_MESH)
+    issued, priced = rwd.issued_collectives(best), rwd.priced_steps(best)
+    assert _steps(issued, ALGO_MESH) == _steps(priced, ALGO_MESH)
+    cost = {a: sum(g["total_cost_us"] for g in r["graphs"]) for a, r in (("greedy", greedy), ("global", best))}
+    assert cost["global"] < cost["greedy"], cost
+    moved = {a: sum(c["bytes"] for c in rwd.issued_collectives(r)) for a, r in (("greedy", greedy), ("global", best))}
+    assert moved["global"] <= moved["greedy"], moved
