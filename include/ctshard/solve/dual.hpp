@@ -120,15 +120,24 @@ class Srmp {
     const std::uint32_t own_n = first ? e.rows : e.cols, oth_n = first ? e.cols : e.rows;
     g_.assign(oth_n, inf);  // per other-side class: min of -message
     for (std::size_t b = 0; b < oth.size(); ++b) g_[oth[b]] = std::min(g_[oth[b]], -moth[b]);
+    // both loops walk the matrix row by row (contiguous); a forbidden entry never wins (inf + g
+    // stays >= inf as |g| < inf, and the final clamp maps every such sum back to inf)
     col_.assign(own_n, inf);
-    for (std::uint32_t c = 0; c < oth_n; ++c) {
-      if (g_[c] >= inf) continue;
+    if (first) {
       for (std::uint32_t r = 0; r < own_n; ++r) {
-        const fine_t d = first ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r];
-        if (d >= inf) continue;
-        col_[r] = std::min(col_[r], d + g_[c]);
+        const fine_t* row = e.d.data() + std::size_t{r} * e.cols;
+        fine_t m = inf;
+        for (std::uint32_t c = 0; c < oth_n; ++c) m = std::min(m, row[c] + g_[c]);
+        col_[r] = m;
+      }
+    } else {
+      for (std::uint32_t c = 0; c < oth_n; ++c) {
+        const fine_t gc = g_[c];
+        const fine_t* row = e.d.data() + std::size_t{c} * e.cols;
+        for (std::uint32_t r = 0; r < own_n; ++r) col_[r] = std::min(col_[r], row[r] + gc);
       }
     }
+    for (auto& x : col_) x = x >= inf / 2 ? inf : x;
     for (std::size_t a = 0; a < own.size(); ++a) mown[a] = col_[own[a]] >= inf ? mown[a] : col_[own[a]];
   }
 
