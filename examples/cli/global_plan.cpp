@@ -121,6 +121,46 @@ double estimate_flops(const std::string& op, const std::vector<TensorMeta>& in, 
   return largest;
 }
 
+/// The StridedShard and Partial placements the producers of an op's inputs can deliver (on any
+/// mesh dim, in any candidate; a fixed source delivers its own spec's). A candidate whose input
+/// needs such a placement that no producer delivers is not offered (docs/global_plan.md,
+/// "delivered placements"): it could only be fed by a redistribution *into* a StridedShard or
+/// Partial, and offering every split factor on every tensor dim and every reduce op on every
+/// operand multiplies the candidates by up to 8 per mesh dim on 3-D meshes. One exception: a
+/// Partial input on a mesh dim where the row itself creates that Partial (an output Partial there
+/// with some input sharded, e.g. addmm's bias taken `P(sum)` beside a contraction).
+class DeliveredPlacements {
+ public:
+  void add(const Spec& s) {
+    for (const Placement& p : s)
+      if (restricted(p) && !delivers(p)) seen_.push_back(p);
+  }
+  /// True when every restricted input placement of `row` (outputs first, `nout` of them) is
+  /// delivered by some producer or created by the row on its mesh dim.
+  [[nodiscard]] bool admits(std::span<const Spec> row, std::size_t nout) const {
+    for (std::size_t k = nout; k < row.size(); ++k)
+      for (std::size_t d = 0; d < row[k].size(); ++d) {
+        const Placement& p = row[k][d];
+        if (restricted(p) && !delivers(p) && !(p.is_partial() && creates(row, nout, d, p))) return false;
+      }
+    return true;
+  }
+
+ private:
+  static bool restricted(const Placement& p) noexcept { return p.is_strided_shard() || p.is_partial(); }
+  [[nodiscard]] bool delivers(const Placement& p) const { return std::find(seen_.begin(), seen_.end(), p) != seen_.end(); }
+  /// The row writes `partial` on mesh dim `d` while reading some input sharded there.
+  static bool creates(std::span<const Spec> row, std::size_t nout, std::size_t d, const Placement& partial) {
+    bool writes = false, reads_shard = false;
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      if (k < nout) writes = writes || row[k][d] == partial;
+      else reads_shard = reads_shard || row[k][d].is_any_shard();
+    }
+    return writes && reads_shard;
+  }
+  std::vector<Placement> seen_;
+};
+
 class Builder {
  public:
   Builder(const fx::Graph& g, const PlanOptions& o, const GlobalOptions& go, const OpRegistry& r)
@@ -157,6 +197,7 @@ class Builder {
   solve::CostGraph cg_;
   std::vector<Var> vars_;
   std::size_t greedy_rows_added_ = 0;
+  std::size_t undelivered_rows_ = 0;  ///< candidate rows not offered: an input placement no producer delivers
 
   std::vector<std::uint32_t> greedy_labels() const {
     std::vector<std::uint32_t> x;
@@ -281,13 +322,19 @@ class Builder {
       // kind their producers deliver on a shardable spec of the value.
       bool regroups = false;
       for (std::size_t r = 0; r < rule.rules.size() && !regroups; ++r) regroups = rule.rules.regroup(r) != nullptr;
+      DeliveredPlacements delivered;
       for (std::size_t k = 0; k < op.inputs.size(); ++k) {
         const ValueSource& in = op.inputs[k];
         if (const int pv = var_of(in); pv >= 0) {
           const Var& p = vars_[static_cast<std::size_t>(pv)];
-          for (std::size_t c = 0; c < p.count() && !regroups; ++c) {
-            const Spec& out = specs_[p.spec(c, in.output)];
-            if (k < op.in_metas.size() && !is_tensor_shardable(op.in_metas[k].shape, out, mesh_)) continue;
+          std::uint32_t last = ~0u;
+          for (std::size_t c = 0; c < p.count(); ++c) {
+            const std::uint32_t id = p.spec(c, in.output);
+            if (id == last) continue;
+            last = id;
+            const Spec& out = specs_[id];
+            delivered.add(out);
+            if (regroups || (k < op.in_metas.size() && !is_tensor_shardable(op.in_metas[k].shape, out, mesh_))) continue;
             for (const Placement& pl : out) kinds.add(pl);
           }
           for (const Placement& pl : specs_[p.spec(p.greedy, in.output)]) {
@@ -295,6 +342,7 @@ class Builder {
             if (regroups) kinds.add(pl);
           }
         } else {
+          delivered.add(specs_[fixed_spec(in)]);
           for (const Placement& pl : specs_[fixed_spec(in)]) {
             kinds.add(pl);
             greedy_kinds.add(pl);
@@ -323,8 +371,10 @@ class Builder {
         v.bypass.push_back(bypass);
         return true;
       };
-      if (enumerated)
-        for (std::size_t c = 0; c < cands.size(); ++c) add_row(cands.row(c), cands.needs_bypass[c]);
+      for (std::size_t c = 0; enumerated && c < cands.size(); ++c) {
+        if (global_.every_candidate || delivered.admits(cands.row(c), v.nout)) add_row(cands.row(c), cands.needs_bypass[c]);
+        else ++undelivered_rows_;
+      }
       // the greedy row
       std::vector<Spec> row;
       for (const auto& s : op.planned.outputs) row.push_back(parse_spec(s));
@@ -627,6 +677,7 @@ GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& options, const
     out.max_candidates = std::max(out.max_candidates, v.count());
   }
   out.greedy_rows_added = b.greedy_rows_added_;
+  out.undelivered_rows = b.undelivered_rows_;
   solve::SolveOptions so;
   so.time_limit_s = global.time_limit_ms / 1000.0;
   so.start = b.greedy_labels();
@@ -687,6 +738,7 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
                  {"max_candidates", g.max_candidates},
                  {"edges", g.graph.edges.size()},
                  {"greedy_rows_added", g.greedy_rows_added},
+                 {"undelivered_rows", g.undelivered_rows},
                  {"live_after_reduction", {{"nodes", s.live_nodes}, {"labels", s.live_labels}, {"edges", s.live_edges}}},
                  {"search_core", {{"nodes", s.core_nodes}, {"labels", s.core_labels}}},
                  {"eliminated", s.eliminated},

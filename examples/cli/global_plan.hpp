@@ -30,6 +30,9 @@ struct GlobalOptions {
   /// Unpinned inputs become variables (R or S(d) on each mesh dim); the objective then adds each
   /// op's compute time under its strategy, and the per-device memory budget applies.
   bool free_inputs = false;
+  /// Offer every candidate row, also those whose input needs a StridedShard or Partial that no
+  /// producer delivers (the "delivered placements" rule of docs/global_plan.md off).
+  bool every_candidate = false;
   double device_tflops = 100;                             ///< per-device FLOP rate for the compute term (10^12 FLOP/s)
   double device_gbps = 1000;                              ///< per-device memory bandwidth for the compute term (GB/s)
   double memory_budget_gib = 0;                           ///< per-device bytes of graph inputs (GiB); 0 = no budget
@@ -58,6 +61,7 @@ struct GlobalPlan {
   double objective_us = 0, greedy_objective_us = 0;  ///< the solver's objective (redistribution [+ compute]) of each plan
   double compute_us = 0, greedy_compute_us = 0;      ///< the compute term (free inputs only)
   std::size_t variables = 0, candidates = 0, greedy_rows_added = 0, max_candidates = 0;
+  std::size_t undelivered_rows = 0;  ///< rows not offered: an input StridedShard / Partial no producer delivers
   double build_ms = 0, solve_ms = 0;
 };
 

@@ -143,6 +143,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
       ->capture_default_str();
   plan_cmd->add_flag("--free-inputs", global_options.free_inputs,
                      "--global: unpinned inputs become variables; the objective adds each op's compute time and --memory-budget-gib applies");
+  plan_cmd->add_flag("--every-candidate", global_options.every_candidate,
+                     "--global: also offer rows whose input needs a StridedShard or Partial no producer delivers (larger, slower)");
   plan_cmd->add_option("--device-tflops", global_options.device_tflops, "--free-inputs: per-device compute rate (TFLOP/s)")->capture_default_str();
   plan_cmd->add_option("--device-gbps", global_options.device_gbps, "--free-inputs: per-device memory bandwidth (GB/s)")->capture_default_str();
   plan_cmd
