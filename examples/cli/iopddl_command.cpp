@@ -66,6 +66,7 @@ nlohmann::json iopddl_json(const std::string& path, double time_limit_s) {
                  {"reduced_cost_fixed", s.reduced_cost_fixed},
                  {"dual_iterations", s.dual_iterations},
                  {"search_nodes", s.search_nodes},
+                 {"search_splits", s.search_splits},
                  {"rounds", s.rounds},
                  {"enforced_limits", s.enforced_limits}};
   return j;

@@ -174,6 +174,52 @@ TEST_CASE("solve: the optimum of random cost graphs equals brute force, every pa
   CHECK(eliminated > test::scaled(50));
 }
 
+TEST_CASE("solve: branch and bound searches the components apart once their separators are labelled, exactly", "[global][solve]") {
+  // clusters of 2-3 nodes hanging off two hub nodes: labelling the hubs leaves the clusters
+  // independent; only the search runs (no reductions, no dual), so every split is its work
+  std::size_t splits = 0;
+  for (std::uint32_t seed = 0; seed < test::scaled(300); ++seed) {
+    std::mt19937 rng(seed + 7000);
+    std::uniform_int_distribution<int> cost(0, 20), labels(2, 3), pick(0, 1);
+    CostGraph g;
+    const auto node = [&] {
+      std::vector<cost_t> u(static_cast<std::size_t>(labels(rng)));
+      for (auto& c : u) c = cost(rng);
+      return g.add_node(std::move(u));
+    };
+    const auto edge = [&](std::uint32_t a, std::uint32_t b) {
+      std::vector<cost_t> m(g.num_labels(a) * g.num_labels(b));
+      for (auto& c : m) c = cost(rng) == 0 ? forbidden : cost(rng);
+      g.add_dense_edge(a, b, std::move(m));
+    };
+    const std::uint32_t h0 = node(), h1 = node();
+    edge(h0, h1);
+    for (int c = 0; c < 3; ++c) {
+      const std::uint32_t a = node(), b = node();
+      edge(a, b);
+      edge(a, pick(rng) == 0 ? h0 : h1);
+      edge(b, h1);
+      if (pick(rng) == 1) edge(b, node());
+    }
+    const cost_t best = brute_force(g);
+    SolveOptions o;
+    o.reductions = o.dominance = o.dual = false;
+    o.elimination_work = 0;
+    const SolveResult r = solve::solve(g, o);
+    INFO("seed " << seed << " brute force " << best << " solver " << r.cost);
+    if (is_forbidden(best)) {
+      CHECK_FALSE(r.feasible);
+      continue;
+    }
+    REQUIRE(r.feasible);
+    CHECK(r.cost == best);
+    CHECK(r.optimal);
+    check_certificate(g, r);
+    splits += r.stats.search_splits;
+  }
+  CHECK(splits > test::scaled(300));
+}
+
 TEST_CASE("solve: a start labelling is the first incumbent; a zero time limit still answers honestly", "[global][solve]") {
   for (std::uint32_t seed = 0; seed < 300; ++seed) {
     std::mt19937 rng(seed + 100000);

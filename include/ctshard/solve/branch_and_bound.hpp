@@ -11,6 +11,12 @@
 /// A label is viable when the bound with it stays within the target and it keeps every enforced
 /// usage limit within reach (the least usage of the unlabelled members counted); the node with
 /// the fewest viable labels is branched on, its labels in increasing h order.
+///
+/// AND/OR decomposition: when the unlabelled nodes fall apart into several connected components
+/// (no edge between them; edges to labelled nodes are already in h), their completions are
+/// independent, and each is searched on its own for its best completion — the sum of the parts
+/// instead of their product (a model's layers separate once the values between them are
+/// labelled). Not used with enforced usage limits, which couple their members.
 
 #include <algorithm>
 #include <chrono>
@@ -43,6 +49,7 @@ class BranchAndBound {
     h_.resize(m);
     hmin_.resize(m);
     x_.assign(m, -1);
+    mark_.assign(m, 0);
     adj_.resize(m);
     bound_ = p.constant;
     for (std::size_t i = 0; i < m; ++i) {
@@ -92,11 +99,16 @@ class BranchAndBound {
     if (std::any_of(slack_.begin(), slack_.end(), [](std::int64_t s) { return s < 0; })) return true;
     labels_.assign(p_.nodes.size(), 0);
     aborted_ = false;
-    dfs(0);
+    std::vector<std::uint32_t> all(live_.size());
+    for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+    Part top{all, target_, inf, {}, true};
+    dfs(top);
     return !aborted_;
   }
 
   [[nodiscard]] std::size_t nodes() const noexcept { return nodes_; }
+  /// Search nodes where the unlabelled nodes fell apart and were searched component by component.
+  [[nodiscard]] std::size_t splits() const noexcept { return splits_; }
 
  private:
   struct Adj {
@@ -117,10 +129,83 @@ class BranchAndBound {
     return true;
   }
 
-  [[nodiscard]] bool viable(std::size_t i, std::size_t a) const {
+  [[nodiscard]] bool viable(std::size_t i, std::size_t a, fine_t target) const {
     const fine_t h = h_[i][a];
     if (h >= inf) return false;
-    return bound_ - hmin_[i] + h <= target_ && usage_ok(i, a);
+    return bound_ - hmin_[i] + h <= target && usage_ok(i, a);
+  }
+
+  /// One search: the completions of `nodes` (compact indices, closed under unlabelled adjacency)
+  /// with a bound within `target`. `top`: a completion is a full labelling, reported to the leaf
+  /// callback (which sets the next target); otherwise the best completion is kept in
+  /// `found` / `best` (labels per position in `nodes`) and the target drops below it.
+  struct Part {
+    std::vector<std::uint32_t> nodes;
+    fine_t target;
+    fine_t found;
+    std::vector<std::int32_t> best;
+    bool top;
+  };
+
+  void complete(Part& part) {
+    if (part.top) {
+      for (std::size_t i = 0; i < live_.size(); ++i) labels_[live_[i]] = static_cast<std::uint32_t>(x_[i]);
+      part.target = std::min(part.target, leaf_(labels_, bound_));
+      return;
+    }
+    if (bound_ < part.found) {
+      part.found = bound_;
+      part.best.resize(part.nodes.size());
+      for (std::size_t k = 0; k < part.nodes.size(); ++k) part.best[k] = x_[part.nodes[k]];
+    }
+    part.target = std::min(part.target, bound_ - 1);
+  }
+
+  /// The connected components of the unlabelled nodes in `free` (edges between unlabelled nodes).
+  std::vector<std::vector<std::uint32_t>> components(const std::vector<std::uint32_t>& free) {
+    std::vector<std::vector<std::uint32_t>> out;
+    for (auto i : free) mark_[i] = 0;
+    for (auto s : free) {
+      if (mark_[s] != 0) continue;
+      out.emplace_back();
+      auto& c = out.back();
+      c.push_back(s);
+      mark_[s] = 1;
+      for (std::size_t k = 0; k < c.size(); ++k)
+        for (const Adj& ad : adj_[c[k]])
+          if (x_[ad.other] < 0 && mark_[ad.other] == 0) {
+            mark_[ad.other] = 1;
+            c.push_back(ad.other);
+          }
+    }
+    for (auto i : free) mark_[i] = 2;
+    return out;
+  }
+
+  /// Searches each component on its own (smallest first), labels it with its best completion, and
+  /// completes `part` when every component has one within the target; then unlabels them all.
+  void solve_apart(Part& part, std::vector<std::vector<std::uint32_t>> comps) {
+    std::sort(comps.begin(), comps.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    struct Undo {
+      std::size_t node, trail;
+      fine_t bound;
+    };
+    std::vector<Undo> undo;
+    bool all = true;
+    for (auto& c : comps) {
+      Part sub{std::move(c), part.target, inf, {}, false};
+      dfs(sub);
+      if (aborted_ || sub.found >= inf) {
+        all = false;
+        break;
+      }
+      for (std::size_t k = 0; k < sub.nodes.size(); ++k) {
+        undo.push_back({sub.nodes[k], trail_.size(), bound_});
+        assign(sub.nodes[k], static_cast<std::size_t>(sub.best[k]));
+      }
+    }
+    if (all && bound_ <= part.target) complete(part);
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) unassign(it->node, it->trail, it->bound);
   }
 
   void assign(std::size_t i, std::size_t a) {
@@ -176,27 +261,36 @@ class BranchAndBound {
     bound_ = bound;
   }
 
-  void dfs(std::size_t depth) {
+  void dfs(Part& part) {
     if (aborted_) return;
     if (++nodes_ > node_limit_ || ((nodes_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
       aborted_ = true;
       return;
     }
-    if (bound_ > target_) return;
-    if (depth == live_.size()) {
-      for (std::size_t i = 0; i < live_.size(); ++i) labels_[live_[i]] = static_cast<std::uint32_t>(x_[i]);
-      target_ = leaf_(labels_, bound_);
+    if (bound_ > part.target) return;
+    std::vector<std::uint32_t> free;
+    for (auto i : part.nodes)
+      if (x_[i] < 0) free.push_back(i);
+    if (free.empty()) {
+      complete(part);
       return;
+    }
+    if (slack_.empty() && free.size() > 1) {
+      auto comps = components(free);
+      if (comps.size() > 1) {
+        ++splits_;
+        solve_apart(part, std::move(comps));
+        return;
+      }
     }
     // the unlabelled node with the fewest viable labels (ties: largest gap to its second label)
     std::size_t best = ~std::size_t{0}, best_count = ~std::size_t{0};
     fine_t best_gap = -1;
-    for (std::size_t i = 0; i < live_.size(); ++i) {
-      if (x_[i] >= 0) continue;
+    for (auto i : free) {
       std::size_t count = 0;
       fine_t first = inf, second = inf;
       for (std::size_t a = 0; a < h_[i].size(); ++a) {
-        if (!viable(i, a)) continue;
+        if (!viable(i, a, part.target)) continue;
         ++count;
         if (h_[i][a] < first) {
           second = first;
@@ -213,17 +307,18 @@ class BranchAndBound {
         best_gap = gap;
       }
     }
+
     std::vector<std::uint32_t> labels;
     for (std::size_t a = 0; a < h_[best].size(); ++a)
-      if (viable(best, a)) labels.push_back(static_cast<std::uint32_t>(a));
+      if (viable(best, a, part.target)) labels.push_back(static_cast<std::uint32_t>(a));
     std::stable_sort(labels.begin(), labels.end(), [&](std::uint32_t a, std::uint32_t b) { return h_[best][a] < h_[best][b]; });
     for (auto a : labels) {
       if (aborted_) return;
-      if (!viable(best, a)) continue;  // the target may have dropped
+      if (!viable(best, a, part.target)) continue;  // the target may have dropped
       const std::size_t trail_size = trail_.size();
       const fine_t bound = bound_;
       assign(best, a);
-      dfs(depth + 1);
+      dfs(part);
       unassign(best, trail_size, bound);
     }
   }
@@ -244,8 +339,9 @@ class BranchAndBound {
   std::vector<std::int64_t> slack_, min_usage_;
   std::vector<Saved> trail_;
   std::vector<std::uint32_t> labels_;
+  std::vector<char> mark_;  ///< per compact node: component search scratch
   fine_t bound_ = 0;
-  std::size_t nodes_ = 0;
+  std::size_t nodes_ = 0, splits_ = 0;
   bool aborted_ = false;
 };
 

@@ -63,6 +63,7 @@ struct SolveStats {
   std::size_t core_nodes = 0, core_labels = 0;                  ///< what branch and bound saw (last round)
   std::size_t eliminated = 0, dominated = 0, labels_removed = 0, reduced_cost_fixed = 0;
   std::size_t dual_iterations = 0, search_nodes = 0, rounds = 0, enforced_limits = 0;
+  std::size_t search_splits = 0;     ///< search nodes whose unlabelled part fell apart into components
   std::size_t elimination_work = 0;  ///< work of the exact variable elimination (0: not used)
   std::int64_t scale = 1;            ///< fixed-point factor of the dual
   double reduce_ms = 0, dual_ms = 0, search_ms = 0, elimination_ms = 0;
@@ -400,6 +401,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       deadline, o.node_limit);
   const bool done = bb.run();
   st.search_nodes += bb.nodes();
+  st.search_splits += bb.splits();
   st.search_ms += ms_since(t2);
   if (done) {
     complete = true;
