@@ -370,6 +370,7 @@ std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
     const std::string key = nb::cast<std::string>(k);
     if (key == "time_limit_ms") o.time_limit_ms = nb::cast<double>(v);
     else if (key == "free_inputs") o.free_inputs = nb::cast<bool>(v);
+    else if (key == "every_candidate") o.every_candidate = nb::cast<bool>(v);
     else if (key == "device_tflops") o.device_tflops = nb::cast<double>(v);
     else if (key == "device_gbps") o.device_gbps = nb::cast<double>(v);
     else if (key == "memory_budget_gib") o.memory_budget_gib = nb::cast<double>(v);
