@@ -125,6 +125,7 @@ def plan(
     device_gbps: float = 1000,
     memory_budget_gib: float = 0,
     ties: Sequence[tuple[str, str]] | None = None,
+    every_candidate: bool = False,
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -149,7 +150,11 @@ def plan(
         to ``"global"`` only: ``time_limit_ms`` (the best plan so far is returned with its gap),
         ``free_inputs`` (unpinned inputs become variables; the objective adds each op's compute
         time at ``device_tflops`` / ``device_gbps``, and ``memory_budget_gib`` bounds the
-        per-device bytes of the inputs), ``ties`` (pairs of value names that must share a
+        per-device bytes of the inputs), ``every_candidate`` (offer every candidate row, also those
+        whose input needs a StridedShard or Partial that no producer delivers: the "delivered
+        placements" rule of docs/global_plan.md off, as ``--every-candidate``; a larger, slower
+        problem with, on the shared graphs, the same optimum; ``solver["undelivered_rows"]``
+        counts the rows the rule leaves out), ``ties`` (pairs of value names that must share a
         placement, e.g. a parameter and its gradient).
     partial_passthrough: ``"ctshard"`` (default: a Partial input passes through the ops linear in
         it — clone, casts, the activation backwards' gradient, native_layer_norm_backward) or
@@ -174,6 +179,7 @@ def plan(
         glob = {
             "time_limit_ms": float(time_limit_ms),
             "free_inputs": bool(free_inputs),
+            "every_candidate": bool(every_candidate),
             "device_tflops": float(device_tflops),
             "device_gbps": float(device_gbps),
             "memory_budget_gib": float(memory_budget_gib),

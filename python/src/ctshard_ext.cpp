@@ -370,6 +370,7 @@ std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
     const std::string key = nb::cast<std::string>(k);
     if (key == "time_limit_ms") o.time_limit_ms = nb::cast<double>(v);
     else if (key == "free_inputs") o.free_inputs = nb::cast<bool>(v);
+    else if (key == "every_candidate") o.every_candidate = nb::cast<bool>(v);
     else if (key == "device_tflops") o.device_tflops = nb::cast<double>(v);
     else if (key == "device_gbps") o.device_gbps = nb::cast<double>(v);
     else if (key == "memory_budget_gib") o.memory_budget_gib = nb::cast<double>(v);
@@ -414,6 +415,34 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   });
 }
 
+/// The graph arguments of a plan_* binding as plan() takes them: the graph (None for the embedded
+/// default) and its source name ("" where the binding has none).
+struct GraphInput {
+  nb::object graph = nb::none();
+  std::string source;
+};
+GraphInput graph_input() { return {}; }
+GraphInput graph_input(nb::handle graph) { return {nb::borrow(graph), std::string()}; }
+GraphInput graph_input(nb::handle graph, const std::string& source) { return {nb::borrow(graph), source}; }
+
+/// Binds `name` as a plan_* function: its own graph arguments first (C++ types `Graph...`, named
+/// by `graph_args`: what differs between the bindings), then the options every plan_* function
+/// takes, with their defaults.
+template <GraphSource kind, class... Graph, class... GraphArgs>
+void def_plan(nb::module_& m, const char* name, GraphArgs... graph_args) {
+  static_assert(sizeof...(Graph) == sizeof...(GraphArgs), "one nb::arg per graph argument");
+  m.def(
+      name,
+      [](Graph... graph, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
+         nb::handle global, const std::string& algo, const std::string& pp) {
+        const GraphInput in = graph_input(graph...);
+        return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp);
+      },
+      graph_args..., nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
+      nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
+      nb::arg("partial_passthrough") = "ctshard");
+}
+
 /// Placements of a spec as (kind, dim, split_factor, reduce_op) tuples for ctshard.torch.
 nb::list spec_placements(const std::string& text) {
   const Spec spec = parse_spec(text);
@@ -455,38 +484,10 @@ NB_MODULE(_ext, m) {
         nb::arg("cost_model") = "dtensor");
   m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"),
         nb::arg("cost_model") = "dtensor");
-  m.def(
-      "plan_default",
-      [](nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm, nb::handle global,
-         const std::string& algo,
-         const std::string& pp) { return plan(GraphSource::embedded_default, nb::none(), "", mesh, place, dph, lin, sym, cm, global, algo, pp); },
-      nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-      nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-      nb::arg("partial_passthrough") = "ctshard");
-  m.def(
-      "plan_text",
-      [](nb::handle text, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
-         const std::string& cm, nb::handle global, const std::string& algo,
-         const std::string& pp) { return plan(GraphSource::text, text, source, mesh, place, dph, lin, sym, cm, global, algo, pp); },
-      nb::arg("text"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-      nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-      nb::arg("partial_passthrough") = "ctshard");
-  m.def(
-      "plan_file",
-      [](nb::handle path, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
-         nb::handle global, const std::string& algo,
-         const std::string& pp) { return plan(GraphSource::path, path, "", mesh, place, dph, lin, sym, cm, global, algo, pp); },
-      nb::arg("path"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
-      nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-      nb::arg("partial_passthrough") = "ctshard");
-  m.def(
-      "plan_records",
-      [](nb::handle records, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym,
-         const std::string& cm, nb::handle global, const std::string& algo,
-         const std::string& pp) { return plan(GraphSource::records, records, source, mesh, place, dph, lin, sym, cm, global, algo, pp); },
-      nb::arg("records"), nb::arg("source"), nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"),
-      nb::arg("sym").none(), nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-      nb::arg("partial_passthrough") = "ctshard");
+  def_plan<GraphSource::embedded_default>(m, "plan_default");
+  def_plan<GraphSource::text, nb::handle, const std::string&>(m, "plan_text", nb::arg("text"), nb::arg("source"));
+  def_plan<GraphSource::path, nb::handle>(m, "plan_file", nb::arg("path"));
+  def_plan<GraphSource::records, nb::handle, const std::string&>(m, "plan_records", nb::arg("records"), nb::arg("source"));
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.

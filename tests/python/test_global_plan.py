@@ -1,9 +1,11 @@
 """ctshard.plan(..., algo="global"): the whole-graph optimum through Python — the CLI's document,
-never worse than the greedy plan, a GraphModule traced with make_fx, free inputs, bad options."""
+never worse than the greedy plan, a GraphModule traced with make_fx, free inputs, every_candidate
+(the delivered-placements rule off), bad options."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -65,6 +67,34 @@ def test_free_inputs_and_budget():
     assert free["input_placements"]["primals_1"] == "S(0)R"
     tied = ctshard.plan(algo="global", free_inputs=True, ties=[("primals_2", "primals_6")], time_limit_ms=5000)
     assert tied["input_placements"]["primals_2"] == tied["input_placements"]["primals_6"]
+
+
+def _fsdp_placements(path, mesh):
+    """FSDP-like placements, as tests/cli/test_global_plan_cli.cpp builds them: every input whose
+    dim 0 splits over mesh dim 0 is S(0) there, Replicate on the other mesh dims."""
+    header = re.search(r"def forward\(self, (.*?)\):", path.read_text()).group(1)
+    place = {}
+    for name, dims in re.findall(r'(\w+): "\w+\[([^\]]*)\]"', header):
+        dim0 = dims.split(",")[0].strip()
+        if dim0.isdigit() and int(dim0) >= mesh[0]:
+            place[name] = "S(0)" + "R" * (len(mesh) - 1)
+    return place
+
+
+def test_every_candidate_offers_the_undelivered_rows():
+    """every_candidate=True (``--every-candidate``) turns the delivered-placements rule off: the
+    rows it leaves out are offered too, and on DLRM fw 2x2x2 FSDP the optimum is the same."""
+    path = shared_path("graphs", "more", "dlrm_fw.fx.txt")
+    mesh = (2, 2, 2)
+    place = _fsdp_placements(path, mesh)
+    assert place, "no FSDP-shardable input found"
+    rule = ctshard.plan(str(path), mesh=mesh, place=place, algo="global")
+    every = ctshard.plan(str(path), mesh=mesh, place=place, algo="global", every_candidate=True)
+    assert rule["proven_optimal"] and every["proven_optimal"]
+    assert every["total_cost_us"] == pytest.approx(rule["total_cost_us"], abs=1e-6)
+    assert every["solver"]["candidates"] > rule["solver"]["candidates"]
+    assert rule["solver"]["undelivered_rows"] > 0
+    assert every["solver"]["undelivered_rows"] == 0
 
 
 def test_bad_options():

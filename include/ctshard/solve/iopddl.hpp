@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -113,23 +114,22 @@ class JsonCursor {
     if (d != static_cast<double>(static_cast<std::int64_t>(d))) fail("a non-integral number '" + std::string(t) + "'");
     return static_cast<std::int64_t>(d);
   }
-  std::vector<std::int64_t> int_array() {
-    std::vector<std::int64_t> out;
+  /// An array whose elements `read()` reads, one call per element, in order.
+  template <class Read>
+  std::vector<std::invoke_result_t<Read&>> array_of(Read&& read) {
+    std::vector<std::invoke_result_t<Read&>> out;
     expect('[');
     if (accept(']')) return out;
-    do out.push_back(integer());
+    do out.push_back(read());
     while (accept(','));
     expect(']');
     return out;
   }
+  std::vector<std::int64_t> int_array() {
+    return array_of([this] { return integer(); });
+  }
   std::vector<std::vector<std::int64_t>> int_arrays() {
-    std::vector<std::vector<std::int64_t>> out;
-    expect('[');
-    if (accept(']')) return out;
-    do out.push_back(int_array());
-    while (accept(','));
-    expect(']');
-    return out;
+    return array_of([this] { return int_array(); });
   }
   /// Skips any value.
   void skip() {
