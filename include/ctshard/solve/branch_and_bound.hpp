@@ -178,7 +178,6 @@ class BranchAndBound {
             c.push_back(ad.other);
           }
     }
-    for (auto i : free) mark_[i] = 2;
     return out;
   }
 
@@ -307,7 +306,6 @@ class BranchAndBound {
         best_gap = gap;
       }
     }
-
     std::vector<std::uint32_t> labels;
     for (std::size_t a = 0; a < h_[best].size(); ++a)
       if (viable(best, a, part.target)) labels.push_back(static_cast<std::uint32_t>(a));

@@ -120,8 +120,9 @@ class Srmp {
     const std::uint32_t own_n = first ? e.rows : e.cols, oth_n = first ? e.cols : e.rows;
     g_.assign(oth_n, inf);  // per other-side class: min of -message
     for (std::size_t b = 0; b < oth.size(); ++b) g_[oth[b]] = std::min(g_[oth[b]], -moth[b]);
-    // both loops walk the matrix row by row (contiguous); a forbidden entry never wins (inf + g
-    // stays >= inf as |g| < inf, and the final clamp maps every such sum back to inf)
+    // both loops walk the matrix row by row (contiguous), without branches: a forbidden entry or
+    // a class with no live label (g = inf) makes a sum of at least inf - |finite|, far above
+    // inf / 2, and the clamp below maps every such sum back to inf
     col_.assign(own_n, inf);
     if (first) {
       for (std::uint32_t r = 0; r < own_n; ++r) {
