@@ -174,6 +174,35 @@ TEST_CASE("solve: the optimum of random cost graphs equals brute force, every pa
   CHECK(eliminated > test::scaled(50));
 }
 
+TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push weights", "[global][solve]") {
+  // any weights give a reparametrization: every pass's bound, and the bound recomputed from the
+  // messages, stay at or below the optimum, whichever weights the passes used, in any mix
+  namespace sd = solve::detail;
+  std::size_t tight = 0;
+  for (std::uint32_t seed = 0; seed < test::scaled(600); ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = random_graph(rng, 9, 5, 3, /*limits=*/false);
+    const cost_t best = brute_force(g);
+    if (is_forbidden(best)) continue;
+    const sd::fine_t scale = sd::choose_scale(g);
+    sd::Problem p(g, scale);
+    sd::Srmp dual(p);
+    std::vector<std::uint32_t> labels, backward;
+    sd::fine_t last = -sd::inf;
+    for (std::size_t pass = 0; pass < 12; ++pass) {
+      // seeds alternate which weights come first; the last passes mix them
+      const bool push = pass < 6 ? seed % 2 == 0 : pass % 2 == 0;
+      dual.set_weights(push ? sd::DualWeights::push : sd::DualWeights::trws);
+      last = dual.iterate(labels, &backward);
+      INFO("seed " << seed << " pass " << pass << " optimum " << best << " bound " << last);
+      CHECK(sd::ceil_div(last, scale) <= best);
+      CHECK(sd::ceil_div(dual.bound(), scale) <= best);
+    }
+    tight += sd::ceil_div(last, scale) == best ? 1 : 0;
+  }
+  CHECK(tight > test::scaled(100));  // and the bound is often exact on these small graphs
+}
+
 TEST_CASE("solve: branch and bound searches the components apart once their separators are labelled, exactly", "[global][solve]") {
   // clusters of 2-3 nodes hanging off two hub nodes: labelling the hubs leaves the clusters
   // independent; only the search runs (no reductions, no dual), so every split is its work

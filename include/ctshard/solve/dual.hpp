@@ -15,6 +15,14 @@
 /// never decreases (up to the floor of the integer division). The forward pass also decodes a
 /// labelling (each node takes its best label given the earlier nodes' labels and the later
 /// nodes' messages).
+///
+/// How much a node sends is its weight (`DualWeights`). TRW-S's 1/max(#earlier, #later) keeps a
+/// share at every node, so on a long graph a node's cost is split again at every fan-out it
+/// passes (a GPT-2 fw+bw graph: the bound creeps for thousands of passes). `push` sends a node's
+/// whole reparametrized cost on (1/#later): one pass carries it to the far end of the order
+/// undivided, so the bound climbs in a few passes, but it stops at a weaker fixed point; the
+/// solver runs a few push passes first, then TRW-S weights. The bound is valid under both: any
+/// weights give a reparametrization, and every edge still ends a backward pass collected.
 
 #include <algorithm>
 #include <cstddef>
@@ -26,6 +34,12 @@
 #include "ctshard/solve/problem.hpp"
 
 namespace ctshard::solve::detail {
+
+/// The share of its reparametrized cost a node sends into each edge to a later node.
+enum class DualWeights {
+  trws,  ///< 1 / max(#earlier, #later): TRW-S / SRMP (Kolmogorov 2006, 2015); converges further
+  push,  ///< 1 / #later: the node keeps nothing; climbs fastest in the first passes
+};
 
 class Srmp {
  public:
@@ -61,6 +75,9 @@ class Srmp {
   }
 
   [[nodiscard]] const std::vector<std::uint32_t>& order() const noexcept { return order_; }
+
+  /// The weights of the following passes (TRW-S unless set).
+  void set_weights(DualWeights w) noexcept { weights_ = w; }
 
   /// One forward pass (decoding into `labels`, indexed by node: current label index) and one
   /// backward pass (decoding into `backward`, from the other end of the order: a decision the
@@ -174,7 +191,7 @@ class Srmp {
       }
       (*labels)[u] = static_cast<std::uint32_t>(std::min_element(dec_.begin(), dec_.end()) - dec_.begin());
     }
-    const std::size_t k = std::max(n_in, n_out);
+    const std::size_t k = weights_ == DualWeights::push ? n_out : std::max(n_in, n_out);
     if (n_out > 0) {
       send_.resize(t_.size());
       for (std::size_t a = 0; a < t_.size(); ++a) {
@@ -195,6 +212,7 @@ class Srmp {
   }
 
   Problem& p_;
+  DualWeights weights_ = DualWeights::trws;
   std::vector<std::uint32_t> order_, pos_;
   std::vector<fine_t> g_, col_, t_, dec_, send_;
 };

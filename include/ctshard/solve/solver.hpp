@@ -44,10 +44,13 @@ namespace ctshard::solve {
 struct SolveOptions {
   double time_limit_s = 10.0;              ///< wall-clock budget; the best answer so far is returned
   std::size_t max_dual_iterations = 2000;  ///< per round of the dual
-  bool reductions = true;                  ///< exact reductions (elimination, dominance, ...)
-  bool dominance = true;                   ///< dominated-label removal (part of the reductions)
-  bool dual = true;                        ///< message passing (bound, decoding, reduced-cost fixing)
-  bool search = true;                      ///< branch and bound on what remains
+  /// The first dual iterations of a round send each node's whole cost on (`DualWeights::push`):
+  /// the bound climbs in a few passes where TRW-S weights creep; TRW-S weights follow.
+  std::size_t push_iterations = 32;
+  bool reductions = true;  ///< exact reductions (elimination, dominance, ...)
+  bool dominance = true;   ///< dominated-label removal (part of the reductions)
+  bool dual = true;        ///< message passing (bound, decoding, reduced-cost fixing)
+  bool search = true;      ///< branch and bound on what remains
   /// Exact variable elimination of the remaining core when its plan costs at most this much work
   /// (table cells x factors; 0 disables it).
   std::size_t elimination_work = std::size_t{1} << 25;
@@ -320,6 +323,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       std::vector<std::uint32_t> labels, backward;
       fine_t best_lb = -inf;
       for (std::size_t it = 0; it < chunk && total_it < o.max_dual_iterations; ++it, ++total_it) {
+        srmp.set_weights(total_it < o.push_iterations ? DualWeights::push : DualWeights::trws);
         const fine_t lb = srmp.iterate(labels, &backward);
         ++st.dual_iterations;
         best_lb = std::max(best_lb, lb);
