@@ -304,28 +304,44 @@ class Problem {
         if (row_used[r] && e.d[std::size_t{r} * C + a] != e.d[std::size_t{r} * C + b]) return false;
       return true;
     };
-    // bucket by hash to keep renumbering near linear
+    // classes in order of first use; sorted by hash, a class is compared only with the earlier
+    // classes of its hash (its run) and takes the number of the first equal one
     const auto dedup = [&](std::vector<std::uint32_t>& cls, std::uint32_t count, const std::vector<std::uint64_t>& hash, const auto& same) {
-      std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> buckets;
-      std::vector<std::uint32_t> map(count, no_class), reps;
-      for (auto& c : cls) {
+      std::vector<std::uint32_t> map(count, no_class), first_use, reps;
+      for (auto c : cls)
         if (map[c] == no_class) {
-          auto& bucket = buckets[hash[c]];
-          std::uint32_t found = no_class;
-          for (auto k : bucket)
-            if (same(reps[k], c)) {
-              found = k;
+          map[c] = 0;
+          first_use.push_back(c);
+        }
+      std::vector<std::uint32_t> by_hash(first_use.size());
+      for (std::uint32_t i = 0; i < by_hash.size(); ++i) by_hash[i] = i;
+      std::sort(by_hash.begin(), by_hash.end(), [&](std::uint32_t x, std::uint32_t y) {
+        const std::uint64_t hx = hash[first_use[x]], hy = hash[first_use[y]];
+        return hx != hy ? hx < hy : x < y;
+      });
+      std::vector<std::uint32_t> leader(first_use.size());  // position of the first equal class
+      for (std::size_t i = 0; i < by_hash.size();) {
+        std::size_t j = i;
+        while (j < by_hash.size() && hash[first_use[by_hash[j]]] == hash[first_use[by_hash[i]]]) ++j;
+        for (std::size_t k = i; k < j; ++k) {
+          leader[by_hash[k]] = by_hash[k];
+          for (std::size_t m = i; m < k; ++m)
+            if (leader[by_hash[m]] == by_hash[m] && same(first_use[by_hash[m]], first_use[by_hash[k]])) {
+              leader[by_hash[k]] = by_hash[m];
               break;
             }
-          if (found == no_class) {
-            found = static_cast<std::uint32_t>(reps.size());
-            reps.push_back(c);
-            bucket.push_back(found);
-          }
-          map[c] = found;
         }
-        c = map[c];
+        i = j;
       }
+      for (std::uint32_t i = 0; i < first_use.size(); ++i) {
+        if (leader[i] == i) {
+          map[first_use[i]] = static_cast<std::uint32_t>(reps.size());
+          reps.push_back(first_use[i]);
+        } else {
+          map[first_use[i]] = map[first_use[leader[i]]];
+        }
+      }
+      for (auto& c : cls) c = map[c];
       return reps;
     };
     const std::vector<std::uint32_t> row_rep = dedup(e.rc, R, row_hash, same_row);

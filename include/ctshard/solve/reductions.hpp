@@ -44,7 +44,7 @@ struct ReduceOptions {
   std::size_t max_dominance_work = std::size_t{1} << 22;
   /// How often one node is looked at (its neighbourhood keeps changing while others are reduced).
   std::uint8_t dominance_checks = 4;
-  /// Candidate dominators per node: its cheapest labels.
+  /// Candidate dominators per node: the labels least in theta plus the row minima of its edges.
   std::size_t dominators = std::numeric_limits<std::size_t>::max();
 };
 
@@ -296,6 +296,7 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     const WEdge* e = nullptr;
     std::vector<std::uint32_t> used;    // the neighbour's classes in use
     std::vector<std::uint32_t> lo, hi;  // per own class: the column in use of its least / largest finite cost
+    std::vector<fine_t> min, max;       // per own class: that least / largest cost (inf: no finite one)
     std::vector<fine_t> maxdiff;        // own x own, `unset` until computed (allocated on first use)
     const std::vector<std::uint32_t>* cls = nullptr;
     [[nodiscard]] fine_t d(std::uint32_t r, std::uint32_t c) const {
@@ -349,6 +350,8 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       }
     t.lo.assign(t.own, t.used.empty() ? 0 : t.used[0]);
     t.hi.assign(t.own, t.used.empty() ? 0 : t.used[0]);
+    t.min.assign(t.own, t.used.empty() ? 0 : inf);
+    t.max.assign(t.own, t.used.empty() ? 0 : inf);
     for (std::uint32_t r = 0; r < t.own; ++r) {
       fine_t mn = inf, mx = -inf;
       for (auto c : t.used) {
@@ -363,8 +366,26 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
           t.hi[r] = c;
         }
       }
+      if (!t.used.empty()) {
+        t.min[r] = mn;
+        t.max[r] = mn >= inf ? inf : mx;
+      }
     }
     tables.push_back(std::move(t));
+  }
+  // Two necessary conditions, summed over the edges: maxdiff(a, b) >= min_c d(a, c) - min_c d(b, c)
+  // (take b's cheapest column) and >= max_c d(a, c) - max_c d(b, c) (a's dearest); so a can only
+  // dominate b when theta + the sum of row minima (and of row maxima) is no larger at a than at
+  // b. Candidate dominators are walked in order of the first sum and the walk stops past b's.
+  std::vector<fine_t> key_min(L), key_max(L);
+  for (std::uint32_t a = 0; a < L; ++a) {
+    fine_t lo = n.theta[a], hi = n.theta[a];
+    for (const auto& t : tables) {
+      lo = sat_add(lo, t.min[(*t.cls)[a]]);
+      hi = sat_add(hi, t.max[(*t.cls)[a]]);
+    }
+    key_min[a] = lo;
+    key_max[a] = hi;
   }
   std::vector<char> keep(L, 1);
   const bool usage = !n.usage.empty() && !n.limits.empty();
@@ -387,16 +408,18 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       }
     }
   }
-  // dominators are looked for among the cheapest labels only (a label that dominates another is
-  // usually cheap itself; missing a dominance only leaves a label in place)
-  std::vector<std::uint32_t> by_cost(L);
-  for (std::uint32_t a = 0; a < L; ++a) by_cost[a] = a;
-  std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::uint32_t x, std::uint32_t y) { return n.theta[x] < n.theta[y]; });
+  // dominators are looked for among the remaining labels least in key_min only (a label that
+  // dominates another is cheap itself; missing a dominance only leaves a label in place)
+  std::vector<std::uint32_t> by_cost;
+  for (std::uint32_t a = 0; a < L; ++a)
+    if (keep[a]) by_cost.push_back(a);
+  std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::uint32_t x, std::uint32_t y) { return key_min[x] < key_min[y]; });
   if (by_cost.size() > opt.dominators) by_cost.resize(opt.dominators);
   for (std::size_t b = 0; b < L; ++b) {
     if (!keep[b]) continue;
     for (const std::size_t a : by_cost) {
-      if (a == b || !keep[a]) continue;
+      if (key_min[a] > key_min[b]) break;
+      if (a == b || !keep[a] || key_max[a] > key_max[b]) continue;
       if (usage && n.usage[a] > n.usage[b]) continue;
       fine_t total = n.theta[a] - n.theta[b];
       // cheap necessary condition first (see Table::probe)

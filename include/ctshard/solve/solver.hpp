@@ -321,10 +321,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     while (total_it < o.max_dual_iterations && clock::now() <= deadline) {
       Srmp srmp(p);
       std::vector<std::uint32_t> labels, backward;
-      fine_t best_lb = -inf;
+      fine_t best_lb = -inf, last_pass_lb = -inf;
       for (std::size_t it = 0; it < chunk && total_it < o.max_dual_iterations; ++it, ++total_it) {
         srmp.set_weights(total_it < o.push_iterations ? DualWeights::push : DualWeights::trws);
         const fine_t lb = srmp.iterate(labels, &backward);
+        last_pass_lb = lb;
         ++st.dual_iterations;
         best_lb = std::max(best_lb, lb);
         for (auto* x : {&labels, &backward}) {
@@ -338,9 +339,10 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       }
       lb_fine = std::max(lb_fine, best_lb);
       if (ceil_div(lb_fine, scale) >= inc.upper() || clock::now() > deadline) break;
-      // reduced-cost fixing with the state after the last backward pass (every edge minimum 0):
+      // reduced-cost fixing with the state after the last backward pass (every edge minimum 0,
+      // so that pass's bound is the bound of this state, without recomputing the edge minima):
       // a labelling with x_u = a costs at least lb - min theta'_u + theta'_u(a)
-      const fine_t last_lb = srmp.bound();
+      const fine_t last_lb = last_pass_lb;
       const fine_t target = target_fine();
       std::size_t removed = 0;
       std::vector<fine_t> t;
@@ -382,7 +384,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         break;  // stalled: the bound no longer moves and nothing can be fixed
       }
       chunk_start = lb_fine;
-      chunk = std::min<std::size_t>(chunk * 2, 32);
+      chunk = std::min<std::size_t>(chunk * 2, 8);  // fixing often keeps the passes small
     }
     st.dual_ms += ms_since(t1);
   }
