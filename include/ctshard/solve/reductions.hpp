@@ -305,12 +305,15 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     /// A lower bound of maxdiff(ra, rb): the difference at b's cheapest and at a's dearest column.
     [[nodiscard]] fine_t probe(std::uint32_t ra, std::uint32_t rb) const {
       fine_t m = -inf;
-      for (const std::uint32_t c : {lo[rb], hi[ra]}) {
-        const fine_t db = d(rb, c);
-        if (db >= inf) continue;
-        const fine_t da = d(ra, c);
+      if (min[rb] < inf) {  // d(rb, lo[rb]) = min[rb]
+        const fine_t da = d(ra, lo[rb]);
         if (da >= inf) return inf;
-        m = std::max(m, da - db);
+        m = da - min[rb];
+      }
+      const fine_t db = d(rb, hi[ra]);
+      if (db < inf) {  // d(ra, hi[ra]) = max[ra]
+        if (max[ra] >= inf) return inf;
+        m = std::max(m, max[ra] - db);
       }
       return m;
     }
