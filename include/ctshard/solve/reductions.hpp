@@ -25,8 +25,6 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ctshard/solve/problem.hpp"
@@ -288,8 +286,8 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
   const std::size_t work = L * L * std::max<std::size_t>(1, n.edges.size());
   if (work > opt.max_dominance_work) return 0;
   // per edge: maxdiff(ra, rb) = max over the neighbour's classes in use of d(ra, c) - d(rb, c),
-  // computed on demand (most pairs are rejected by a probe column or the first edges)
-  static constexpr fine_t unset = std::numeric_limits<fine_t>::min();
+  // computed when asked (most pairs are rejected by a probe column or the first edges; a memo of
+  // own x own entries cost more to fill than the few pairs that reach it)
   struct Table {
     std::uint32_t own = 0, oth = 0;
     bool first = true;
@@ -297,7 +295,6 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     std::vector<std::uint32_t> used;    // the neighbour's classes in use
     std::vector<std::uint32_t> lo, hi;  // per own class: the column in use of its least / largest finite cost
     std::vector<fine_t> min, max;       // per own class: that least / largest cost (inf: no finite one)
-    std::vector<fine_t> maxdiff;        // own x own, `unset` until computed (allocated on first use)
     const std::vector<std::uint32_t>* cls = nullptr;
     [[nodiscard]] fine_t d(std::uint32_t r, std::uint32_t c) const {
       return first ? e->d[std::size_t{r} * e->cols + c] : e->d[std::size_t{c} * e->cols + r];
@@ -317,11 +314,8 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       }
       return m;
     }
-    fine_t get(std::uint32_t ra, std::uint32_t rb) {
-      if (maxdiff.empty()) maxdiff.assign(std::size_t{own} * own, unset);
-      fine_t& m = maxdiff[std::size_t{ra} * own + rb];
-      if (m != unset) return m;
-      m = ra == rb ? 0 : -inf;
+    [[nodiscard]] fine_t get(std::uint32_t ra, std::uint32_t rb) const {
+      fine_t m = ra == rb ? 0 : -inf;
       if (ra != rb)
         for (auto c : used) {
           const fine_t db = d(rb, c);
@@ -393,22 +387,35 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
   std::vector<char> keep(L, 1);
   const bool usage = !n.usage.empty() && !n.limits.empty();
   // labels with the same class on every edge differ only in their unary cost (and usage): the
-  // cheapest of each group stays, by hashing, before the pairwise test
+  // cheapest of each group stays (the first by index among equals), before the pairwise test;
+  // groups are found by sorting on a hash of the classes, then checked class by class
   {
-    std::unordered_map<std::string, std::uint32_t> best_of;
-    std::string key;
+    const auto same_group = [&](std::uint32_t x, std::uint32_t y) {
+      for (const auto& t : tables)
+        if ((*t.cls)[x] != (*t.cls)[y]) return false;
+      return !usage || n.usage[x] == n.usage[y];
+    };
+    std::vector<std::uint64_t> h(L, 0);
     for (std::uint32_t a = 0; a < L; ++a) {
-      key.clear();
-      for (const auto& t : tables) key.append(reinterpret_cast<const char*>(&(*t.cls)[a]), sizeof(std::uint32_t));
-      if (usage) key.append(reinterpret_cast<const char*>(&n.usage[a]), sizeof(std::int64_t));
-      auto [it, fresh] = best_of.emplace(key, a);
-      if (fresh) continue;
-      if (n.theta[a] < n.theta[it->second]) {
-        keep[it->second] = 0;
-        it->second = a;
-      } else {
-        keep[a] = 0;
-      }
+      for (const auto& t : tables) h[a] = h[a] * 0x9E3779B97F4A7C15ull + (*t.cls)[a] + 1;
+      if (usage) h[a] = h[a] * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(n.usage[a]);
+    }
+    std::vector<std::uint32_t> order(L);
+    for (std::uint32_t a = 0; a < L; ++a) order[a] = a;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+      if (h[x] != h[y]) return h[x] < h[y];
+      return n.theta[x] != n.theta[y] ? n.theta[x] < n.theta[y] : x < y;
+    });
+    for (std::size_t i = 0; i < L;) {
+      std::size_t j = i;
+      while (j < L && h[order[j]] == h[order[i]]) ++j;
+      for (std::size_t k = i + 1; k < j; ++k)  // the run is in (theta, index) order
+        for (std::size_t m = i; m < k; ++m)
+          if (keep[order[m]] && same_group(order[m], order[k])) {
+            keep[order[k]] = 0;
+            break;
+          }
+      i = j;
     }
   }
   // dominators are looked for among the remaining labels least in key_min only (a label that
@@ -438,7 +445,7 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
         if (probe > 0) break;
       }
       if (probe > 0) continue;
-      for (auto& t : tables) {
+      for (const auto& t : tables) {
         const fine_t m = t.get((*t.cls)[a], (*t.cls)[b]);
         if (m >= inf) {
           total = inf;
