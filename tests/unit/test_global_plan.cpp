@@ -18,6 +18,7 @@
 #include "ctshard/registry.hpp"
 #include "ctshard/solve/candidates.hpp"
 #include "ctshard/solve/iopddl.hpp"
+#include "ctshard/solve/reductions.hpp"
 #include "ctshard/solve/solver.hpp"
 #include "op_call_builders.hpp"
 
@@ -201,6 +202,89 @@ TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push we
     tight += sd::ceil_div(last, scale) == best ? 1 : 0;
   }
   CHECK(tight > test::scaled(100));  // and the bound is often exact on these small graphs
+}
+
+TEST_CASE("solve: reductions see only the classes in use and forbidden entries where they are", "[global][solve]") {
+  namespace sd = solve::detail;
+  SECTION("a row [0, 10] dominates [0, forbidden] at equal unary cost, though its largest entry is larger") {
+    CostGraph g;
+    g.add_node({0, 0});
+    g.add_node({0, 0});
+    g.add_dense_edge(0, 1, {0, 10, 0, forbidden});
+    sd::Problem p(g, 1);
+    CHECK(sd::remove_dominated(p, 0, sd::ReduceOptions{}) == 1);
+    REQUIRE(p.num_labels(0) == 1);
+    CHECK(p.nodes[0].label[0] == 0);
+  }
+  SECTION("an edge separable on its classes in use folds into the unary costs, whatever an unused class holds") {
+    CostGraph g;
+    g.add_node({0, 0});
+    g.add_node({0, 0});
+    CostEdge e;
+    e.u = 0;
+    e.v = 1;
+    e.rows = 3;  // row class 2 is used by no label
+    e.cols = 2;
+    e.row_class = {0, 1};
+    e.col_class = {0, 1};
+    e.matrix = {1, 2, 3, 4, forbidden, 0};
+    g.add_edge(std::move(e));
+    sd::Problem p(g, 1);
+    sd::ReduceOptions o;
+    o.eliminate = false;
+    o.dominance = false;
+    sd::ReduceStats st;
+    REQUIRE(sd::reduce(p, o, st));
+    CHECK(st.separable_edges == 1);
+    CHECK_FALSE(p.edges[0].alive);
+    CHECK(p.nodes[0].theta == std::vector<sd::fine_t>{1, 3});  // d(a, 0)
+    CHECK(p.nodes[1].theta == std::vector<sd::fine_t>{0, 1});  // d(0, b) - d(0, 0)
+  }
+}
+
+TEST_CASE("solve: push passes near the exact-arithmetic limit keep the messages in range", "[global][solve]") {
+  // a long graph (a chain plus random back edges, 2 labels) with costs scaled to the 2^56 limit:
+  // push passes shift its messages by about half the objective's magnitude each; the solver
+  // runs no more of them than keep every message sum clear of the forbidden range, where a pass's
+  // bound would fall below the bound recomputed from the same messages
+  namespace sd = solve::detail;
+  std::mt19937 rng(3);
+  CostGraph g;
+  const std::uint32_t n = 300;
+  for (std::uint32_t u = 0; u < n; ++u) g.add_node({static_cast<cost_t>(rng() % 1000), static_cast<cost_t>(rng() % 1000)});
+  for (std::uint32_t u = 1; u < n; ++u)
+    for (int k = 0; k < 3; ++k) {
+      const std::uint32_t v = k == 0 ? u - 1 : static_cast<std::uint32_t>(rng() % u);
+      if (k > 0 && v == u - 1) continue;
+      std::vector<cost_t> m(4);
+      for (auto& x : m) x = static_cast<cost_t>(rng() % 1000);
+      g.add_dense_edge(v, u, std::move(m));
+    }
+  const auto f = static_cast<cost_t>(std::ldexp(1.0L, 56) / sd::cost_magnitude(g)) - 1;
+  for (auto& u : g.unary)
+    for (auto& c : u) c *= f;
+  for (auto& e : g.edges)
+    for (auto& c : e.matrix) c *= f;
+  const sd::fine_t scale = sd::choose_scale(g);
+  CHECK(scale == 1);
+  const std::size_t allowed = sd::push_passes_in_range(sd::cost_magnitude(g) * static_cast<long double>(scale), 32);
+  CHECK(allowed >= 2);
+  CHECK(allowed < 32);
+  const auto run = [&](std::size_t push_passes) {
+    sd::Problem p(g, scale);
+    sd::Srmp dual(p);
+    std::vector<std::uint32_t> labels, backward;
+    std::size_t consistent = 0;
+    for (std::size_t pass = 0; pass < push_passes + 8; ++pass) {
+      dual.set_weights(pass < push_passes ? sd::DualWeights::push : sd::DualWeights::trws);
+      consistent += dual.iterate(labels, &backward) == dual.bound() ? 1 : 0;
+    }
+    return consistent == push_passes + 8;
+  };
+  CHECK(run(allowed));  // every pass's bound is the bound of its messages
+  CHECK(run(0));
+  CHECK_FALSE(run(256));                            // far past the allowance the sums reach the forbidden range
+  CHECK(sd::push_passes_in_range(1e6L, 32) == 32);  // ordinary costs: no limit
 }
 
 TEST_CASE("solve: branch and bound searches the components apart once their separators are labelled, exactly", "[global][solve]") {

@@ -167,15 +167,22 @@ inline void fix_node(Problem& p, std::uint32_t u, ReduceStats& stats) {
 inline bool fold_if_separable(Problem& p, std::uint32_t ei, ReduceStats& stats) {
   WEdge& e = p.edges[ei];
   const std::uint32_t R = e.rows, C = e.cols;
-  for (std::size_t i = 0; i < e.d.size(); ++i)
-    if (e.d[i] >= inf) return false;
-  for (std::uint32_t r = 1; r < R; ++r)
-    for (std::uint32_t c = 1; c < C; ++c)
-      if (e.d[std::size_t{r} * C + c] - e.d[std::size_t{r} * C] - e.d[c] + e.d[0] != 0) return false;
+  if (e.rc.empty() || e.cc.empty()) return false;
+  // only the classes in use count (an edge's classes are compacted lazily, Problem::add_edge)
+  std::vector<char> row_used(R, 0), col_used(C, 0);
+  for (auto r : e.rc) row_used[r] = 1;
+  for (auto c : e.cc) col_used[c] = 1;
+  const std::uint32_t r0 = e.rc[0], c0 = e.cc[0];
+  const auto at = [&](std::uint32_t r, std::uint32_t c) { return e.d[std::size_t{r} * C + c]; };
+  for (std::uint32_t r = 0; r < R; ++r) {
+    if (!row_used[r]) continue;
+    for (std::uint32_t c = 0; c < C; ++c)  // every used entry finite, and d(r, c) = d(r, c0) + d(r0, c) - d(r0, c0)
+      if (col_used[c] && (at(r, c) >= inf || at(r, c) - at(r, c0) - at(r0, c) + at(r0, c0) != 0)) return false;
+  }
   WNode& nu = p.nodes[e.u];
   WNode& nv = p.nodes[e.v];
-  for (std::size_t a = 0; a < nu.theta.size(); ++a) nu.theta[a] += e.d[std::size_t{e.rc[a]} * C];
-  for (std::size_t b = 0; b < nv.theta.size(); ++b) nv.theta[b] += e.d[e.cc[b]] - e.d[0];
+  for (std::size_t a = 0; a < nu.theta.size(); ++a) nu.theta[a] += at(e.rc[a], c0);
+  for (std::size_t b = 0; b < nv.theta.size(); ++b) nv.theta[b] += at(r0, e.cc[b]) - at(r0, c0);
   p.drop_edge(ei);
   ++stats.separable_edges;
   return true;
@@ -295,6 +302,7 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     std::vector<std::uint32_t> used;    // the neighbour's classes in use
     std::vector<std::uint32_t> lo, hi;  // per own class: the column in use of its least / largest finite cost
     std::vector<fine_t> min, max;       // per own class: that least / largest cost (inf: no finite one)
+    std::vector<fine_t> dear;           // per own class: its largest cost, inf when any is forbidden
     const std::vector<std::uint32_t>* cls = nullptr;
     [[nodiscard]] fine_t d(std::uint32_t r, std::uint32_t c) const {
       return first ? e->d[std::size_t{r} * e->cols + c] : e->d[std::size_t{c} * e->cols + r];
@@ -349,11 +357,16 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     t.hi.assign(t.own, t.used.empty() ? 0 : t.used[0]);
     t.min.assign(t.own, t.used.empty() ? 0 : inf);
     t.max.assign(t.own, t.used.empty() ? 0 : inf);
+    t.dear.assign(t.own, t.used.empty() ? 0 : inf);
     for (std::uint32_t r = 0; r < t.own; ++r) {
       fine_t mn = inf, mx = -inf;
+      bool forbidden_seen = false;
       for (auto c : t.used) {
         const fine_t x = t.d(r, c);
-        if (x >= inf) continue;
+        if (x >= inf) {
+          forbidden_seen = true;
+          continue;
+        }
         if (x < mn) {
           mn = x;
           t.lo[r] = c;
@@ -366,20 +379,24 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       if (!t.used.empty()) {
         t.min[r] = mn;
         t.max[r] = mn >= inf ? inf : mx;
+        t.dear[r] = forbidden_seen ? inf : mx;
       }
     }
     tables.push_back(std::move(t));
   }
   // Two necessary conditions, summed over the edges: maxdiff(a, b) >= min_c d(a, c) - min_c d(b, c)
-  // (take b's cheapest column) and >= max_c d(a, c) - max_c d(b, c) (a's dearest); so a can only
-  // dominate b when theta + the sum of row minima (and of row maxima) is no larger at a than at
-  // b. Candidate dominators are walked in order of the first sum and the walk stops past b's.
+  // (take b's cheapest column: infinite when a forbids it) and, when b forbids nothing there,
+  // >= max_c d(a, c) - max_c d(b, c) (a's dearest column; infinite when a forbids any column b
+  // allows). So a can only dominate b when theta + the sum of row minima is no larger at a than
+  // at b, and the same for the row maxima with a row that forbids anything counted as infinite
+  // (a row [0, 10] dominates [0, inf]: its maximum is larger, but the inf column is skipped).
+  // Candidate dominators are walked in order of the first sum and the walk stops past b's.
   std::vector<fine_t> key_min(L), key_max(L);
   for (std::uint32_t a = 0; a < L; ++a) {
     fine_t lo = n.theta[a], hi = n.theta[a];
     for (const auto& t : tables) {
       lo = sat_add(lo, t.min[(*t.cls)[a]]);
-      hi = sat_add(hi, t.max[(*t.cls)[a]]);
+      hi = sat_add(hi, t.dear[(*t.cls)[a]]);
     }
     key_min[a] = lo;
     key_max[a] = hi;

@@ -94,9 +94,9 @@ struct SolveResult {
 
 namespace detail {
 
-/// The fixed-point factor of the dual: a power of two (at most 2^16) that keeps every objective
-/// magnitude times it below 2^56. Throws ctshard::error when the costs are too large even at 1.
-inline fine_t choose_scale(const CostGraph& g) {
+/// The largest magnitude an objective can reach: |constant| plus every node's and edge's largest
+/// finite |cost| (cost units).
+inline long double cost_magnitude(const CostGraph& g) {
   long double total = std::abs(static_cast<long double>(g.constant));
   for (const auto& u : g.unary) {
     cost_t m = 0;
@@ -110,6 +110,22 @@ inline fine_t choose_scale(const CostGraph& g) {
       if (!is_forbidden(c)) m = std::max(m, std::abs(c));
     total += static_cast<long double>(m);
   }
+  return total;
+}
+
+/// How many of the `requested` push passes (DualWeights::push) a problem whose objective reaches
+/// `magnitude` (fine units) may run. Push passes shift the messages by up to about half the
+/// magnitude each (TRW-S passes do not), and a message sum at inf / 2 = 2^60 reads as forbidden:
+/// the passes stop while the shift is below 2^57 (a problem at the 2^56 limit gets 2).
+inline std::size_t push_passes_in_range(long double magnitude, std::size_t requested) {
+  const long double room = std::ldexp(1.0L, 58) / std::max(1.0L, magnitude);
+  return room >= static_cast<long double>(requested) ? requested : static_cast<std::size_t>(room);
+}
+
+/// The fixed-point factor of the dual: a power of two (at most 2^16) that keeps every objective
+/// magnitude times it below 2^56. Throws ctshard::error when the costs are too large even at 1.
+inline fine_t choose_scale(const CostGraph& g) {
+  const long double total = cost_magnitude(g);
   const long double cap = std::ldexp(1.0L, 56);
   if (total > cap) throw error("ctshard::solve: the costs are too large for exact arithmetic (their sum exceeds 2^56)");
   fine_t scale = 1;
@@ -316,6 +332,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     // the labels that cannot be in a labelling below the incumbent, and the reductions run again
     // on what is left (smaller domains make the next iterations cheaper and the bound tighter).
     auto t1 = clock::now();
+    const std::size_t push_iterations = push_passes_in_range(cost_magnitude(g) * static_cast<long double>(scale), o.push_iterations);
     std::size_t chunk = 4, total_it = 0;
     fine_t chunk_start = -inf;
     while (total_it < o.max_dual_iterations && clock::now() <= deadline) {
@@ -323,7 +340,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       std::vector<std::uint32_t> labels, backward;
       fine_t best_lb = -inf, last_pass_lb = -inf;
       for (std::size_t it = 0; it < chunk && total_it < o.max_dual_iterations; ++it, ++total_it) {
-        srmp.set_weights(total_it < o.push_iterations ? DualWeights::push : DualWeights::trws);
+        srmp.set_weights(total_it < push_iterations ? DualWeights::push : DualWeights::trws);
         const fine_t lb = srmp.iterate(labels, &backward);
         last_pass_lb = lb;
         ++st.dual_iterations;
