@@ -166,19 +166,15 @@ inline void fix_node(Problem& p, std::uint32_t u, ReduceStats& stats) {
 /// Folds a separable edge into the unary costs; false when it is not separable.
 inline bool fold_if_separable(Problem& p, std::uint32_t ei, ReduceStats& stats) {
   WEdge& e = p.edges[ei];
-  const std::uint32_t R = e.rows, C = e.cols;
+  const std::uint32_t C = e.cols;
   if (e.rc.empty() || e.cc.empty()) return false;
-  // only the classes in use count (an edge's classes are compacted lazily, Problem::add_edge)
-  std::vector<char> row_used(R, 0), col_used(C, 0);
-  for (auto r : e.rc) row_used[r] = 1;
-  for (auto c : e.cc) col_used[c] = 1;
+  // only the classes in use count (an edge's classes are compacted lazily, Problem::add_edge):
+  // walked through the labels' classes, so most edges stop at their first pair, allocating nothing
   const std::uint32_t r0 = e.rc[0], c0 = e.cc[0];
   const auto at = [&](std::uint32_t r, std::uint32_t c) { return e.d[std::size_t{r} * C + c]; };
-  for (std::uint32_t r = 0; r < R; ++r) {
-    if (!row_used[r]) continue;
-    for (std::uint32_t c = 0; c < C; ++c)  // every used entry finite, and d(r, c) = d(r, c0) + d(r0, c) - d(r0, c0)
-      if (col_used[c] && (at(r, c) >= inf || at(r, c) - at(r, c0) - at(r0, c) + at(r0, c0) != 0)) return false;
-  }
+  for (const std::uint32_t r : e.rc)
+    for (const std::uint32_t c : e.cc)  // every entry in use finite, and d(r, c) = d(r, c0) + d(r0, c) - d(r0, c0)
+      if (at(r, c) >= inf || at(r, c) - at(r, c0) - at(r0, c) + at(r0, c0) != 0) return false;
   WNode& nu = p.nodes[e.u];
   WNode& nv = p.nodes[e.v];
   for (std::size_t a = 0; a < nu.theta.size(); ++a) nu.theta[a] += at(e.rc[a], c0);
