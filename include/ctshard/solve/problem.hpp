@@ -113,6 +113,30 @@ struct Elimination {
   std::vector<ElimFactor> factors;   ///< 0, 1 or 2
 };
 
+/// Groups equal items found by hashing: `sorted` lists items (indices into `hash`) by hash, then
+/// by preference; within each run of equal hash, an item's leader is the first earlier item of
+/// the run that leads itself and that `same` finds equal, else the item itself. Returns the
+/// leader of every item (indexed by item; items not in `sorted` map to themselves). Hash
+/// collisions only cost comparisons.
+template <class Same>
+[[nodiscard]] std::vector<std::uint32_t> leaders_of_equal(const std::vector<std::uint32_t>& sorted, const std::vector<std::uint64_t>& hash,
+                                                          Same same) {
+  std::vector<std::uint32_t> leader(hash.size());
+  for (std::uint32_t i = 0; i < leader.size(); ++i) leader[i] = i;
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i;
+    while (j < sorted.size() && hash[sorted[j]] == hash[sorted[i]]) ++j;
+    for (std::size_t k = i + 1; k < j; ++k)
+      for (std::size_t m = i; m < k; ++m)
+        if (leader[sorted[m]] == sorted[m] && same(sorted[m], sorted[k])) {
+          leader[sorted[k]] = sorted[m];
+          break;
+        }
+    i = j;
+  }
+  return leader;
+}
+
 /// Whether Problem::add_edge merges an edge's identical rows and columns into one class each
 /// (Problem::compact_classes) or keeps its classes as given (they are compacted later, when the
 /// edge's labels shrink or it is merged).
@@ -321,26 +345,16 @@ class Problem {
           map[c] = 0;
           first_use.push_back(c);
         }
+      std::vector<std::uint64_t> first_hash(first_use.size());
       std::vector<std::uint32_t> by_hash(first_use.size());
-      for (std::uint32_t i = 0; i < by_hash.size(); ++i) by_hash[i] = i;
-      std::sort(by_hash.begin(), by_hash.end(), [&](std::uint32_t x, std::uint32_t y) {
-        const std::uint64_t hx = hash[first_use[x]], hy = hash[first_use[y]];
-        return hx != hy ? hx < hy : x < y;
-      });
-      std::vector<std::uint32_t> leader(first_use.size());  // position of the first equal class
-      for (std::size_t i = 0; i < by_hash.size();) {
-        std::size_t j = i;
-        while (j < by_hash.size() && hash[first_use[by_hash[j]]] == hash[first_use[by_hash[i]]]) ++j;
-        for (std::size_t k = i; k < j; ++k) {
-          leader[by_hash[k]] = by_hash[k];
-          for (std::size_t m = i; m < k; ++m)
-            if (leader[by_hash[m]] == by_hash[m] && same(first_use[by_hash[m]], first_use[by_hash[k]])) {
-              leader[by_hash[k]] = by_hash[m];
-              break;
-            }
-        }
-        i = j;
+      for (std::uint32_t i = 0; i < by_hash.size(); ++i) {
+        first_hash[i] = hash[first_use[i]];
+        by_hash[i] = i;
       }
+      std::sort(by_hash.begin(), by_hash.end(),
+                [&](std::uint32_t x, std::uint32_t y) { return first_hash[x] != first_hash[y] ? first_hash[x] < first_hash[y] : x < y; });
+      const std::vector<std::uint32_t> leader =  // position of the first equal class
+          leaders_of_equal(by_hash, first_hash, [&](std::uint32_t x, std::uint32_t y) { return same(first_use[x], first_use[y]); });
       for (std::uint32_t i = 0; i < first_use.size(); ++i) {
         if (leader[i] == i) {
           map[first_use[i]] = static_cast<std::uint32_t>(reps.size());

@@ -419,17 +419,8 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       if (h[x] != h[y]) return h[x] < h[y];
       return n.theta[x] != n.theta[y] ? n.theta[x] < n.theta[y] : x < y;
     });
-    for (std::size_t i = 0; i < L;) {
-      std::size_t j = i;
-      while (j < L && h[order[j]] == h[order[i]]) ++j;
-      for (std::size_t k = i + 1; k < j; ++k)  // the run is in (theta, index) order
-        for (std::size_t m = i; m < k; ++m)
-          if (keep[order[m]] && same_group(order[m], order[k])) {
-            keep[order[k]] = 0;
-            break;
-          }
-      i = j;
-    }
+    const std::vector<std::uint32_t> leader = leaders_of_equal(order, h, same_group);  // runs in (theta, index) order
+    for (std::uint32_t a = 0; a < L; ++a) keep[a] = leader[a] == a ? 1 : 0;
   }
   // dominators are looked for among the remaining labels least in key_min only (a label that
   // dominates another is cheap itself; missing a dominance only leaves a label in place)
