@@ -2,7 +2,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ostream>
 
 #include "ctshard/error.hpp"
@@ -24,13 +26,26 @@ std::string read_maybe_gzip(const std::string& path) {
   return text;
 }
 
-void write_maybe_gzip(const std::string& path, const std::string& text) {
+void write_maybe_gzip(const std::string& path, const std::string& text, std::size_t chunk_bytes) {
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  gzFile f = gzopen(path.c_str(), gz ? "wb" : "wbT");  // T: no compression
+  // whole or nothing: written beside the target, renamed over it once complete
+  const std::string tmp = path + ".tmp";
+  gzFile f = gzopen(tmp.c_str(), gz ? "wb" : "wbT");  // T: no compression
   if (f == nullptr) throw error("cannot write '" + path + "'");
-  const int n = text.empty() ? 0 : gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
-  gzclose(f);
-  if (!text.empty() && n <= 0) throw error("cannot write '" + path + "'");
+  // gzwrite takes an unsigned length and returns an int: large texts (a 3-D mesh's cost graph
+  // reaches gigabytes) go in chunks that fit both
+  const std::size_t chunk = std::clamp<std::size_t>(chunk_bytes, 1, std::size_t{1} << 30);
+  bool ok = true;
+  for (std::size_t at = 0; at < text.size() && ok; at += chunk) {
+    const auto len = static_cast<unsigned>(std::min(chunk, text.size() - at));
+    ok = gzwrite(f, text.data() + at, len) == static_cast<int>(len);
+  }
+  ok = gzclose(f) == Z_OK && ok;
+  if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw error("cannot write '" + path + "'");
+  }
 }
 
 nlohmann::json iopddl_json(const std::string& path, double time_limit_s) {

@@ -531,3 +531,25 @@ TEST_CASE("ctshard iopddl: instances B and G at their optimum with the bound rea
   run_tool_status("iopddl /nonexistent.json", status);
   CHECK(status == 1);
 }
+
+TEST_CASE("an exported instance is written in pieces, whole or not at all, plain or gzip", "[global][iopddl]") {
+  const fs::path dir = fs::temp_directory_path() / "ctshard_write_test";
+  fs::create_directories(dir);
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += std::to_string(i * 7919 % 10007) + (i % 17 == 0 ? "\n" : ",");
+  for (const std::string name : {"out.json", "out.json.gz"}) {
+    const std::string path = (dir / name).string();
+    // 7-byte pieces stand in for the 1 GiB pieces of a multi-gigabyte export (zlib's lengths are 32-bit)
+    cli::write_maybe_gzip(path, text, 7);
+    INFO(name);
+    CHECK(cli::read_maybe_gzip(path) == text);
+    CHECK_FALSE(fs::exists(path + ".tmp"));
+    cli::write_maybe_gzip(path, "replaced");
+    CHECK(cli::read_maybe_gzip(path) == "replaced");
+  }
+  // a directory that does not exist: an error naming the path, and no file left behind
+  const std::string bad = (dir / "missing" / "out.json").string();
+  CHECK_THROWS_WITH(cli::write_maybe_gzip(bad, text), Catch::Contains(bad));
+  CHECK_FALSE(fs::exists(bad + ".tmp"));
+  fs::remove_all(dir);
+}
