@@ -49,15 +49,18 @@ class VariableElimination {
       for (auto w : adj[x]) c *= static_cast<long double>(p_.num_labels(w));
       return c;
     };
+    // a node's table size depends on its neighbourhood only: kept per node, recomputed for the
+    // neighbours of each eliminated node
+    std::vector<long double> size(n, 0);
+    for (std::uint32_t u = 0; u < n; ++u)
+      if (live[u]) size[u] = cells(u);
     long double work = 0;
     while (remaining > 0) {
       std::uint32_t best = 0;
       long double best_cells = std::numeric_limits<long double>::infinity();
       for (std::uint32_t u = 0; u < n; ++u) {
-        if (!live[u]) continue;
-        const long double c = cells(u);
-        if (c < best_cells) {
-          best_cells = c;
+        if (live[u] && size[u] < best_cells) {
+          best_cells = size[u];
           best = u;
         }
       }
@@ -72,6 +75,7 @@ class VariableElimination {
         for (auto b : adj[best])
           if (a != b) adj[a].insert(b);
       }
+      for (auto a : adj[best]) size[a] = cells(a);
       adj[best].clear();
     }
     return static_cast<std::size_t>(work);
@@ -132,14 +136,20 @@ class VariableElimination {
         }
       }
       std::vector<fine_t> acc(lx);
+      std::vector<const fine_t*> base(fs.size());
+      for (std::size_t j = 0; j < fs.size(); ++j) base[j] = factors_[fs[j]].t.data();
       for (std::size_t out = 0; out < size; ++out) {
+        // every factor here contains x; entries are at most inf, so a sum of two stays below
+        // 2^63 and min(sum, inf) saturates without a branch
         std::fill(acc.begin(), acc.end(), 0);
         for (std::size_t j = 0; j < fs.size(); ++j) {
-          const fine_t* t = factors_[fs[j]].t.data() + idx[j];
+          const fine_t* t = base[j] + idx[j];
           const std::size_t xs = xstride[j];
-          for (std::size_t a = 0; a < lx; ++a) acc[a] = sat_add(acc[a], t[a * xs]);
+          for (std::size_t a = 0; a < lx; ++a) acc[a] = std::min(acc[a] + t[a * xs], inf);
         }
-        nf.t[out] = *std::min_element(acc.begin(), acc.end());
+        fine_t m = inf;
+        for (std::size_t a = 0; a < lx; ++a) m = std::min(m, acc[a]);
+        nf.t[out] = m;
         // next scope assignment
         for (std::size_t i = k; i-- > 0;) {
           const std::size_t L = p_.num_labels(scope[i]);

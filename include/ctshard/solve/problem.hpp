@@ -71,6 +71,9 @@ struct WEdge {
   SharedMatrix d;              ///< rows * cols base costs (inf allowed)
   std::vector<fine_t> mu, mv;  ///< messages to u / to v, per current label
   bool alive = true;
+  /// Arc consistency may no longer hold (new or merged matrix, or an end lost labels since
+  /// propagate last looked at the edge).
+  bool arc_pending = true;
 
   [[nodiscard]] fine_t at(std::size_t a, std::size_t b) const noexcept { return d[std::size_t{rc[a]} * cols + cc[b]]; }
   [[nodiscard]] std::uint32_t other(std::uint32_t x) const noexcept { return x == u ? v : u; }
@@ -295,6 +298,7 @@ class Problem {
     if (!n.usage.empty()) shrink(n.usage);
     for (auto ei : n.edges) {
       WEdge& e = edges[ei];
+      e.arc_pending = true;  // the other end's labels may have lost their last finite partner
       if (e.u == u) {
         shrink(e.rc);
         shrink(e.mu);
@@ -478,6 +482,7 @@ class Problem {
   void merge_into(std::uint32_t into, WEdge e) {
     WEdge& f = edges[into];
     dirty[f.u] = dirty[f.v] = 1;
+    f.arc_pending = true;
     if (e.u != f.u) {  // transpose e
       std::vector<fine_t> t(e.d.size());
       for (std::uint32_t r = 0; r < e.rows; ++r)

@@ -328,12 +328,14 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     lb_fine = tmp.bound();
   }
   if (o.dual) {
-    // Message passing in chunks of growing length; after each chunk, reduced-cost fixing removes
-    // the labels that cannot be in a labelling below the incumbent, and the reductions run again
-    // on what is left (smaller domains make the next iterations cheaper and the bound tighter).
+    // Message passing in chunks of two passes; after each chunk, reduced-cost fixing removes the
+    // labels that cannot be in a labelling below the incumbent, and the reductions run again on
+    // what is left (smaller domains make the next passes cheaper and the bound tighter; GPT-2
+    // FSDP: 52 passes in chunks of 2, 76-116 in chunks of 8, with less work in all).
     auto t1 = clock::now();
     const std::size_t push_iterations = push_passes_in_range(cost_magnitude(g) * static_cast<long double>(scale), o.push_iterations);
-    std::size_t chunk = 4, total_it = 0;
+    constexpr std::size_t chunk = 2;
+    std::size_t total_it = 0;
     fine_t chunk_start = -inf;
     while (total_it < o.max_dual_iterations && clock::now() <= deadline) {
       Srmp srmp(p);
@@ -401,7 +403,6 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         break;  // stalled: the bound no longer moves and nothing can be fixed
       }
       chunk_start = lb_fine;
-      chunk = std::min<std::size_t>(chunk * 2, 8);  // fixing often keeps the passes small
     }
     st.dual_ms += ms_since(t1);
   }
