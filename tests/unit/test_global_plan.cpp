@@ -281,6 +281,58 @@ TEST_CASE("solve: arc consistency holds after the label reductions, re-checking 
   CHECK(removed > 1000);  // labels went, and supports with them
 }
 
+TEST_CASE("solve: a degree-2 node is eliminated when its label groups fit the budget, though its labels do not", "[global][solve]") {
+  namespace sd = solve::detail;
+  // u: 40 labels in 2 x 2 groups of classes on its two edges (10 columns each): estimated work
+  // 40 x 10 x 10 = 4000, real work 4 x 100 = 400; a and b sit in a 4-clique (degree 3 and more)
+  CostGraph g;
+  std::mt19937 rng(7);
+  const auto costs = [&](std::size_t n) {
+    std::vector<cost_t> c(n);
+    for (auto& x : c) x = static_cast<cost_t>(rng() % 20);
+    return c;
+  };
+  for (int k = 0; k < 4; ++k) g.add_node(costs(10));
+  g.add_node(costs(40));  // u = 4
+  for (std::uint32_t x = 0; x < 4; ++x)
+    for (std::uint32_t y = x + 1; y < 4; ++y) g.add_dense_edge(x, y, costs(100));
+  for (std::uint32_t w : {0u, 1u}) {
+    CostEdge e;
+    e.u = 4;
+    e.v = w;
+    e.rows = 2;
+    e.cols = 10;
+    for (std::uint32_t a = 0; a < 40; ++a) e.row_class.push_back(w == 0 ? a % 2 : (a / 2) % 2);
+    for (std::uint32_t b = 0; b < 10; ++b) e.col_class.push_back(b);
+    e.matrix = costs(20);
+    g.add_edge(std::move(e));
+  }
+  sd::Problem p(g, 1);
+  sd::ReduceOptions o;
+  o.dominance = false;
+  o.max_series_work = 1000;
+  sd::ReduceStats st;
+  REQUIRE(sd::reduce(p, o, st));
+  CHECK(st.series == 1);
+  CHECK_FALSE(p.nodes[4].alive);
+}
+
+TEST_CASE("solve: variable elimination reports an infeasible core as infeasible, with negative costs too", "[global][solve]") {
+  namespace sd = solve::detail;
+  // a triangle of 2-label nodes whose edges forbid equal labels: arc consistent, no labelling
+  CostGraph g;
+  for (int k = 0; k < 3; ++k) g.add_node({-5, -5});
+  for (std::uint32_t x = 0; x < 3; ++x) g.add_dense_edge(x, (x + 1) % 3, {forbidden, 0, 0, forbidden});
+  sd::Problem p(g, 1);
+  sd::VariableElimination ve(p);
+  REQUIRE(ve.plan(1000, 1000) != std::numeric_limits<std::size_t>::max());
+  std::vector<std::uint32_t> labels;
+  CHECK(ve.solve(labels) == sd::inf);
+  SolveOptions o;
+  o.reductions = false;
+  CHECK(solve::solve(g, o).status == "infeasible");
+}
+
 TEST_CASE("solve: push passes near the exact-arithmetic limit keep the messages in range", "[global][solve]") {
   // a long graph (a chain plus random back edges, 2 labels) with costs scaled to the 2^56 limit:
   // push passes shift its messages by about half the objective's magnitude each; the solver

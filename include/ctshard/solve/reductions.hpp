@@ -532,8 +532,9 @@ inline bool reduce_labels(Problem& p, const ReduceOptions& opt, ReduceStats& sta
 }
 
 /// Eliminates unprotected nodes of degree 0 and 1 (cheap, and they turn degree-2 nodes into
-/// leaves), then the degree-2 node whose new edge is cheapest to build, one at a time, while that
-/// work (labels x new matrix cells) stays within `series_work` and the options' limits. Returns
+/// leaves), then degree-2 nodes one at a time, cheapest new edge first (estimated as labels x new
+/// matrix cells), each when its work (label groups x new cells) stays within `series_work` and the
+/// options' limits. Returns
 /// false when the problem is infeasible.
 inline bool eliminate_low_degree(Problem& p, const ReduceOptions& opt, ReduceStats& stats, std::size_t series_work) {
   std::set<std::uint32_t> skip_series;  // degree-2 nodes over the options' limits
@@ -573,7 +574,9 @@ inline bool eliminate_low_degree(Problem& p, const ReduceOptions& opt, ReduceSta
         best = u;
       }
     }
-    if (best_work == std::numeric_limits<std::size_t>::max() || best_work > series_work) break;  // none within the budget
+    if (best_work == std::numeric_limits<std::size_t>::max()) break;
+    // the estimate counts labels; the real work counts u's label groups (pairs of classes), which
+    // can be far fewer, so a node over the budget is tried and skipped only when it fails
     if (!eliminate_series(p, best, limits, stats)) skip_series.insert(best);
     again = true;
   }

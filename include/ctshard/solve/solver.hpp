@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <limits>
 #include <map>
 #include <string>
@@ -336,7 +337,10 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     const std::size_t push_iterations = push_passes_in_range(cost_magnitude(g) * static_cast<long double>(scale), o.push_iterations);
     constexpr std::size_t chunk = 2;
     std::size_t total_it = 0;
-    fine_t chunk_start = -inf;
+    // the bound at the end of the last chunks: "stalled" means less than scale / 1024 gained over
+    // the last 8 passes with nothing fixed (a 2-pass window would give up on a slow climb)
+    constexpr std::size_t stall_window = 8 / chunk;
+    std::deque<fine_t> recent;
     while (total_it < o.max_dual_iterations && clock::now() <= deadline) {
       Srmp srmp(p);
       std::vector<std::uint32_t> labels, backward;
@@ -399,10 +403,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
           live_count(st.core_nodes, st.core_labels, live_edges);
           return inc.upper();
         }
-      } else if (lb_fine - chunk_start < std::max<fine_t>(1, scale / 1024)) {
+      } else if (recent.size() == stall_window && lb_fine - recent.front() < std::max<fine_t>(1, scale / 1024)) {
         break;  // stalled: the bound no longer moves and nothing can be fixed
       }
-      chunk_start = lb_fine;
+      recent.push_back(lb_fine);
+      if (recent.size() > stall_window) recent.pop_front();
     }
     st.dual_ms += ms_since(t1);
   }
