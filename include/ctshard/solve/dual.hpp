@@ -138,8 +138,8 @@ class Srmp {
     g_.assign(oth_n, inf);  // per other-side class: min of -message
     for (std::size_t b = 0; b < oth.size(); ++b) g_[oth[b]] = std::min(g_[oth[b]], -moth[b]);
     // both loops walk the matrix row by row (contiguous), without branches: a forbidden entry or
-    // a class with no live label (g = inf) makes a sum of at least inf - |finite|, far above
-    // inf / 2, and the clamp below maps every such sum back to inf
+    // a class with no live label (g = inf) makes a sum of at least inf - |finite|, which
+    // clamp_forbidden maps back to inf
     col_.assign(own_n, inf);
     if (first) {
       for (std::uint32_t r = 0; r < own_n; ++r) {
@@ -155,7 +155,7 @@ class Srmp {
         for (std::uint32_t r = 0; r < own_n; ++r) col_[r] = std::min(col_[r], row[r] + gc);
       }
     }
-    for (auto& x : col_) x = x >= inf / 2 ? inf : x;
+    for (auto& x : col_) x = clamp_forbidden(x);
     for (std::size_t a = 0; a < own.size(); ++a) mown[a] = col_[own[a]] >= inf ? mown[a] : col_[own[a]];
   }
 

@@ -135,15 +135,13 @@ class VariableElimination {
           else stride[j][static_cast<std::size_t>(std::lower_bound(scope.begin(), scope.end(), f.vars[i]) - scope.begin())] = s;
         }
       }
-      constexpr fine_t forbidden_from = fine_t{1} << 60;
       std::vector<fine_t> acc(lx);
       std::vector<const fine_t*> base(fs.size());
       for (std::size_t j = 0; j < fs.size(); ++j) base[j] = factors_[fs[j]].t.data();
       for (std::size_t out = 0; out < size; ++out) {
         // every factor here contains x; entries are at most inf, so a sum of two stays below
-        // 2^63 and min(sum, inf) keeps it there without a branch. A forbidden entry plus a
-        // negative cost reads below inf: finite values stay below 2^57 (choose_scale), so
-        // anything at or above 2^60 is forbidden and written as inf.
+        // 2^63 and min(sum, inf) keeps it there without a branch; a forbidden entry plus a
+        // negative cost reads below inf until clamp_forbidden
         std::fill(acc.begin(), acc.end(), 0);
         for (std::size_t j = 0; j < fs.size(); ++j) {
           const fine_t* t = base[j] + idx[j];
@@ -152,7 +150,7 @@ class VariableElimination {
         }
         fine_t m = inf;
         for (std::size_t a = 0; a < lx; ++a) m = std::min(m, acc[a]);
-        nf.t[out] = m >= forbidden_from ? inf : m;
+        nf.t[out] = clamp_forbidden(m);
         // next scope assignment
         for (std::size_t i = k; i-- > 0;) {
           const std::size_t L = p_.num_labels(scope[i]);

@@ -31,6 +31,13 @@ inline constexpr std::uint32_t no_class = std::numeric_limits<std::uint32_t>::ma
 
 [[nodiscard]] inline fine_t sat_add(fine_t a, fine_t b) noexcept { return (a >= inf || b >= inf) ? inf : a + b; }
 
+/// Sums of finite fine values stay below 2^57 in magnitude (choose_scale, push_passes_in_range);
+/// a sum that took in a forbidden entry (inf, about 2^61) stays at or above 2^60 whatever finite
+/// terms it also took in. Branch-free loops add without sat_add and map such sums back to inf
+/// with clamp_forbidden.
+inline constexpr fine_t forbidden_from = inf / 2;
+[[nodiscard]] inline fine_t clamp_forbidden(fine_t x) noexcept { return x >= forbidden_from ? inf : x; }
+
 /// Floor division for possibly negative numerators (positive divisor).
 [[nodiscard]] inline fine_t floor_div(fine_t a, fine_t b) noexcept {
   fine_t q = a / b;

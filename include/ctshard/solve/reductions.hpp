@@ -258,8 +258,7 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   const fine_t* m1 = f1.own_is_row ? f1.d.data() : t1.data();
   const fine_t* m2 = f2.own_is_row ? f2.d.data() : t2.data();
   // min-plus product, branch-free inside: a forbidden r2 entry gives a sum far above any finite
-  // value (finite magnitudes stay below 2^57, see choose_scale), clamped back to inf afterwards
-  constexpr fine_t huge = fine_t{1} << 60;
+  // value, clamped back to inf afterwards (clamp_forbidden)
   for (const auto& [key, th] : groups) {
     const fine_t* r1 = &m1[std::size_t{key.first} * f1.cols];
     const fine_t* r2 = &m2[std::size_t{key.second} * f2.cols];
@@ -270,8 +269,7 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
       for (std::uint32_t c2 = 0; c2 < f2.cols; ++c2) out[c2] = std::min(out[c2], x + r2[c2]);
     }
   }
-  for (auto& x : nd)
-    if (x >= huge) x = inf;
+  for (auto& x : nd) x = clamp_forbidden(x);
   ne.d = SharedMatrix(std::move(nd));
   if (std::getenv("CTSHARD_SERIES"))
     std::fprintf(stderr, "series %u: L %zu groups %zu c1 %u c2 %u work %zu\n", u, n.theta.size(), groups.size(), f1.cols, f2.cols,
@@ -448,10 +446,7 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       for (const auto& t : tables) {
         if (t.used.empty()) continue;
         const std::uint32_t c = t.lo[(*t.cls)[b]];
-        const std::uint32_t* cls = t.cls->data();
-        const fine_t* d = t.e->d.data();
-        const std::size_t row_stride = t.first ? t.e->cols : 1, col_offset = t.first ? c : std::size_t{c} * t.e->cols;
-        for (std::size_t a = 0; a < L; ++a) in_context[a] = std::min(in_context[a] + d[col_offset + cls[a] * row_stride], inf);
+        for (std::size_t a = 0; a < L; ++a) in_context[a] = std::min(in_context[a] + t.d((*t.cls)[a], c), inf);
       }
     }
     for (const std::size_t a : by_cost) {
@@ -534,8 +529,7 @@ inline bool reduce_labels(Problem& p, const ReduceOptions& opt, ReduceStats& sta
 /// Eliminates unprotected nodes of degree 0 and 1 (cheap, and they turn degree-2 nodes into
 /// leaves), then degree-2 nodes one at a time, cheapest new edge first (estimated as labels x new
 /// matrix cells), each when its work (label groups x new cells) stays within `series_work` and the
-/// options' limits. Returns
-/// false when the problem is infeasible.
+/// options' limits. Returns false when the problem is infeasible.
 inline bool eliminate_low_degree(Problem& p, const ReduceOptions& opt, ReduceStats& stats, std::size_t series_work) {
   std::set<std::uint32_t> skip_series;  // degree-2 nodes over the options' limits
   ReduceOptions limits = opt;
