@@ -142,18 +142,9 @@ class Srmp {
     // clamp_forbidden maps back to inf
     col_.assign(own_n, inf);
     if (first) {
-      for (std::uint32_t r = 0; r < own_n; ++r) {
-        const fine_t* row = e.d.data() + std::size_t{r} * e.cols;
-        fine_t m = inf;
-        for (std::uint32_t c = 0; c < oth_n; ++c) m = std::min(m, row[c] + g_[c]);
-        col_[r] = m;
-      }
+      for (std::uint32_t r = 0; r < own_n; ++r) col_[r] = min_plus_reduce(e.d.data() + std::size_t{r} * e.cols, g_.data(), oth_n, inf);
     } else {
-      for (std::uint32_t c = 0; c < oth_n; ++c) {
-        const fine_t gc = g_[c];
-        const fine_t* row = e.d.data() + std::size_t{c} * e.cols;
-        for (std::uint32_t r = 0; r < own_n; ++r) col_[r] = std::min(col_[r], row[r] + gc);
-      }
+      for (std::uint32_t c = 0; c < oth_n; ++c) min_plus_into(col_.data(), e.d.data() + std::size_t{c} * e.cols, g_[c], own_n);
     }
     for (auto& x : col_) x = clamp_forbidden(x);
     for (std::size_t a = 0; a < own.size(); ++a) mown[a] = col_[own[a]] >= inf ? mown[a] : col_[own[a]];

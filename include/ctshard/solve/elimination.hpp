@@ -87,6 +87,11 @@ class VariableElimination {
     const std::size_t n = p_.nodes.size();
     factors_.clear();
     bucket_.assign(n, {});
+    // every factor lists its variables latest-eliminated first: the variable a factor is
+    // consumed with is then its last (stride 1), and the inner loops below run contiguously
+    pos_.assign(n, 0);
+    for (std::size_t i = 0; i < order_.size(); ++i) pos_[order_[i]] = i;
+    const auto later = [&](std::uint32_t a, std::uint32_t b) { return pos_[a] > pos_[b]; };
     for (std::uint32_t u = 0; u < n; ++u) {
       if (!p_.nodes[u].alive) continue;
       Factor f;
@@ -97,11 +102,17 @@ class VariableElimination {
     for (const auto& e : p_.edges) {
       if (!e.alive) continue;
       Factor f;
-      f.vars = {e.u, e.v};
       const std::size_t lu = p_.num_labels(e.u), lv = p_.num_labels(e.v);
       f.t.resize(lu * lv);
-      for (std::size_t a = 0; a < lu; ++a)
-        for (std::size_t b = 0; b < lv; ++b) f.t[a * lv + b] = e.at(a, b);
+      if (later(e.u, e.v)) {
+        f.vars = {e.u, e.v};
+        for (std::size_t a = 0; a < lu; ++a)
+          for (std::size_t b = 0; b < lv; ++b) f.t[a * lv + b] = e.at(a, b);
+      } else {
+        f.vars = {e.v, e.u};
+        for (std::size_t b = 0; b < lv; ++b)
+          for (std::size_t a = 0; a < lu; ++a) f.t[b * lu + a] = e.at(a, b);
+      }
       add(std::move(f));
     }
     std::vector<std::vector<std::size_t>> consumed(n);
@@ -114,7 +125,7 @@ class VariableElimination {
       for (auto fi : fs)
         for (auto v : factors_[fi].vars)
           if (v != x) scope.push_back(v);
-      std::sort(scope.begin(), scope.end());
+      std::sort(scope.begin(), scope.end(), later);
       scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
       Factor nf;
       nf.vars = scope;
@@ -126,30 +137,30 @@ class VariableElimination {
       std::vector<std::size_t> digit(k, 0);
       std::vector<std::size_t> idx(fs.size(), 0);
       std::vector<std::vector<std::size_t>> stride(fs.size(), std::vector<std::size_t>(k, 0));
-      std::vector<std::size_t> xstride(fs.size(), 0);
       for (std::size_t j = 0; j < fs.size(); ++j) {
         const Factor& f = factors_[fs[j]];
         for (std::size_t i = 0; i < f.vars.size(); ++i) {
           const std::size_t s = f.stride[i];
-          if (f.vars[i] == x) xstride[j] = s;
-          else stride[j][static_cast<std::size_t>(std::lower_bound(scope.begin(), scope.end(), f.vars[i]) - scope.begin())] = s;
+          if (f.vars[i] != x) stride[j][static_cast<std::size_t>(std::lower_bound(scope.begin(), scope.end(), f.vars[i], later) - scope.begin())] = s;
         }
       }
       std::vector<fine_t> acc(lx);
       std::vector<const fine_t*> base(fs.size());
       for (std::size_t j = 0; j < fs.size(); ++j) base[j] = factors_[fs[j]].t.data();
       for (std::size_t out = 0; out < size; ++out) {
-        // every factor here contains x; entries are at most inf, so a sum of two stays below
-        // 2^63 and min(sum, inf) keeps it there without a branch; a forbidden entry plus a
-        // negative cost reads below inf until clamp_forbidden
-        std::fill(acc.begin(), acc.end(), 0);
-        for (std::size_t j = 0; j < fs.size(); ++j) {
-          const fine_t* t = base[j] + idx[j];
-          const std::size_t xs = xstride[j];
-          for (std::size_t a = 0; a < lx; ++a) acc[a] = std::min(acc[a] + t[a * xs], inf);
-        }
+        // every factor here contains x, last (stride 1); entries are at most inf, so a sum of
+        // two stays below 2^63: add_capped keeps partial sums at most inf, the last factor is
+        // added inside the minimum, clamp_forbidden maps a forbidden sum back to inf
+        const std::size_t last = fs.size() - 1;
         fine_t m = inf;
-        for (std::size_t a = 0; a < lx; ++a) m = std::min(m, acc[a]);
+        if (last == 0) {
+          const fine_t* t = base[0] + idx[0];
+          m = *std::min_element(t, t + lx);
+        } else {
+          std::copy(base[0] + idx[0], base[0] + idx[0] + lx, acc.begin());
+          for (std::size_t j = 1; j < last; ++j) add_capped(acc.data(), base[j] + idx[j], lx);
+          m = min_plus_reduce(base[last] + idx[last], acc.data(), lx, inf);
+        }
         nf.t[out] = clamp_forbidden(m);
         // next scope assignment
         for (std::size_t i = k; i-- > 0;) {
@@ -213,6 +224,7 @@ class VariableElimination {
 
   const Problem& p_;
   std::vector<std::uint32_t> order_;
+  std::vector<std::size_t> pos_;  ///< position of each node in order_
   std::vector<Factor> factors_;
   std::vector<std::vector<std::size_t>> bucket_;
 };

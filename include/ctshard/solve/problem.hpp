@@ -38,6 +38,37 @@ inline constexpr std::uint32_t no_class = std::numeric_limits<std::uint32_t>::ma
 inline constexpr fine_t forbidden_from = inf / 2;
 [[nodiscard]] inline fine_t clamp_forbidden(fine_t x) noexcept { return x >= forbidden_from ? inf : x; }
 
+// The min-plus kernels below are compiled twice on x86-64 with GCC or Clang (AVX2 and the
+// baseline) and the loader picks the one the processor runs: int64 min needs AVX2 to vectorize
+// (GPT-2 fw+bw FSDP on 2x4: these loops are ~1/3 of the solver's instructions). Define
+// CTSHARD_NO_TARGET_CLONES to build the baseline only.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(CTSHARD_NO_TARGET_CLONES) && !defined(_WIN32)
+#define CTSHARD_MIN_PLUS_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define CTSHARD_MIN_PLUS_KERNEL
+#endif
+
+/// out[i] = min(out[i], x + row[i]) for i < n: one row of a min-plus product. Branch-free: a
+/// forbidden term gives a sum at or above forbidden_from (clamp_forbidden afterwards).
+CTSHARD_MIN_PLUS_KERNEL inline void min_plus_into(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::min(out[i], x + row[i]);
+}
+
+/// min(init, min over i < n of row[i] + g[i]): one entry of a min-plus product. Branch-free as
+/// min_plus_into.
+CTSHARD_MIN_PLUS_KERNEL inline fine_t min_plus_reduce(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n, fine_t init) noexcept {
+  fine_t m = init;
+  for (std::size_t i = 0; i < n; ++i) m = std::min(m, row[i] + g[i]);
+  return m;
+}
+
+/// acc[i] = min(acc[i] + t[i], inf) for i < n: sums of costs at most inf each stay at most inf
+/// (about 2^61) without a branch; a forbidden term plus a negative one reads below inf until
+/// clamp_forbidden.
+CTSHARD_MIN_PLUS_KERNEL inline void add_capped(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) acc[i] = std::min(acc[i] + t[i], inf);
+}
+
 /// Floor division for possibly negative numerators (positive divisor).
 [[nodiscard]] inline fine_t floor_div(fine_t a, fine_t b) noexcept {
   fine_t q = a / b;

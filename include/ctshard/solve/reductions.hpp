@@ -265,8 +265,7 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
     for (std::uint32_t c1 = 0; c1 < f1.cols; ++c1) {
       const fine_t x = sat_add(th, r1[c1]);
       if (x >= inf) continue;
-      fine_t* out = &nd[std::size_t{c1} * f2.cols];
-      for (std::uint32_t c2 = 0; c2 < f2.cols; ++c2) out[c2] = std::min(out[c2], x + r2[c2]);
+      min_plus_into(&nd[std::size_t{c1} * f2.cols], r2, x, f2.cols);
     }
   }
   for (auto& x : nd) x = clamp_forbidden(x);
