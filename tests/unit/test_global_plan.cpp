@@ -204,6 +204,108 @@ TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push we
   CHECK(tight > test::scaled(100));  // and the bound is often exact on these small graphs
 }
 
+TEST_CASE("solve: reduced-cost fixing from stars keeps every label within the gap of its true best", "[global][solve]") {
+  // after a backward pass, lb + StarBounds::excess(u)[a] is at most the cost of the best labelling
+  // with x_u = a (so fixing removes no label a labelling below the incumbent uses), and at least
+  // the unary reduced cost lb + theta'_u(a) - min theta'_u (what fixing used before)
+  namespace sd = solve::detail;
+  std::size_t labels = 0, stronger = 0, exact = 0;
+  for (std::uint32_t seed = 0; seed < test::scaled(400); ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = random_graph(rng, 8, 5, 3, /*limits=*/false);
+    // the best cost with each node at each label, by enumeration
+    std::vector<std::vector<cost_t>> best_with(g.num_nodes());
+    for (std::size_t u = 0; u < g.num_nodes(); ++u) best_with[u].assign(g.num_labels(u), forbidden);
+    std::vector<std::uint32_t> x(g.num_nodes(), 0);
+    while (true) {
+      const cost_t c = g.evaluate(x);
+      for (std::size_t u = 0; u < x.size(); ++u) best_with[u][x[u]] = std::min(best_with[u][x[u]], c);
+      std::size_t i = 0;
+      while (i < x.size() && ++x[i] == g.num_labels(i)) x[i++] = 0;
+      if (i == x.size()) break;
+    }
+    if (is_forbidden(*std::min_element(best_with[0].begin(), best_with[0].end()))) continue;  // infeasible
+    const sd::fine_t scale = sd::choose_scale(g);
+    sd::Problem p(g, scale);
+    REQUIRE_FALSE(p.infeasible);
+    sd::Srmp dual(p);
+    std::vector<std::uint32_t> decoded, backward;
+    sd::fine_t lb = -sd::inf;
+    for (std::size_t pass = 0; pass < 1 + seed % 6; ++pass) {
+      dual.set_weights(pass < 2 && seed % 2 == 0 ? sd::DualWeights::push : sd::DualWeights::trws);
+      lb = dual.iterate(decoded, &backward);
+    }
+    sd::StarBounds stars(p);
+    std::vector<sd::fine_t> excess;
+    for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+      if (!p.nodes[u].alive) continue;
+      stars.excess(u, excess);
+      const auto& rep = stars.reparametrized(u);
+      const sd::fine_t rep_min = *std::min_element(rep.begin(), rep.end());
+      REQUIRE(excess.size() == p.num_labels(u));
+      for (std::size_t a = 0; a < excess.size(); ++a) {
+        const cost_t truth = best_with[u][p.nodes[u].label[a]];
+        INFO("seed " << seed << " node " << u << " label " << p.nodes[u].label[a] << " best " << truth << " lb " << lb << " excess " << excess[a]);
+        ++labels;
+        if (excess[a] >= sd::inf) {
+          CHECK(is_forbidden(truth));
+          continue;
+        }
+        if (!is_forbidden(truth)) CHECK(lb + excess[a] <= truth * scale);
+        CHECK(excess[a] >= rep[a] - rep_min);
+        stronger += excess[a] > rep[a] - rep_min ? 1 : 0;
+        exact += !is_forbidden(truth) && lb + excess[a] > (truth - 1) * scale ? 1 : 0;
+      }
+    }
+  }
+  CHECK(stronger > labels / 10);  // the star often sees more than the unary reduced cost
+  CHECK(exact > labels / 4);      // and often the exact best cost with the label
+}
+
+TEST_CASE("solve: fixing from stars keeps every label of every labelling within the target", "[global][solve]") {
+  // fix_by_stars after a few passes, with the target at the optimum or above it: every labelling
+  // costing at most the target keeps all its labels (all nodes are judged before any removal;
+  // judging a node after its neighbour lost labels read the neighbour's old label indices)
+  namespace sd = solve::detail;
+  std::size_t fixed_some = 0, emptied = 0;
+  for (std::uint32_t seed = 0; seed < test::scaled(1500); ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = random_graph(rng, 9, 5, 3, /*limits=*/false);
+    const cost_t best = brute_force(g);
+    if (is_forbidden(best)) continue;
+    const sd::fine_t scale = sd::choose_scale(g);
+    sd::Problem p(g, scale);
+    sd::Srmp dual(p);
+    std::vector<std::uint32_t> decoded, backward;
+    sd::fine_t lb = -sd::inf;
+    for (std::size_t pass = 0; pass < 1 + seed % 4; ++pass) lb = dual.iterate(decoded, &backward);
+    // below the optimum (nothing may survive... or anything may: only the labellings within count)
+    const sd::fine_t target = (best + static_cast<cost_t>(seed % 4) - 1) * scale;
+    const std::size_t removed = sd::fix_by_stars(p, lb, target);
+    fixed_some += removed > 0 ? 1 : 0;
+    emptied += p.infeasible ? 1 : 0;
+    std::vector<std::vector<char>> kept(g.num_nodes());
+    for (std::uint32_t u = 0; u < g.num_nodes(); ++u) {
+      kept[u].assign(g.num_labels(u), 0);
+      for (auto l : p.nodes[u].label) kept[u][l] = 1;
+    }
+    std::vector<std::uint32_t> x(g.num_nodes(), 0);
+    while (true) {
+      const cost_t c = g.evaluate(x);
+      if (!is_forbidden(c) && c * scale <= target) {
+        INFO("seed " << seed << " optimum " << best << " labelling cost " << c << " target " << target / scale);
+        REQUIRE_FALSE(p.infeasible);
+        for (std::uint32_t u = 0; u < g.num_nodes(); ++u) CHECK(kept[u][x[u]] == 1);
+      }
+      std::size_t i = 0;
+      while (i < x.size() && ++x[i] == g.num_labels(i)) x[i++] = 0;
+      if (i == x.size()) break;
+    }
+  }
+  CHECK(fixed_some > test::scaled(300));  // fixing had work to do
+  CHECK(emptied > test::scaled(50));      // and a target below the optimum often leaves nothing
+}
+
 TEST_CASE("solve: reductions see only the classes in use and forbidden entries where they are", "[global][solve]") {
   namespace sd = solve::detail;
   SECTION("a row [0, 10] dominates [0, forbidden] at equal unary cost, though its largest entry is larger") {

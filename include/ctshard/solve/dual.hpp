@@ -23,12 +23,16 @@
 /// undivided, so the bound climbs in a few passes, but it stops at a weaker fixed point; the
 /// solver runs a few push passes first, then TRW-S weights. The bound is valid under both: any
 /// weights give a reparametrization, and every edge still ends a backward pass collected.
+///
+/// `StarBounds` turns the state a backward pass leaves into a lower bound per node and label
+/// (each node's star: the node, its neighbours and the edges between), for reduced-cost fixing.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ctshard/solve/problem.hpp"
@@ -207,5 +211,99 @@ class Srmp {
   std::vector<std::uint32_t> order_, pos_;
   std::vector<fine_t> g_, col_, t_, dec_, send_;
 };
+
+/// Per-label lower bounds from stars, for reduced-cost fixing after a backward pass. In that state
+/// every edge's reparametrized minimum is 0 and the pass's bound is LB = constant + sum_v min
+/// theta'_v. A labelling with x_u = a keeps every term outside u's star (u, its neighbours w, the
+/// edges u-w) at its minimum or above, so it costs at least
+///
+///   LB + theta'_u(a) - min theta'_u + sum_w [min_b (theta'_uw(a, b) + theta'_w(b)) - min theta'_w]
+///
+/// (each neighbour once: parallel edges are merged). This is the star's exact min-marginal; it is
+/// at least the unary reduced cost theta'_u(a) - min theta'_u that fixing used before, since
+/// theta'_uw >= 0 and theta'_w >= min theta'_w. An edge collected by w has a zero minimum for every
+/// label of w but not for every label of u, and the star sees that: GPT-2 fw+bw FSDP
+/// on 2x4 is fixed down to nothing after 4 passes, where the unary test needed 52 and an exact
+/// elimination. Costs one min-plus product per edge end, as a message pass does.
+class StarBounds {
+ public:
+  explicit StarBounds(const Problem& p) : p_(p), rep_(p.nodes.size()), rep_min_(p.nodes.size(), 0) {
+    for (std::uint32_t v = 0; v < p.nodes.size(); ++v)
+      if (p.nodes[v].alive) {
+        p.reparam_unary(v, rep_[v]);
+        rep_min_[v] = *std::min_element(rep_[v].begin(), rep_[v].end());
+      }
+  }
+
+  /// theta'_u, as the pass left it.
+  [[nodiscard]] const std::vector<fine_t>& reparametrized(std::uint32_t u) const noexcept { return rep_[u]; }
+
+  /// out[a] = the star bound above minus LB, per current label a of u (inf: no finite labelling
+  /// of the star takes a). Reads the problem as it was at construction: judge every node before
+  /// removing any label (a removal re-indexes the node's labels, which its neighbours' stars read).
+  void excess(std::uint32_t u, std::vector<fine_t>& out) {
+    const WNode& n = p_.nodes[u];
+    const auto& tu = rep_[u];
+    out.resize(tu.size());
+    for (std::size_t a = 0; a < tu.size(); ++a) out[a] = tu[a] >= forbidden_from ? inf : tu[a] - rep_min_[u];
+    for (auto ei : n.edges) {
+      const WEdge& e = p_.edges[ei];
+      const bool first = e.u == u;
+      const std::uint32_t w = e.other(u);
+      const auto& own = first ? e.rc : e.cc;
+      const auto& oth = first ? e.cc : e.rc;
+      const auto& mown = first ? e.mu : e.mv;
+      const auto& moth = first ? e.mv : e.mu;
+      const std::uint32_t own_n = first ? e.rows : e.cols, oth_n = first ? e.cols : e.rows;
+      // per other-side class: min over its labels of theta'_w(b) - message to w(b)
+      g_.assign(oth_n, inf);
+      const auto& tw = rep_[w];
+      for (std::size_t b = 0; b < oth.size(); ++b)
+        if (tw[b] < forbidden_from) g_[oth[b]] = std::min(g_[oth[b]], tw[b] - moth[b]);
+      col_.assign(own_n, inf);
+      if (first) {
+        for (std::uint32_t r = 0; r < own_n; ++r) col_[r] = min_plus_reduce(e.d.data() + std::size_t{r} * e.cols, g_.data(), oth_n, inf);
+      } else {
+        for (std::uint32_t c = 0; c < oth_n; ++c) min_plus_into(col_.data(), e.d.data() + std::size_t{c} * e.cols, g_[c], own_n);
+      }
+      for (std::size_t a = 0; a < own.size(); ++a) {
+        const fine_t x = clamp_forbidden(col_[own[a]]);
+        out[a] = (x >= inf || out[a] >= inf) ? inf : out[a] + (x - mown[a] - rep_min_[w]);
+      }
+    }
+  }
+
+ private:
+  const Problem& p_;
+  std::vector<std::vector<fine_t>> rep_;
+  std::vector<fine_t> rep_min_, g_, col_;
+};
+
+/// Reduced-cost fixing after a backward pass whose bound is `lb`: removes every label whose star
+/// bound (StarBounds) exceeds `target` (the incumbent minus one, fine units), so no labelling
+/// costing at most `target` loses a label. Every node is judged on the unchanged state first (a
+/// removal re-indexes its node's labels, which the neighbours' stars read), then the labels go.
+/// Returns the number removed; may leave the problem infeasible (nothing at most `target`).
+inline std::size_t fix_by_stars(Problem& p, fine_t lb, fine_t target) {
+  std::vector<std::pair<std::uint32_t, std::vector<char>>> fixes;
+  {
+    StarBounds stars(p);
+    std::vector<fine_t> excess;
+    for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+      if (!p.nodes[u].alive) continue;
+      stars.excess(u, excess);
+      std::vector<char> keep(excess.size(), 1);
+      bool all = true;
+      for (std::size_t a = 0; a < excess.size(); ++a) all = (keep[a] = excess[a] < inf && lb + excess[a] <= target) && all;
+      if (!all) fixes.emplace_back(u, std::move(keep));
+    }
+  }
+  std::size_t removed = 0;
+  for (const auto& [u, keep] : fixes) {
+    if (p.infeasible) break;
+    if (p.nodes[u].alive) removed += p.keep_labels(u, keep);
+  }
+  return removed;
+}
 
 }  // namespace ctshard::solve::detail
