@@ -112,6 +112,10 @@ struct WEdge {
   /// Arc consistency may no longer hold (new or merged matrix, or an end lost labels since
   /// propagate last looked at the edge).
   bool arc_pending = true;
+  /// Every class is used by some label and no two rows / columns are equal on the classes in
+  /// use (compact_classes ran since the matrix or the labels last changed in a way that could
+  /// merge classes).
+  bool compact = false;
 
   [[nodiscard]] fine_t at(std::size_t a, std::size_t b) const noexcept { return d[std::size_t{rc[a]} * cols + cc[b]]; }
   [[nodiscard]] std::uint32_t other(std::uint32_t x) const noexcept { return x == u ? v : u; }
@@ -337,12 +341,16 @@ class Problem {
     for (auto ei : n.edges) {
       WEdge& e = edges[ei];
       e.arc_pending = true;  // the other end's labels may have lost their last finite partner
-      if (e.u == u) {
-        shrink(e.rc);
-        shrink(e.mu);
-      } else {
-        shrink(e.cc);
-        shrink(e.mv);
+      const bool first = e.u == u;
+      auto& cls = first ? e.rc : e.cc;
+      shrink(cls);
+      shrink(first ? e.mu : e.mv);
+      // a compact edge whose shrunk side still uses every class stays compact: the classes in
+      // use, hence the rows and columns compared, are the same
+      if (e.compact) {
+        used_.assign(first ? e.rows : e.cols, 0);
+        for (auto c : cls) used_[c] = 1;
+        if (std::find(used_.begin(), used_.end(), 0) == used_.end()) continue;
       }
       compact_classes(ei);
     }
@@ -414,7 +422,10 @@ class Problem {
       bool identity = true;
       for (std::uint32_t r = 0; r < R && identity; ++r) identity = row_rep[r] == r;
       for (std::uint32_t c = 0; c < C && identity; ++c) identity = col_rep[c] == c;
-      if (identity) return;
+      if (identity) {
+        e.compact = true;
+        return;
+      }
     }
     std::vector<fine_t> d(row_rep.size() * col_rep.size());
     for (std::size_t r = 0; r < row_rep.size(); ++r)
@@ -422,6 +433,7 @@ class Problem {
     e.d = SharedMatrix(std::move(d));
     e.rows = static_cast<std::uint32_t>(row_rep.size());
     e.cols = static_cast<std::uint32_t>(col_rep.size());
+    e.compact = true;
   }
 
   /// Records node u (about to be eliminated) with its factors, for reconstruction.
@@ -516,6 +528,8 @@ class Problem {
   }
 
  private:
+  std::vector<char> used_;  // keep_labels' scratch: the classes still in use on a shrunk side
+
   /// Adds `e` (between the same nodes as edge `into`) to edge `into`.
   void merge_into(std::uint32_t into, WEdge e) {
     WEdge& f = edges[into];
