@@ -29,6 +29,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ctshard/error.hpp"
@@ -105,10 +106,17 @@ inline long double cost_magnitude(const CostGraph& g) {
       if (!is_forbidden(c)) m = std::max(m, std::abs(c));
     total += static_cast<long double>(m);
   }
+  std::unordered_map<const void*, cost_t> shared;  // a matrix shared by many edges is read once
   for (const auto& e : g.edges) {
+    const auto it = e.shared ? shared.find(e.shared.get()) : shared.end();
     cost_t m = 0;
-    for (auto c : e.costs())
-      if (!is_forbidden(c)) m = std::max(m, std::abs(c));
+    if (it != shared.end()) {
+      m = it->second;
+    } else {
+      for (auto c : e.costs())
+        if (!is_forbidden(c)) m = std::max(m, std::abs(c));
+      if (e.shared) shared.emplace(e.shared.get(), m);
+    }
     total += static_cast<long double>(m);
   }
   return total;
