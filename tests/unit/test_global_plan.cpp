@@ -383,6 +383,51 @@ TEST_CASE("solve: arc consistency holds after the label reductions, re-checking 
   CHECK(removed > 1000);  // labels went, and supports with them
 }
 
+TEST_CASE("solve: removing labels keeps every remaining pair's cost and leaves no unused class", "[global][solve]") {
+  // keep_labels compacts an input edge the first time its labels shrink and afterwards only drops
+  // the classes no label uses (drop_unused_classes): the costs of the remaining label pairs are
+  // the input's (parallel edges summed), and every class of a compacted edge stays in use
+  namespace sd = solve::detail;
+  std::mt19937 rng(777);
+  std::size_t pairs = 0, compacted = 0;
+  for (std::size_t it = 0; it < test::scaled(1500); ++it) {
+    const CostGraph g = random_graph(rng, 8, 6, 3, /*limits=*/false);
+    sd::Problem p(g, 1);
+    if (p.infeasible) continue;
+    for (int round = 0; round < 3; ++round) {
+      for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+        if (p.num_labels(u) < 2 || rng() % 2) continue;
+        std::vector<char> keep(p.num_labels(u), 1);
+        keep[rng() % keep.size()] = 0;
+        p.keep_labels(u, keep);
+      }
+      for (const auto& e : p.edges) {
+        if (!e.alive) continue;
+        for (std::size_t a = 0; a < e.rc.size(); ++a)
+          for (std::size_t b = 0; b < e.cc.size(); ++b) {
+            const std::uint32_t la = p.nodes[e.u].label[a], lb = p.nodes[e.v].label[b];
+            cost_t want = 0;
+            for (const auto& f : g.edges) {
+              if (f.u == e.u && f.v == e.v) want = add_costs(want, f.at(la, lb));
+              if (f.u == e.v && f.v == e.u) want = add_costs(want, f.at(lb, la));
+            }
+            ++pairs;
+            CHECK(e.at(a, b) == (is_forbidden(want) ? sd::inf : want));
+          }
+        if (!e.compact) continue;
+        std::vector<char> rows(e.rows, 0), cols(e.cols, 0);
+        for (auto r : e.rc) rows[r] = 1;
+        for (auto c : e.cc) cols[c] = 1;
+        CHECK(std::count(rows.begin(), rows.end(), 0) == 0);
+        CHECK(std::count(cols.begin(), cols.end(), 0) == 0);
+        ++compacted;
+      }
+    }
+  }
+  CHECK(pairs > test::scaled(10000));
+  CHECK(compacted > test::scaled(1000));  // compacted edges were checked
+}
+
 TEST_CASE("solve: a degree-2 node is eliminated when its label groups fit the budget, though its labels do not", "[global][solve]") {
   namespace sd = solve::detail;
   // u: 40 labels in 2 x 2 groups of classes on its two edges (10 columns each): estimated work

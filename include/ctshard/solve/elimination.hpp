@@ -15,7 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <queue>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "ctshard/solve/problem.hpp"
@@ -54,16 +56,16 @@ class VariableElimination {
     std::vector<long double> size(n, 0);
     for (std::uint32_t u = 0; u < n; ++u)
       if (live[u]) size[u] = cells(u);
+    // the least table first (then the lowest id), from a heap whose stale entries are skipped
+    using Entry = std::pair<long double, std::uint32_t>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
+    for (std::uint32_t u = 0; u < n; ++u)
+      if (live[u]) next.emplace(size[u], u);
     long double work = 0;
     while (remaining > 0) {
-      std::uint32_t best = 0;
-      long double best_cells = std::numeric_limits<long double>::infinity();
-      for (std::uint32_t u = 0; u < n; ++u) {
-        if (live[u] && size[u] < best_cells) {
-          best_cells = size[u];
-          best = u;
-        }
-      }
+      const auto [best_cells, best] = next.top();
+      next.pop();
+      if (!live[best] || best_cells != size[best]) continue;
       if (best_cells > static_cast<long double>(max_cells)) return std::numeric_limits<std::size_t>::max();
       work += best_cells * static_cast<long double>(adj[best].size() + 1);
       if (work > static_cast<long double>(max_work)) return std::numeric_limits<std::size_t>::max();
@@ -75,7 +77,10 @@ class VariableElimination {
         for (auto b : adj[best])
           if (a != b) adj[a].insert(b);
       }
-      for (auto a : adj[best]) size[a] = cells(a);
+      for (auto a : adj[best]) {
+        size[a] = cells(a);
+        next.emplace(size[a], a);
+      }
       adj[best].clear();
     }
     return static_cast<std::size_t>(work);

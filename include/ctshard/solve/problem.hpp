@@ -112,9 +112,9 @@ struct WEdge {
   /// Arc consistency may no longer hold (new or merged matrix, or an end lost labels since
   /// propagate last looked at the edge).
   bool arc_pending = true;
-  /// Every class is used by some label and no two rows / columns are equal on the classes in
-  /// use (compact_classes ran since the matrix or the labels last changed in a way that could
-  /// merge classes).
+  /// compact_classes has run on this matrix (new and merged edges; an input edge once its
+  /// labels first shrink). Later shrinks drop the classes no label uses any more
+  /// (Problem::keep_labels) without looking for rows or columns that became equal.
   bool compact = false;
 
   [[nodiscard]] fine_t at(std::size_t a, std::size_t b) const noexcept { return d[std::size_t{rc[a]} * cols + cc[b]]; }
@@ -345,16 +345,45 @@ class Problem {
       auto& cls = first ? e.rc : e.cc;
       shrink(cls);
       shrink(first ? e.mu : e.mv);
-      // a compact edge whose shrunk side still uses every class stays compact: the classes in
-      // use, hence the rows and columns compared, are the same
-      if (e.compact) {
-        used_.assign(first ? e.rows : e.cols, 0);
-        for (auto c : cls) used_[c] = 1;
-        if (std::find(used_.begin(), used_.end(), 0) == used_.end()) continue;
-      }
-      compact_classes(ei);
+      if (e.compact) drop_unused_classes(ei, first ? Side::rows : Side::cols);
+      else compact_classes(ei);
     }
     return keep.size() - kept;
+  }
+
+  /// Which side of an edge's matrix.
+  enum class Side { rows, cols };
+
+  /// Removes the classes of one side of edge `ei` that no label uses (renumbered in order,
+  /// the matrix keeps the others). Cheaper than compact_classes, which also hashes the whole
+  /// matrix to merge equal rows and columns: after reduced-cost fixing this ran ~1,700 times on
+  /// GPT-2 fw+bw FSDP (2x4), ~1/8 of the solve's instructions as full compactions.
+  void drop_unused_classes(std::uint32_t ei, Side side) {
+    WEdge& e = edges[ei];
+    auto& cls = side == Side::rows ? e.rc : e.cc;
+    const std::uint32_t n = side == Side::rows ? e.rows : e.cols;
+    used_.assign(n, 0);
+    for (auto c : cls) used_[c] = 1;
+    std::vector<std::uint32_t> kept;
+    for (std::uint32_t c = 0; c < n; ++c)
+      if (used_[c]) kept.push_back(c);
+    if (kept.size() == n) return;
+    std::vector<std::uint32_t> renumber(n, no_class);
+    for (std::uint32_t i = 0; i < kept.size(); ++i) renumber[kept[i]] = i;
+    for (auto& c : cls) c = renumber[c];
+    const std::uint32_t R = e.rows, C = e.cols;
+    std::vector<fine_t> d;
+    if (side == Side::rows) {
+      d.resize(kept.size() * C);
+      for (std::size_t i = 0; i < kept.size(); ++i) std::copy_n(e.d.data() + std::size_t{kept[i]} * C, C, d.data() + i * C);
+      e.rows = static_cast<std::uint32_t>(kept.size());
+    } else {
+      d.resize(std::size_t{R} * kept.size());
+      for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t i = 0; i < kept.size(); ++i) d[r * kept.size() + i] = e.d[r * C + kept[i]];
+      e.cols = static_cast<std::uint32_t>(kept.size());
+    }
+    e.d = SharedMatrix(std::move(d));
   }
 
   /// Renumbers the classes an edge uses and merges identical rows / columns of its matrix.

@@ -96,9 +96,37 @@ struct SolveResult {
 
 namespace detail {
 
+/// Per edge of a graph: its least finite cost (forbidden when it has none) and its largest
+/// finite |cost|, in cost units. A matrix shared by many edges (a model's repeated blocks) is read
+/// once; every full scan of the input used to read it once per edge.
+struct EdgeExtremes {
+  std::vector<cost_t> least, largest;
+};
+
+[[nodiscard]] inline EdgeExtremes edge_extremes(const CostGraph& g) {
+  EdgeExtremes x;
+  x.least.reserve(g.edges.size());
+  x.largest.reserve(g.edges.size());
+  std::unordered_map<const void*, std::pair<cost_t, cost_t>> shared;
+  for (const auto& e : g.edges) {
+    const auto it = e.shared ? shared.find(e.shared.get()) : shared.end();
+    std::pair<cost_t, cost_t> m{forbidden, 0};
+    if (it != shared.end()) {
+      m = it->second;
+    } else {
+      for (auto c : e.costs())
+        if (!is_forbidden(c)) m = {std::min(m.first, c), std::max(m.second, std::abs(c))};
+      if (e.shared) shared.emplace(e.shared.get(), m);
+    }
+    x.least.push_back(m.first);
+    x.largest.push_back(m.second);
+  }
+  return x;
+}
+
 /// The largest magnitude an objective can reach: |constant| plus every node's and edge's largest
 /// finite |cost| (cost units).
-inline long double cost_magnitude(const CostGraph& g) {
+inline long double cost_magnitude(const CostGraph& g, const EdgeExtremes& x) {
   long double total = std::abs(static_cast<long double>(g.constant));
   for (const auto& u : g.unary) {
     cost_t m = 0;
@@ -106,21 +134,11 @@ inline long double cost_magnitude(const CostGraph& g) {
       if (!is_forbidden(c)) m = std::max(m, std::abs(c));
     total += static_cast<long double>(m);
   }
-  std::unordered_map<const void*, cost_t> shared;  // a matrix shared by many edges is read once
-  for (const auto& e : g.edges) {
-    const auto it = e.shared ? shared.find(e.shared.get()) : shared.end();
-    cost_t m = 0;
-    if (it != shared.end()) {
-      m = it->second;
-    } else {
-      for (auto c : e.costs())
-        if (!is_forbidden(c)) m = std::max(m, std::abs(c));
-      if (e.shared) shared.emplace(e.shared.get(), m);
-    }
-    total += static_cast<long double>(m);
-  }
+  for (auto m : x.largest) total += static_cast<long double>(m);
   return total;
 }
+
+inline long double cost_magnitude(const CostGraph& g) { return cost_magnitude(g, edge_extremes(g)); }
 
 /// How many of the `requested` push passes (DualWeights::push) a problem whose objective reaches
 /// `magnitude` (fine units) may run. Push passes shift the messages by up to about half the
@@ -132,9 +150,9 @@ inline std::size_t push_passes_in_range(long double magnitude, std::size_t reque
 }
 
 /// The fixed-point factor of the dual: a power of two (at most 2^16) that keeps every objective
-/// magnitude times it below 2^56. Throws ctshard::error when the costs are too large even at 1.
-inline fine_t choose_scale(const CostGraph& g) {
-  const long double total = cost_magnitude(g);
+/// magnitude (`total`, cost_magnitude) times it below 2^56. Throws ctshard::error when the costs
+/// are too large even at 1.
+inline fine_t choose_scale(long double total) {
   const long double cap = std::ldexp(1.0L, 56);
   if (total > cap) throw error("ctshard::solve: the costs are too large for exact arithmetic (their sum exceeds 2^56)");
   fine_t scale = 1;
@@ -142,18 +160,19 @@ inline fine_t choose_scale(const CostGraph& g) {
   return scale;
 }
 
+inline fine_t choose_scale(const CostGraph& g) { return choose_scale(cost_magnitude(g)); }
+
 /// The trivial lower bound: the constant plus every unary and every edge at its least finite
 /// value (forbidden when some node or edge has no finite value).
-[[nodiscard]] inline cost_t trivial_bound(const CostGraph& g) {
+[[nodiscard]] inline cost_t trivial_bound(const CostGraph& g, const EdgeExtremes& x) {
   cost_t total = g.constant;
-  const auto least = [](const std::vector<cost_t>& v) {
+  for (const auto& u : g.unary) {
     cost_t m = forbidden;
-    for (auto c : v)
+    for (auto c : u)
       if (!is_forbidden(c)) m = std::min(m, c);
-    return m;
-  };
-  for (const auto& u : g.unary) total = add_costs(total, least(u));
-  for (const auto& e : g.edges) total = add_costs(total, least(e.costs()));
+    total = add_costs(total, m);
+  }
+  for (auto m : x.least) total = add_costs(total, m);
   return total;
 }
 
@@ -227,8 +246,9 @@ struct Incumbents {
 
 /// One round with the limits `inc.enforced`. Returns the proven lower bound of this relaxation
 /// (forbidden when the relaxation is infeasible); `complete` tells whether the round finished.
-inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale, std::chrono::steady_clock::time_point deadline,
-                          SolveStats& st, bool first_round, bool& complete) {
+/// `magnitude` is cost_magnitude(g).
+inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale, long double magnitude,
+                          std::chrono::steady_clock::time_point deadline, SolveStats& st, bool first_round, bool& complete) {
   using clock = std::chrono::steady_clock;
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   complete = false;
@@ -342,7 +362,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     // what is left (smaller domains make the next passes cheaper and the bound tighter; GPT-2
     // FSDP: 52 passes in chunks of 2, 76-116 in chunks of 8, with less work in all).
     auto t1 = clock::now();
-    const std::size_t push_iterations = push_passes_in_range(cost_magnitude(g) * static_cast<long double>(scale), o.push_iterations);
+    const std::size_t push_iterations = push_passes_in_range(magnitude * static_cast<long double>(scale), o.push_iterations);
     constexpr std::size_t chunk = 2;
     std::size_t total_it = 0;
     // the bound at the end of the last chunks: "stalled" means less than scale / 1024 gained over
@@ -453,7 +473,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   r.stats.nodes = g.num_nodes();
   r.stats.labels = g.total_labels();
   r.stats.edges = g.edges.size();
-  const detail::fine_t scale = detail::choose_scale(g);
+  const detail::EdgeExtremes extremes = detail::edge_extremes(g);
+  const long double magnitude = detail::cost_magnitude(g, extremes);
+  const detail::fine_t scale = detail::choose_scale(magnitude);
   r.stats.scale = scale;
   detail::Incumbents inc{g, std::vector<char>(g.limits.size(), 0), {}, {}, forbidden, forbidden};
   if (!o.start.empty()) {
@@ -464,12 +486,12 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   bool infeasible = false, timed_out = false;
   // a start at the trivial bound (every term at its least value) is optimal without further work
   // (e.g. a greedy plan without redistribution when every cost is nonnegative)
-  const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= detail::trivial_bound(g);
+  const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= detail::trivial_bound(g, extremes);
   if (proven_at_start) lower = inc.feasible_cost;
   for (std::size_t round = 0; !proven_at_start; ++round) {
     bool complete = false;
     ++r.stats.rounds;
-    const cost_t lb = detail::solve_round(g, o, inc, scale, deadline, r.stats, round == 0, complete);
+    const cost_t lb = detail::solve_round(g, o, inc, scale, magnitude, deadline, r.stats, round == 0, complete);
     lower = std::max(lower, lb);
     if (is_forbidden(lb) && complete) {
       infeasible = true;
