@@ -692,6 +692,26 @@ TEST_CASE("solve: usage limits are enforced lazily and exactly", "[global][solve
   CHECK(q.status == "infeasible");
 }
 
+TEST_CASE("solve: the reduction counters are reported however the round ends", "[global][solve]") {
+  // K4 with 3 labels per node; node 0's label 2 costs more than label 1 in the unary term and the
+  // same on every edge: dominance removes it, and the exact elimination then finishes the round
+  CostGraph g;
+  g.add_node({0, 1, 4});
+  for (int u = 1; u < 4; ++u) g.add_node({0, 2, 1});
+  for (std::uint32_t u = 0; u < 4; ++u)
+    for (std::uint32_t v = u + 1; v < 4; ++v) {
+      std::vector<cost_t> m(9);
+      for (std::uint32_t a = 0; a < 3; ++a)
+        for (std::uint32_t b = 0; b < 3; ++b) m[a * 3 + b] = static_cast<cost_t>(((u == 0 ? std::min(a, 1u) : a) * 7 + b * 3 + u + v) % 5);
+      g.add_dense_edge(u, v, m);
+    }
+  const SolveResult r = solve::solve(g);
+  REQUIRE(r.optimal);
+  CHECK(r.cost == brute_force(g));
+  CHECK(r.stats.elimination_work > 0);  // the round ended in the exact elimination
+  CHECK(r.stats.dominated >= 1);        // and the label dominance removed is counted
+}
+
 TEST_CASE("solve: malformed graphs and starts are errors", "[global][solve]") {
   CostGraph g;
   g.add_node({1, 2});

@@ -259,6 +259,18 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   ro.dominance = o.dominance;
   ro.eliminate = o.reductions;
   ReduceStats rs;
+  // the reduction counters reach the stats on every way out of the round (they were added on
+  // one path only, so `dominated_labels` read 0 whenever elimination or fixing finished)
+  struct Tally {
+    SolveStats& st;
+    const ReduceStats& rs;
+    const Problem& p;
+    ~Tally() {
+      st.dominated += rs.dominated;
+      st.labels_removed += rs.labels_removed;
+      st.eliminated = p.eliminated.size();
+    }
+  } tally{st, rs, p};
   const auto reduce_now = [&] {
     if (o.reductions) return reduce(p, ro, rs);
     return propagate(p, rs);
@@ -347,7 +359,6 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   };
   if (try_elimination()) {
     complete = true;
-    st.eliminated = p.eliminated.size();
     live_count(st.core_nodes, st.core_labels, live_edges);
     return inc.upper();
   }
@@ -419,7 +430,6 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
           }
           complete = true;
           st.dual_ms += ms_since(t1);
-          st.eliminated = p.eliminated.size();
           live_count(st.core_nodes, st.core_labels, live_edges);
           return inc.upper();
         }
@@ -431,9 +441,6 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     }
     st.dual_ms += ms_since(t1);
   }
-  st.eliminated = p.eliminated.size();
-  st.dominated += rs.dominated;
-  st.labels_removed += rs.labels_removed;
   if (p.infeasible || ceil_div(lb_fine, scale) >= inc.upper()) {
     complete = true;
     return inc.upper();
