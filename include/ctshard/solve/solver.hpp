@@ -404,7 +404,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       // reduced-cost fixing with the state after the last backward pass (every edge's minimum
       // 0, so that pass's bound is the bound of this state): a labelling with x_u = a costs at
       // least lb + the excess of a over u's star (StarBounds; the unary reduced cost
-      // theta'_u(a) - min theta'_u alone fixed labels far more slowly: GPT-2 FSDP 52 passes, 4
+      // theta'_u(a) - min theta'_u alone fixed labels far more slowly: GPT-2 FSDP 52 passes, 10
       // with the star)
       const fine_t last_lb = last_pass_lb;
       const fine_t target = target_fine();
