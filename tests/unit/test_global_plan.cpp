@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../sanitizer_scale.hpp"
@@ -71,18 +73,48 @@ CostGraph random_graph(std::mt19937& rng, std::size_t max_nodes, std::size_t max
   return g;
 }
 
-/// The optimum by enumeration (forbidden when nothing is feasible).
-cost_t brute_force(const CostGraph& g) {
+/// Calls f(x, cost) for every full labelling x of g (cost: CostGraph::evaluate).
+template <class F>
+void for_each_labelling(const CostGraph& g, F&& f) {
   std::vector<std::uint32_t> x(g.num_nodes(), 0);
-  cost_t best = forbidden;
   while (true) {
-    const cost_t c = g.evaluate(x);
-    if (!is_forbidden(c) && c < best && g.feasible(x)) best = c;
+    f(x, g.evaluate(x));
     std::size_t i = 0;
     while (i < x.size() && ++x[i] == g.num_labels(i)) x[i++] = 0;
     if (i == x.size()) break;
   }
+}
+
+/// The optimum by enumeration (forbidden when nothing is feasible).
+cost_t brute_force(const CostGraph& g) {
+  cost_t best = forbidden;
+  for_each_labelling(g, [&](const std::vector<std::uint32_t>& x, cost_t c) {
+    if (!is_forbidden(c) && c < best && g.feasible(x)) best = c;
+  });
   return best;
+}
+
+/// Runs `passes` forward + backward passes of the dual on p, the push weights for the first
+/// `push` of them; returns the last pass's bound (the state is the one a backward pass leaves).
+solve::detail::fine_t dual_passes(solve::detail::Problem& p, std::size_t passes, std::size_t push) {
+  solve::detail::Srmp dual(p);
+  std::vector<std::uint32_t> labels, backward;
+  solve::detail::fine_t lb = -solve::detail::inf;
+  for (std::size_t pass = 0; pass < passes; ++pass) {
+    dual.set_weights(pass < push ? solve::detail::DualWeights::push : solve::detail::DualWeights::trws);
+    lb = dual.iterate(labels, &backward);
+  }
+  return lb;
+}
+
+/// Seed `seed`'s random graph for the dual's tests (up to 9 nodes of up to 5 labels, no limits)
+/// with its optimum, or nothing when it is infeasible.
+std::optional<std::pair<CostGraph, cost_t>> feasible_graph(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  CostGraph g = random_graph(rng, 9, 5, 3, /*limits=*/false);
+  const cost_t best = brute_force(g);
+  if (is_forbidden(best)) return std::nullopt;
+  return std::make_pair(std::move(g), best);
 }
 
 /// The objective recomputed without CostGraph::evaluate: dense loops over every edge's label pairs.
@@ -181,10 +213,9 @@ TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push we
   namespace sd = solve::detail;
   std::size_t tight = 0;
   for (std::uint32_t seed = 0; seed < test::scaled(600); ++seed) {
-    std::mt19937 rng(seed);
-    const CostGraph g = random_graph(rng, 9, 5, 3, /*limits=*/false);
-    const cost_t best = brute_force(g);
-    if (is_forbidden(best)) continue;
+    const auto instance = feasible_graph(seed);
+    if (!instance) continue;
+    const auto& [g, best] = *instance;
     const sd::fine_t scale = sd::choose_scale(g);
     sd::Problem p(g, scale);
     sd::Srmp dual(p);
@@ -216,25 +247,14 @@ TEST_CASE("solve: reduced-cost fixing from stars keeps every label within the ga
     // the best cost with each node at each label, by enumeration
     std::vector<std::vector<cost_t>> best_with(g.num_nodes());
     for (std::size_t u = 0; u < g.num_nodes(); ++u) best_with[u].assign(g.num_labels(u), forbidden);
-    std::vector<std::uint32_t> x(g.num_nodes(), 0);
-    while (true) {
-      const cost_t c = g.evaluate(x);
+    for_each_labelling(g, [&](const std::vector<std::uint32_t>& x, cost_t c) {
       for (std::size_t u = 0; u < x.size(); ++u) best_with[u][x[u]] = std::min(best_with[u][x[u]], c);
-      std::size_t i = 0;
-      while (i < x.size() && ++x[i] == g.num_labels(i)) x[i++] = 0;
-      if (i == x.size()) break;
-    }
+    });
     if (is_forbidden(*std::min_element(best_with[0].begin(), best_with[0].end()))) continue;  // infeasible
     const sd::fine_t scale = sd::choose_scale(g);
     sd::Problem p(g, scale);
     REQUIRE_FALSE(p.infeasible);
-    sd::Srmp dual(p);
-    std::vector<std::uint32_t> decoded, backward;
-    sd::fine_t lb = -sd::inf;
-    for (std::size_t pass = 0; pass < 1 + seed % 6; ++pass) {
-      dual.set_weights(pass < 2 && seed % 2 == 0 ? sd::DualWeights::push : sd::DualWeights::trws);
-      lb = dual.iterate(decoded, &backward);
-    }
+    const sd::fine_t lb = dual_passes(p, 1 + seed % 6, seed % 2 == 0 ? 2 : 0);
     sd::StarBounds stars(p);
     std::vector<sd::fine_t> excess;
     for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
@@ -269,16 +289,12 @@ TEST_CASE("solve: fixing from stars keeps every label of every labelling within 
   namespace sd = solve::detail;
   std::size_t fixed_some = 0, emptied = 0;
   for (std::uint32_t seed = 0; seed < test::scaled(1500); ++seed) {
-    std::mt19937 rng(seed);
-    const CostGraph g = random_graph(rng, 9, 5, 3, /*limits=*/false);
-    const cost_t best = brute_force(g);
-    if (is_forbidden(best)) continue;
+    const auto instance = feasible_graph(seed);
+    if (!instance) continue;
+    const auto& [g, best] = *instance;
     const sd::fine_t scale = sd::choose_scale(g);
     sd::Problem p(g, scale);
-    sd::Srmp dual(p);
-    std::vector<std::uint32_t> decoded, backward;
-    sd::fine_t lb = -sd::inf;
-    for (std::size_t pass = 0; pass < 1 + seed % 4; ++pass) lb = dual.iterate(decoded, &backward);
+    const sd::fine_t lb = dual_passes(p, 1 + seed % 4, 0);
     // below the optimum (nothing may survive... or anything may: only the labellings within count)
     const sd::fine_t target = (best + static_cast<cost_t>(seed % 4) - 1) * scale;
     const std::size_t removed = sd::fix_by_stars(p, lb, target);
@@ -289,18 +305,12 @@ TEST_CASE("solve: fixing from stars keeps every label of every labelling within 
       kept[u].assign(g.num_labels(u), 0);
       for (auto l : p.nodes[u].label) kept[u][l] = 1;
     }
-    std::vector<std::uint32_t> x(g.num_nodes(), 0);
-    while (true) {
-      const cost_t c = g.evaluate(x);
-      if (!is_forbidden(c) && c * scale <= target) {
-        INFO("seed " << seed << " optimum " << best << " labelling cost " << c << " target " << target / scale);
-        REQUIRE_FALSE(p.infeasible);
-        for (std::uint32_t u = 0; u < g.num_nodes(); ++u) CHECK(kept[u][x[u]] == 1);
-      }
-      std::size_t i = 0;
-      while (i < x.size() && ++x[i] == g.num_labels(i)) x[i++] = 0;
-      if (i == x.size()) break;
-    }
+    for_each_labelling(g, [&](const std::vector<std::uint32_t>& x, cost_t c) {
+      if (is_forbidden(c) || c * scale > target) return;
+      INFO("seed " << seed << " optimum " << best << " labelling cost " << c << " target " << target / scale);
+      REQUIRE_FALSE(p.infeasible);
+      for (std::uint32_t u = 0; u < g.num_nodes(); ++u) CHECK(kept[u][x[u]] == 1);
+    });
   }
   CHECK(fixed_some > test::scaled(300));  // fixing had work to do
   CHECK(emptied > test::scaled(50));      // and a target below the optimum often leaves nothing
