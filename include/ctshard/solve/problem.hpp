@@ -38,25 +38,30 @@ inline constexpr std::uint32_t no_class = std::numeric_limits<std::uint32_t>::ma
 inline constexpr fine_t forbidden_from = inf / 2;
 [[nodiscard]] inline fine_t clamp_forbidden(fine_t x) noexcept { return x >= forbidden_from ? inf : x; }
 
-// The min-plus kernels below are compiled twice on x86-64 with GCC or Clang (AVX2 and the
-// baseline) and the loader picks the one the processor runs: int64 min needs AVX2 to vectorize
-// (GPT-2 fw+bw FSDP on 2x4, when these loops were ~1/3 of the solver's instructions: -7 % in
-// time). Define CTSHARD_NO_TARGET_CLONES to build the baseline only.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(CTSHARD_NO_TARGET_CLONES) && !defined(_WIN32)
-#define CTSHARD_MIN_PLUS_KERNEL __attribute__((target_clones("avx2", "default")))
+// The min-plus kernels below: each loop is written once (`*_loop`) and, on x86 with GCC or
+// Clang, also compiled into an AVX2 function (`[[gnu::target("avx2")]]`, the loop inlined into
+// it) that is called when the processor has AVX2 (`__builtin_cpu_supports`, checked once):
+// 64-bit minima only vectorize with AVX2 (GPT-2 fw+bw FSDP on 2x4, when these loops were ~1/3
+// of the solver's instructions: -7 % in time). A dispatch by hand, not `target_clones`: Clang 14
+// gives the clones' resolver an external definition in every translation unit (multiple
+// definitions at link time), and the resolver needs the loader's ifunc support. Define
+// CTSHARD_NO_AVX2_DISPATCH to build the baseline only.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(CTSHARD_NO_AVX2_DISPATCH)
+#define CTSHARD_AVX2_DISPATCH 1
 #else
-#define CTSHARD_MIN_PLUS_KERNEL
+#define CTSHARD_AVX2_DISPATCH 0
 #endif
 
 /// out[i] = min(out[i], x + row[i]) for i < n: one row of a min-plus product. Branch-free: a
 /// forbidden term gives a sum at or above forbidden_from (clamp_forbidden afterwards).
-CTSHARD_MIN_PLUS_KERNEL inline void min_plus_into(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
+[[gnu::always_inline]] inline void min_plus_into_loop(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) out[i] = std::min(out[i], x + row[i]);
 }
 
 /// min(init, min over i < n of row[i] + g[i]): one entry of a min-plus product. Branch-free as
 /// min_plus_into.
-CTSHARD_MIN_PLUS_KERNEL inline fine_t min_plus_reduce(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n, fine_t init) noexcept {
+[[gnu::always_inline]] inline fine_t min_plus_reduce_loop(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n,
+                                                          fine_t init) noexcept {
   fine_t m = init;
   for (std::size_t i = 0; i < n; ++i) m = std::min(m, row[i] + g[i]);
   return m;
@@ -65,8 +70,50 @@ CTSHARD_MIN_PLUS_KERNEL inline fine_t min_plus_reduce(const fine_t* __restrict r
 /// acc[i] = min(acc[i] + t[i], inf) for i < n: sums of costs at most inf each stay at most inf
 /// (about 2^61) without a branch; a forbidden term plus a negative one reads below inf until
 /// clamp_forbidden.
-CTSHARD_MIN_PLUS_KERNEL inline void add_capped(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
+[[gnu::always_inline]] inline void add_capped_loop(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) acc[i] = std::min(acc[i] + t[i], inf);
+}
+
+#if CTSHARD_AVX2_DISPATCH
+/// Whether the processor runs AVX2 (asked once).
+inline bool cpu_has_avx2() noexcept {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+[[gnu::target("avx2")]] inline void min_plus_into_avx2(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
+  min_plus_into_loop(out, row, x, n);
+}
+[[gnu::target("avx2")]] inline fine_t min_plus_reduce_avx2(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n,
+                                                           fine_t init) noexcept {
+  return min_plus_reduce_loop(row, g, n, init);
+}
+[[gnu::target("avx2")]] inline void add_capped_avx2(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
+  add_capped_loop(acc, t, n);
+}
+#endif
+
+/// min_plus_into_loop, with AVX2 where the processor has it.
+inline void min_plus_into(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
+#if CTSHARD_AVX2_DISPATCH
+  if (cpu_has_avx2()) return min_plus_into_avx2(out, row, x, n);
+#endif
+  min_plus_into_loop(out, row, x, n);
+}
+
+/// min_plus_reduce_loop, with AVX2 where the processor has it.
+inline fine_t min_plus_reduce(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n, fine_t init) noexcept {
+#if CTSHARD_AVX2_DISPATCH
+  if (cpu_has_avx2()) return min_plus_reduce_avx2(row, g, n, init);
+#endif
+  return min_plus_reduce_loop(row, g, n, init);
+}
+
+/// add_capped_loop, with AVX2 where the processor has it.
+inline void add_capped(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
+#if CTSHARD_AVX2_DISPATCH
+  if (cpu_has_avx2()) return add_capped_avx2(acc, t, n);
+#endif
+  add_capped_loop(acc, t, n);
 }
 
 /// Floor division for possibly negative numerators (positive divisor).
