@@ -215,7 +215,8 @@ TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push we
   for (std::uint32_t seed = 0; seed < test::scaled(600); ++seed) {
     const auto instance = feasible_graph(seed);
     if (!instance) continue;
-    const auto& [g, best] = *instance;
+    const CostGraph& g = instance->first;
+    const cost_t best = instance->second;
     const sd::fine_t scale = sd::choose_scale(g);
     sd::Problem p(g, scale);
     sd::Srmp dual(p);
@@ -291,7 +292,8 @@ TEST_CASE("solve: fixing from stars keeps every label of every labelling within 
   for (std::uint32_t seed = 0; seed < test::scaled(1500); ++seed) {
     const auto instance = feasible_graph(seed);
     if (!instance) continue;
-    const auto& [g, best] = *instance;
+    const CostGraph& g = instance->first;
+    const cost_t best = instance->second;
     const sd::fine_t scale = sd::choose_scale(g);
     sd::Problem p(g, scale);
     const sd::fine_t lb = dual_passes(p, 1 + seed % 4, 0);
