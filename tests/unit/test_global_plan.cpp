@@ -107,14 +107,22 @@ solve::detail::fine_t dual_passes(solve::detail::Problem& p, std::size_t passes,
   return lb;
 }
 
-/// Seed `seed`'s random graph for the dual's tests (up to 9 nodes of up to 5 labels, no limits)
-/// with its optimum, or nothing when it is infeasible.
-std::optional<std::pair<CostGraph, cost_t>> feasible_graph(std::uint32_t seed) {
+/// A random graph for the dual's tests with its optimum and its fixed-point scale.
+struct DualCase {
+  CostGraph g;
+  cost_t best = 0;
+  solve::detail::fine_t scale = 1;
+};
+
+/// Seed `seed`'s random graph for the dual's tests (up to 9 nodes of up to 5 labels, no limits),
+/// or nothing when it is infeasible.
+std::optional<DualCase> feasible_graph(std::uint32_t seed) {
   std::mt19937 rng(seed);
-  CostGraph g = random_graph(rng, 9, 5, 3, /*limits=*/false);
-  const cost_t best = brute_force(g);
-  if (is_forbidden(best)) return std::nullopt;
-  return std::make_pair(std::move(g), best);
+  DualCase c{random_graph(rng, 9, 5, 3, /*limits=*/false)};
+  c.best = brute_force(c.g);
+  if (is_forbidden(c.best)) return std::nullopt;
+  c.scale = solve::detail::choose_scale(c.g);
+  return c;
 }
 
 /// The objective recomputed without CostGraph::evaluate: dense loops over every edge's label pairs.
@@ -290,12 +298,12 @@ TEST_CASE("solve: fixing from stars keeps every label of every labelling within 
   namespace sd = solve::detail;
   std::size_t fixed_some = 0, emptied = 0;
   for (std::uint32_t seed = 0; seed < test::scaled(1500); ++seed) {
-    const auto instance = feasible_graph(seed);
-    if (!instance) continue;
-    const CostGraph& g = instance->first;
-    const cost_t best = instance->second;
-    const sd::fine_t scale = sd::choose_scale(g);
-    sd::Problem p(g, scale);
+    const auto c = feasible_graph(seed);
+    if (!c) continue;
+    sd::Problem p(c->g, c->scale);
+    const CostGraph& g = c->g;
+    const cost_t best = c->best;
+    const sd::fine_t scale = c->scale;
     const sd::fine_t lb = dual_passes(p, 1 + seed % 4, 0);
     // below the optimum (nothing may survive... or anything may: only the labellings within count)
     const sd::fine_t target = (best + static_cast<cost_t>(seed % 4) - 1) * scale;
