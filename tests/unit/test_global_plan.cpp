@@ -221,11 +221,11 @@ TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push we
   namespace sd = solve::detail;
   std::size_t tight = 0;
   for (std::uint32_t seed = 0; seed < test::scaled(600); ++seed) {
-    const auto instance = feasible_graph(seed);
-    if (!instance) continue;
-    const CostGraph& g = instance->first;
-    const cost_t best = instance->second;
-    const sd::fine_t scale = sd::choose_scale(g);
+    const auto dc = feasible_graph(seed);
+    if (!dc) continue;
+    const CostGraph& g = dc->g;
+    const cost_t best = dc->best;
+    const sd::fine_t scale = dc->scale;
     sd::Problem p(g, scale);
     sd::Srmp dual(p);
     std::vector<std::uint32_t> labels, backward;
@@ -298,12 +298,12 @@ TEST_CASE("solve: fixing from stars keeps every label of every labelling within 
   namespace sd = solve::detail;
   std::size_t fixed_some = 0, emptied = 0;
   for (std::uint32_t seed = 0; seed < test::scaled(1500); ++seed) {
-    const auto c = feasible_graph(seed);
-    if (!c) continue;
-    sd::Problem p(c->g, c->scale);
-    const CostGraph& g = c->g;
-    const cost_t best = c->best;
-    const sd::fine_t scale = c->scale;
+    const auto dc = feasible_graph(seed);
+    if (!dc) continue;
+    sd::Problem p(dc->g, dc->scale);
+    const CostGraph& g = dc->g;
+    const cost_t best = dc->best;
+    const sd::fine_t scale = dc->scale;
     const sd::fine_t lb = dual_passes(p, 1 + seed % 4, 0);
     // below the optimum (nothing may survive... or anything may: only the labellings within count)
     const sd::fine_t target = (best + static_cast<cost_t>(seed % 4) - 1) * scale;
