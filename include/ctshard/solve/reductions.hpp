@@ -19,8 +19,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <map>
@@ -274,9 +272,6 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   }
   for (auto& x : nd) x = clamp_forbidden(x);
   ne.d = SharedMatrix(std::move(nd));
-  if (std::getenv("CTSHARD_SERIES"))
-    std::fprintf(stderr, "series %u: L %zu groups %zu c1 %u c2 %u work %zu\n", u, n.theta.size(), groups.size(), f1.cols, f2.cols,
-                 groups.size() * cells);
   Elimination& el = p.record(u);
   el.factors.push_back(std::move(f1));
   el.factors.push_back(std::move(f2));
