@@ -84,7 +84,7 @@ struct Picked {
 };
 Picked pick(const OpCall& call, std::vector<std::int64_t> mesh, const std::vector<std::string>& current) {
   const OpRule rule = rule_of(call);
-  StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter);
+  StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter, rule.placeholder_fill);
   std::vector<Spec> specs;
   specs.reserve(current.size());
   for (const auto& s : current) specs.push_back(parse_spec(s));

@@ -290,7 +290,7 @@ TEST_CASE("view rules: the full-mesh filter drops shards a flatten or split cann
   auto choose = [](const OpCall& call, std::vector<std::int64_t> mesh, const char* current) {
     const OpRule rule = (*builtin_registry().find(call.op))(call);
     REQUIRE(rule.filter);
-    StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter);
+    StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter, rule.placeholder_fill);
     const std::vector<Spec> specs{parse_spec(current)};
     ChoiceAccumulator acc;
     std::vector<std::string> outputs;

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "ctshard/registry/collective_ops.hpp"
@@ -49,10 +51,15 @@ inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
 };
 
 /// How the built-in registry is assembled (defaults: DTensor's einsum Partial rows, ctshard's
-/// Partial passthrough).
+/// Partial passthrough, each rule's own placeholder fill).
 struct RegistryOptions {
   EinsumLinearity einsum_linearity = EinsumLinearity::dtensor;
   PartialPassthrough partial_passthrough = PartialPassthrough::ctshard;
+  /// When set, every rule's OpRule::placeholder_fill is this value (`PlaceholderFill::dtensor`:
+  /// DTensor's `_fill_single_dim_strategy_placeholders` for every op, as a DTensor rules profile
+  /// needs). Unset: each rule's own — DTensor's for the einsum and pointwise families (the
+  /// reference cases pin them), ctshard's `shard_from_partial` for every other rule.
+  std::optional<PlaceholderFill> placeholder_fill{};
 };
 
 /// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor
@@ -76,6 +83,15 @@ struct RegistryOptions {
       r.replace(op, [rule = *r.find(op)](const OpCall& call) {
         OpRule out = rule(call);
         out.rules = without_partial_input_rows(out.rules);
+        return out;
+      });
+    }
+  }
+  if (options.placeholder_fill) {
+    for (const std::string& op : r.names()) {
+      r.replace(op, [rule = *r.find(op), fill = *options.placeholder_fill](const OpCall& call) {
+        OpRule out = rule(call);
+        out.placeholder_fill = fill;
         return out;
       });
     }

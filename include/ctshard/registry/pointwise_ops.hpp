@@ -23,12 +23,14 @@ inline RuleFactory pointwise_factory(std::span<const PartialRow> partial_rows, s
     op_args::expect_tensor_inputs(call, 1, max_tensors);
     std::vector<TensorShape> shapes;
     for (const auto& t : call.tensors) shapes.push_back(t.shape);
-    return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), UnevenInputs::keep_current};
+    return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), UnevenInputs::keep_current, {}, PlaceholderFill::dtensor};
   };
 }
 }  // namespace detail
 
-/// Registers the pointwise ops ctshard knows, grouped by tensor arity and Partial row set.
+/// Registers the pointwise ops ctshard knows, grouped by tensor arity and Partial row set, with
+/// DTensor's placeholder fill (PlaceholderFill::dtensor: the reference cases pin the tables of these
+/// ops for Partial-only inputs too).
 inline void register_pointwise_ops(OpRegistry& r) {
   using namespace pointwise_partial;
   auto unary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 1); };
