@@ -1,8 +1,11 @@
 // The third set of regression cases (../shared/cases/regressions_3.json) owned by the rules work:
-// R15 (rows reachable from a Partial-only input). One test per case and kind, asserting the right value: rows,
+// R10 (histc's data-derived range) and R15 (rows reachable from a Partial-only input). One test per case and kind, asserting the right value: rows,
 // choices and costs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,30 @@ using namespace ctshard::test;
 using Rows = std::vector<std::string>;
 
 namespace {
+
+/// torch.histc on `x` with `bins` bins over [lo, hi], taking the range from the data when lo == hi
+/// (ATen `histc_select_outer_bin_edges`): the reference the R10 counterexample is computed with.
+std::vector<double> histc(const std::vector<double>& x, int bins, double lo, double hi) {
+  if (lo == hi && !x.empty()) {
+    lo = *std::min_element(x.begin(), x.end());
+    hi = *std::max_element(x.begin(), x.end());
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  std::vector<double> counts(static_cast<std::size_t>(bins), 0.0);
+  for (double v : x) {
+    if (v < lo || v > hi) continue;
+    const int b = std::min(bins - 1, static_cast<int>((v - lo) * bins / (hi - lo)));
+    counts[static_cast<std::size_t>(b)] += 1;
+  }
+  return counts;
+}
+
+OpCall histc_call(std::int64_t n, double lo, double hi) {
+  return make_call("aten.histc.default", {meta({n})}, {tensor_arg(0), int_arg(4), float_arg(lo), float_arg(hi)});
+}
 
 /// redistribute_cost of one tensor between two specs.
 double cost(const TensorMeta& m, const char* from, const char* to, const MeshTopology& mesh) {
@@ -27,6 +54,44 @@ OpRule rule_with(const RegistryOptions& options, const OpCall& call) {
 }
 
 }  // namespace
+
+TEST_CASE("R10: histc with min == max bins over each shard's own range: no Partial(sum) row", "[regressions_3]") {
+  // The counterexample: x = [0, 1, 2, 3, 10, 11, 12, 13], 4 bins, min = max = 3.
+  const std::vector<double> x{0, 1, 2, 3, 10, 11, 12, 13};
+  CHECK(histc(x, 4, 3, 3) == std::vector<double>{4, 0, 0, 4});
+  const std::vector<double> lo_half(x.begin(), x.begin() + 4), hi_half(x.begin() + 4, x.end());
+  std::vector<double> summed = histc(lo_half, 4, 3, 3);
+  const std::vector<double> second = histc(hi_half, 4, 3, 3);
+  for (std::size_t b = 0; b < summed.size(); ++b) summed[b] += second[b];
+  CHECK(summed == std::vector<double>{2, 2, 2, 2});  // what S(0) -> P(sum) would claim
+  // With the range given, the per-shard counts do add up.
+  std::vector<double> given = histc(lo_half, 4, 0, 13);
+  const std::vector<double> given_hi = histc(hi_half, 4, 0, 13);
+  for (std::size_t b = 0; b < given.size(); ++b) given[b] += given_hi[b];
+  CHECK(given == histc(x, 4, 0, 13));
+
+  // ctshard table --op aten.histc.default --shapes 8 --mesh 2 --inputs "S(0)" --args '[4, 3, 3]'
+  const MeshTopology mesh = mesh_of({2});
+  for (const double v : {3.0, 0.0, -1.5, 100.0}) {  // any min == max, not only 0, 0
+    INFO("min = max = " << v);
+    const OpRule rule = rule_for(histc_call(8, v, v));
+    CHECK(rule.rules.empty());
+    const auto c = chosen(rule, mesh, {meta({8})}, {parse_spec("S(0)")});
+    CHECK(c.first == "R | R");
+    CHECK(c.second == Approx(cost(meta({8}), "S(0)", "R", mesh)));
+    CHECK(c.second > 0.0);
+  }
+  // min < max: the counts of any split are partial sums, free.
+  const OpRule given_rule = rule_for(histc_call(8, 0, 13));
+  CHECK(rows_text(given_rule.rules) == Rows{"P(sum),S?(0)"});
+  CHECK(chosen(given_rule, mesh, {meta({8})}, {parse_spec("S(0)")}) == std::pair<std::string, double>{"P(sum) | S(0)", 0.0});
+  // a range ATen refuses is refused by name
+  CHECK(error_of([] { return rule_for(histc_call(8, 0, INFINITY)); }) ==
+        "ctshard: aten.histc.default: argument 'max' must be finite (ATen: the range is not finite)");
+  CHECK(error_of([] { return rule_for(histc_call(8, NAN, 1)); }) ==
+        "ctshard: aten.histc.default: argument 'min' must be finite (ATen: the range is not finite)");
+  CHECK(error_of([] { return rule_for(histc_call(8, 2, 1)); }) == "ctshard: aten.histc.default: argument 'max' must not be below 'min'");
+}
 
 TEST_CASE("R15: sort of a Partial-only input reduce-scatters to a shard off the sorted dim", "[regressions_3]") {
   // ctshard table --op aten.sort.default --shapes 1024x2048 --mesh 8 --inputs "P(sum)" --args '[1]'

@@ -18,6 +18,7 @@
 /// `pooling_channel_filter`).
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -419,8 +420,11 @@ inline void register_training_ops(OpRegistry& r) {
     const TensorShape self = t.required(0, "self");
     t.check();
     const double lo = op_args::optional_number(call, 2, "min").value_or(0), hi = op_args::optional_number(call, 3, "max").value_or(0);
+    if (!std::isfinite(lo)) op_args::bad_argument(call, "min", "must be finite (ATen: the range is not finite)");
+    if (!std::isfinite(hi)) op_args::bad_argument(call, "max", "must be finite (ATen: the range is not finite)");
     if (hi < lo) op_args::bad_argument(call, "max", "must not be below 'min'");
-    const HistogramRange range = lo == 0 && hi == 0 ? HistogramRange::from_data : HistogramRange::given;
+    // min == max (any value, not only 0, 0): ATen bins over the data's own range
+    const HistogramRange range = lo == hi ? HistogramRange::from_data : HistogramRange::given;
     return OpRule{histc_single_dim_strategy(self.rank, range), UnevenInputs::keep_existing_shards};
   });
 }
