@@ -254,7 +254,7 @@ TEST_CASE("view rules: bad arguments name the op and the argument", "[view]") {
 TEST_CASE("view rules: every overload is registered and none lists the all-Replicate row", "[view]") {
   OpRegistry r;
   register_view_ops(r);
-  CHECK(r.names() == std::vector<std::string>{"aten._unsafe_view.default", "aten.expand.default", "aten.permute.default", "aten.reshape.default",
+  CHECK(r.names() == std::vector<std::string>{"aten._unsafe_view.default", "aten.expand.default", "aten.permute.default", "aten.repeat.default", "aten.reshape.default",
                                               "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.t.default", "aten.transpose.int",
                                               "aten.unsqueeze.default", "aten.view.default"});
   const RuleSet rules = rules_of(call_of("aten.view.default", TensorShape{12288, 768}, {ints({1536, 8, 768})}));

@@ -64,7 +64,8 @@ struct RegistryOptions {
 
 /// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor
 /// ops, collectives, fused kernels, training ops, layout ops, random ops), assembled as `options`
-/// say.
+/// say, and the wrapper ops (`register_wrapper_ops`: graphsafe_run_with_rng_state), which take the
+/// rules of the ops they wrap from the registry so assembled.
 [[nodiscard]] inline OpRegistry make_builtin_registry(const RegistryOptions& options) {
   OpRegistry r;
   register_einsum_ops(r, options.einsum_linearity);
@@ -96,6 +97,7 @@ struct RegistryOptions {
       });
     }
   }
+  register_wrapper_ops(r);  // last: wrappers take a snapshot of every rule above, options applied
   return r;
 }
 
