@@ -30,8 +30,9 @@ enum class PartialPassthrough : std::uint8_t {
   /// and casts, the gradient of the activation backwards and of native_layer_norm_backward); sound
   /// (docs/conformance.md, class ctshard_extension) and never more expensive.
   ctshard,
-  /// DTensor 2.13's rows: those ops take no Partial input, so a plan reduces before them exactly
-  /// where DTensor's dispatch does. For plans that DTensor's own op dispatch executes
+  /// DTensor 2.13's rows: those ops take no Partial input, and fill their placeholders as DTensor
+  /// does (PlaceholderFill::dtensor: a Partial-only input is reduced to Replicate), so a plan
+  /// reduces before them exactly where and as DTensor's dispatch does. For plans that DTensor's own op dispatch executes
   /// (`ctshard.torch.run_plan(..., mode="dtensor")`), whose output placements then match.
   dtensor,
 };
@@ -84,6 +85,7 @@ struct RegistryOptions {
       r.replace(op, [rule = *r.find(op)](const OpCall& call) {
         OpRule out = rule(call);
         out.rules = without_partial_input_rows(out.rules);
+        out.placeholder_fill = PlaceholderFill::dtensor;  // DTensor's table for a Partial-only input too: Replicate
         return out;
       });
     }
