@@ -429,7 +429,8 @@ class Planner {
     for (auto it = first; it != end; ++it)
       if (same_call(calls_[it->second].call, call)) return calls_[last_call_ = it->second].enumerator;
     OpRule rule = factory(call);
-    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, std::move(rule.filter), rule.placeholder_fill)});
+    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, std::move(rule.filter),
+                                                                    options_.greedy_fill.value_or(rule.placeholder_fill))});
     call_index_.emplace(h, last_call_ = calls_.size() - 1);
     return calls_.back().enumerator;
   }

@@ -6,8 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -76,4 +79,23 @@ TEST_CASE("R10 / R15 / R18 table runs of regressions_3.json", "[cli][regressions
   CHECK(fma["out"] == "S(0)");
   CHECK(fma["total"].get<double>() == 0.0);
   CHECK(j["choice"]["rule"] == "no_redistribute");
+}
+
+TEST_CASE("R15 in plans: the greedy planner keeps DTensor's fill unless --greedy-fill rule", "[plan][cli][regressions_3]") {
+  const auto path = std::filesystem::temp_directory_path() / ("ctshard_r15_sort_" + std::to_string(::getpid()) + ".fx.txt");
+  std::ofstream(path) << "class GraphModule(torch.nn.Module):\n"
+                         "    def forward(self, x: \"f32[1024, 2048]\"):\n"
+                         "        sort = torch.ops.aten.sort.default(x, 1);  x = None\n"
+                         "        getitem: \"f32[1024, 2048]\" = sort[0]\n"
+                         "        getitem_1: \"i64[1024, 2048]\" = sort[1];  sort = None\n"
+                         "        return (getitem, getitem_1)\n";
+  const std::string base = "plan " + path.string() + " --mesh 8 --place 'x=P(sum)' --json";
+  const auto greedy = nlohmann::json::parse(run_tool(base));
+  CHECK(greedy["nodes"][0]["inputs"] == nlohmann::json::parse(R"(["R"])"));
+  CHECK(greedy["total_cost_us"].get<double>() == Approx(170.894).epsilon(1e-4));
+  const auto rule = nlohmann::json::parse(run_tool(base + " --greedy-fill rule"));
+  CHECK(rule["nodes"][0]["inputs"] == nlohmann::json::parse(R"j(["S(0)"])j"));
+  CHECK(rule["total_cost_us"].get<double>() == Approx(88.747).epsilon(1e-4));
+  CHECK_THAT(run_tool(base + " --greedy-fill other"), Catch::Contains("--greedy-fill"));
+  std::filesystem::remove(path);
 }
