@@ -261,8 +261,8 @@ void add_tensor_ops(RefTable& t) {
                              },
                              {}};
   const RefOp identity{[](const ArgPack& a) { return Outs{a.tensor(0)}; }, {}};
-  for (const char* name : {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default", "prims.device_put.default",
-                           "tg.log_tensor.default"})
+  for (const char* name : {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default",
+                           "prims.device_put.default", "tg.log_tensor.default"})
     t[name] = identity;
   // empty_like's values are unspecified; zeros stand for "anything", equal on every rank.
   t["aten.empty_like.default"] = {[](const ArgPack& a) { return Outs{filled(shape_of(a.tensor(0)), 0.0)}; }, {}};

@@ -389,8 +389,8 @@ TEST_CASE("sim: rows a Partial-only input reaches (R15) are the simulated Shard 
       }
     }
   }
-  std::cout << "sim: rows reached from Partial-only inputs (R15): " << tables << " tables, rows checked " << checked << ", failed " << failed
-            << "; " << dtensor_tables << " sample tables keep DTensor's fill (einsum, pointwise)\n";
+  std::cout << "sim: rows reached from Partial-only inputs (R15): " << tables << " tables, rows checked " << checked << ", failed " << failed << "; "
+            << dtensor_tables << " sample tables keep DTensor's fill (einsum, pointwise)\n";
   CHECK(tables > 50);
   CHECK(checked > 100);
   CHECK(failed == 0);

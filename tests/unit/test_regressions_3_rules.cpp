@@ -175,8 +175,8 @@ TEST_CASE("R15: every op with rows off its reduced / scanned dim reaches them fr
   const OpRule mm = rule_for(make_call("aten.mm.default", {x, meta({256, 32})}, {tensor_arg(0), tensor_arg(1)}));
   CHECK(mm.placeholder_fill == PlaceholderFill::dtensor);
   // unless a registry asks otherwise for every rule
-  const OpRule sin_all = rule_with(RegistryOptions{.placeholder_fill = PlaceholderFill::shard_from_partial},
-                                   make_call("aten.sin.default", {x}, {tensor_arg(0)}));
+  const OpRule sin_all =
+      rule_with(RegistryOptions{.placeholder_fill = PlaceholderFill::shard_from_partial}, make_call("aten.sin.default", {x}, {tensor_arg(0)}));
   CHECK(chosen(sin_all, mesh, {x}, psum) == std::pair<std::string, double>{"S(0) | S(0)", reduce_scatter});
 }
 
@@ -222,15 +222,18 @@ TEST_CASE("R18: pow.Scalar is monotone in its exponent as its base says", "[regr
   CHECK(rows_for(-2.0) == Rows{"S?(0),S?(0)"});
   CHECK(rows_for(NAN) == Rows{"S?(0),S?(0)"});
   CHECK(rows_text(rule_for(make_call("aten.pow.Scalar", {t}, {int_arg(10), tensor_arg(0)})).rules).size() == 3);
-  CHECK(error_of([&] { return rule_for(make_call("aten.pow.Scalar", {t}, {none_arg(), tensor_arg(0)})); }) ==
-        "ctshard: aten.pow.Scalar: argument 'self' must be a number (pow.Scalar: a Python scalar base)");
+  CHECK(error_of([&] {
+          return rule_for(make_call("aten.pow.Scalar", {t}, {none_arg(), tensor_arg(0)}));
+        }) == "ctshard: aten.pow.Scalar: argument 'self' must be a number (pow.Scalar: a Python scalar base)");
   const auto c = chosen(rule_for(make_call("aten.pow.Scalar", {t}, {float_arg(0.5), tensor_arg(0)})), mesh_of({2}), {t}, {parse_spec("P(max)")});
   CHECK(c == std::pair<std::string, double>{"P(min) | P(max)", 0.0});
 }
 
 TEST_CASE("R18: repeat keeps the shards of the dims it does not repeat", "[regressions_3]") {
   const TensorMeta t = meta({4, 6});
-  const auto rule_of = [&](std::vector<std::int64_t> repeats) { return rule_for(make_call("aten.repeat.default", {t}, {tensor_arg(0), ints_arg(repeats)})); };
+  const auto rule_of = [&](std::vector<std::int64_t> repeats) {
+    return rule_for(make_call("aten.repeat.default", {t}, {tensor_arg(0), ints_arg(repeats)}));
+  };
   CHECK(rows_text(rule_of({1, 2}).rules) == Rows{"S?(0),S?(0)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
   // new leading dims shift the kept dims
   CHECK(rows_text(rule_of({3, 1, 1}).rules) ==
@@ -247,9 +250,9 @@ TEST_CASE("R18: repeat keeps the shards of the dims it does not repeat", "[regre
 
 TEST_CASE("R18: average pooling and its backward split batch and channels, linear in the gradient", "[regressions_3]") {
   const TensorMeta grad = meta({8, 4, 6, 6}), self = meta({8, 4, 12, 12});
-  const OpRule back = rule_for(make_call("aten.avg_pool2d_backward.default", {grad, self},
-                                         {tensor_arg(0), tensor_arg(1), ints_arg({2, 2}), ints_arg({2, 2}), ints_arg({0, 0}), bool_arg(false),
-                                          bool_arg(true), none_arg()}));
+  const OpRule back = rule_for(
+      make_call("aten.avg_pool2d_backward.default", {grad, self},
+                {tensor_arg(0), tensor_arg(1), ints_arg({2, 2}), ints_arg({2, 2}), ints_arg({0, 0}), bool_arg(false), bool_arg(true), none_arg()}));
   const Rows backward_rows{"S?(0),S?(0),S?(0)", "S?(1),S?(1),S?(1)", "P(sum),P(sum),R", "P(avg),P(avg),R"};
   CHECK(rows_text(back.rules) == backward_rows);
   CHECK(chosen(back, mesh_of({2}), {grad, self}, {parse_spec("S(0)"), parse_spec("S(0)")}) ==
@@ -259,8 +262,8 @@ TEST_CASE("R18: average pooling and its backward split batch and channels, linea
   const OpRule adaptive = rule_for(make_call("aten._adaptive_avg_pool2d_backward.default", {grad, self}, {tensor_arg(0), tensor_arg(1)}));
   CHECK(rows_text(adaptive.rules) == backward_rows);
   // unbatched [C, H, W]: dim 1 is spatial and stays whole (DTensor 2.13 lists S(1) there too)
-  const OpRule unbatched = rule_for(make_call("aten._adaptive_avg_pool2d_backward.default", {meta({4, 1, 1}), meta({4, 6, 6})},
-                                              {tensor_arg(0), tensor_arg(1)}));
+  const OpRule unbatched =
+      rule_for(make_call("aten._adaptive_avg_pool2d_backward.default", {meta({4, 1, 1}), meta({4, 6, 6})}, {tensor_arg(0), tensor_arg(1)}));
   CHECK(rows_text(unbatched.rules) == Rows{"S?(0),S?(0),S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R"});
   CHECK(error_of([&] {
           return rule_for(make_call("aten._adaptive_avg_pool2d_backward.default", {meta({8, 2, 1, 1}), self}, {tensor_arg(0), tensor_arg(1)}));
@@ -289,8 +292,9 @@ TEST_CASE("R18: copy_, prims.rev, prims.device_put and tg.log_tensor", "[regress
   const OpRule rev4 = rule_for(make_call("prims.rev.default", {meta({1, 256, 1, 257})}, {tensor_arg(0), ints_arg({1, 3})}));
   CHECK(rows_text(rev4.rules)[0] == "S?(0),S?(0)");
   CHECK(rows_text(rev4.rules)[1] == "S?(2),S?(2)");
-  CHECK(error_of([&] { return rule_for(make_call("prims.rev.default", {t}, {tensor_arg(0), ints_arg({1, -1})})); }) ==
-        "ctshard: prims.rev.default: ctshard::flip: dim -1 appears more than once in dims");
+  CHECK(error_of([&] {
+          return rule_for(make_call("prims.rev.default", {t}, {tensor_arg(0), ints_arg({1, -1})}));
+        }) == "ctshard: prims.rev.default: ctshard::flip: dim -1 appears more than once in dims");
   // identities: the clone rule
   const Rows same{"S?(0),S?(0)", "S?(1),S?(1)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"};
   OpArg device;
@@ -309,8 +313,9 @@ TEST_CASE("R18: graphsafe_run_with_rng_state takes the rule of the op it runs, t
   OpArg op;
   op.kind = OpArg::Kind::other;
   op.text = "torch.ops.aten._scaled_dot_product_flash_attention.default";
-  const OpCall wrapped = make_call("higher_order.graphsafe_run_with_rng_state", {q, q, q, state},
-                                   {op, tensor_arg(0), tensor_arg(1), tensor_arg(2), float_arg(0.2)}, {{"scale", float_arg(0.1)}, {"rng_state", tensor_arg(3)}});
+  const OpCall wrapped =
+      make_call("higher_order.graphsafe_run_with_rng_state", {q, q, q, state}, {op, tensor_arg(0), tensor_arg(1), tensor_arg(2), float_arg(0.2)},
+                {{"scale", float_arg(0.1)}, {"rng_state", tensor_arg(3)}});
   const OpCall direct = make_call("aten._scaled_dot_product_flash_attention.default", {q, q, q},
                                   {tensor_arg(0), tensor_arg(1), tensor_arg(2), float_arg(0.2)}, {{"scale", float_arg(0.1)}});
   const OpRule w = rule_for(wrapped), d = rule_for(direct);
@@ -330,21 +335,22 @@ TEST_CASE("R18: graphsafe_run_with_rng_state takes the rule of the op it runs, t
   // no rule inside, or no op reference
   OpArg unknown = op;
   unknown.text = "torch.ops.aten.not_an_op.default";
-  CHECK(error_of([&] { return rule_for(make_call("higher_order.graphsafe_run_with_rng_state", {q}, {unknown, tensor_arg(0)})); }) ==
-        "ctshard: no rule for aten.not_an_op.default inside higher_order.graphsafe_run_with_rng_state");
+  CHECK(error_of([&] {
+          return rule_for(make_call("higher_order.graphsafe_run_with_rng_state", {q}, {unknown, tensor_arg(0)}));
+        }) == "ctshard: no rule for aten.not_an_op.default inside higher_order.graphsafe_run_with_rng_state");
   CHECK(error_of([&] { return rule_for(make_call("higher_order.graphsafe_run_with_rng_state", {q}, {tensor_arg(0)})); }) ==
         "ctshard: higher_order.graphsafe_run_with_rng_state without an op reference as first argument");
   // the state may sit anywhere among the tensors: native_dropout(x, p, train) with the state first
-  const OpCall dropout = make_call("higher_order.graphsafe_run_with_rng_state", {state, meta({6, 4})},
-                                   {OpArg{OpArg::Kind::other, 0, 0, {}, "torch.ops.aten.native_dropout.default", {}}, tensor_arg(1), float_arg(0.1),
-                                    bool_arg(true)},
-                                   {{"rng_state", tensor_arg(0)}});
+  const OpCall dropout =
+      make_call("higher_order.graphsafe_run_with_rng_state", {state, meta({6, 4})},
+                {OpArg{OpArg::Kind::other, 0, 0, {}, "torch.ops.aten.native_dropout.default", {}}, tensor_arg(1), float_arg(0.1), bool_arg(true)},
+                {{"rng_state", tensor_arg(0)}});
   CHECK(rows_text(rule_for(dropout).rules) == Rows{"S?(0),S?(0),R,S?(0)", "S?(1),S?(1),R,S?(1)"});
   // a wrapped rule's full-mesh filter still sees its own operands: amax of [3] over 4 ranks leaves
   // one rank an empty shard, so the P(max) row is dropped with the state column there too
-  const OpCall amax = make_call("higher_order.graphsafe_run_with_rng_state", {meta({3}), state},
-                                {OpArg{OpArg::Kind::other, 0, 0, {}, "aten.amax.default", {}}, tensor_arg(0), ints_arg({0})},
-                                {{"rng_state", tensor_arg(1)}});
+  const OpCall amax =
+      make_call("higher_order.graphsafe_run_with_rng_state", {meta({3}), state},
+                {OpArg{OpArg::Kind::other, 0, 0, {}, "aten.amax.default", {}}, tensor_arg(0), ints_arg({0})}, {{"rng_state", tensor_arg(1)}});
   const OpRule amax_rule = rule_for(amax);
   REQUIRE(amax_rule.filter);
   const auto rows4 = candidates(amax_rule, mesh_of({4}), {meta({3}), state}, {parse_spec("S(0)"), parse_spec("R")});

@@ -63,7 +63,8 @@ inline void register_einsum_ops(OpRegistry& registry, EinsumLinearity linearity 
   registry.add({"aten.einsum.default"}, [linearity](const OpCall& call) {
     const OpArg* eq = call.arg(0);
     if (eq == nullptr || eq->kind != OpArg::Kind::string) throw error("ctshard: aten.einsum.default needs the equation string as its first argument");
-    return OpRule{detail::einsum_rules_for(call, parse_einsum_or_throw(eq->text, 2), 0, linearity), UnevenInputs::reject, {}, PlaceholderFill::dtensor};
+    return OpRule{
+        detail::einsum_rules_for(call, parse_einsum_or_throw(eq->text, 2), 0, linearity), UnevenInputs::reject, {}, PlaceholderFill::dtensor};
   });
 }
 

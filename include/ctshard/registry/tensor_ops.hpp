@@ -149,8 +149,9 @@ inline void register_tensor_ops(OpRegistry& r) {
           if (dtype.empty()) bad_argument(c, "dtype", "is missing");
           return cast_single_dim_strategy(c.tensors[0].shape, cast_partials_for(dtype));
         }));
-  r.add({"aten.copy.default", "aten.copy_.default"}, tensor_op_factory(2, UnevenInputs::keep_current,
-                                                 [](const OpCall& c) { return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape); }));
+  r.add({"aten.copy.default", "aten.copy_.default"}, tensor_op_factory(2, UnevenInputs::keep_current, [](const OpCall& c) {
+          return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape);
+        }));
   r.add({"aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default"},
         tensor_op_factory(1, follows_input, [](const OpCall& c) { return like_single_dim_strategy(c.tensors[0].shape); }));
   for (const FactoryContents contents : {FactoryContents::uninitialized, FactoryContents::filled}) {

@@ -208,8 +208,8 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
     }
     const std::size_t i = o - pad;
     if (times > 0 && input[i] > std::numeric_limits<std::int64_t>::max() / times)
-      detail::view_error(api, "dim " + std::to_string(i) + " of size " + std::to_string(input[i]) + " repeated " + std::to_string(times) +
-                                  " times passes int64");
+      detail::view_error(
+          api, "dim " + std::to_string(i) + " of size " + std::to_string(input[i]) + " repeated " + std::to_string(times) + " times passes int64");
     m.output.push_back(input[i] * times);
     if (times == 1) m.dims[o] = detail::view_input_dim(i);
     else m.dims[o] = {ViewDimKind::broadcast, static_cast<std::int8_t>(i), static_cast<std::int8_t>(i), 0};
