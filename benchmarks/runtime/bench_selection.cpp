@@ -73,7 +73,7 @@ void search_counters(benchmark::State& state, const OpRule& rule, const MeshTopo
 void choose(benchmark::State& state, OpCall call, std::vector<std::int64_t> mesh_sizes, Query qa, Query qb, SelectAlgo algo) {
   const MeshTopology mesh = MeshTopology::build(mesh_sizes, 8);
   const OpRule rule = (*builtin_registry().find(call.op))(call);
-  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
   const std::vector<Spec> a = parse_all(qa), b = parse_all(qb);
   Choice c = e.choose(call.tensors, a, algo);  // warm: placeholder fills, memo sizing
   c = e.choose(call.tensors, b, algo);
@@ -136,7 +136,7 @@ void cold_with_factory(benchmark::State& state, OpCall call, std::vector<std::in
   const std::vector<Spec> specs = parse_all(q);
   for (auto _ : state) {
     const OpRule rule = factory(call);
-    StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+    StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
     benchmark::DoNotOptimize(e.choose(call.tensors, specs));
   }
 }

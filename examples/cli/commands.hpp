@@ -43,7 +43,8 @@ struct TableOptions {
 };
 
 /// The `table --json` document: op, aten_op, shapes, mesh, devices_per_host, itemsize, inputs,
-/// allow_uneven, algo, rules_raw, rules, num_combinations, filtered, strategies, choice,
+/// allow_uneven, uneven_inputs, placeholder_fill ("dtensor" or "shard_from_partial": how the rule
+/// fills its placeholders), algo, rules_raw, rules, num_combinations, filtered, strategies, choice,
 /// plain_min_index (the reference cases' format). With `algo` "search", `strategies` holds the
 /// chosen row only (found by the exact search; `choice.index` and `plain_min_index` are positions
 /// among the surviving rows, counted without listing them; `filtered.op_filter` is absent, and

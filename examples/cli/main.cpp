@@ -184,6 +184,14 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
         ->capture_default_str();
   };
   add_partial_passthrough(plan_cmd, plan_passthrough);
+  std::string plan_greedy_fill = "dtensor";
+  plan_cmd
+      ->add_option("--greedy-fill", plan_greedy_fill,
+                   "how the greedy planner fills placeholder rows: dtensor: as DTensor (a Partial-only input is all-reduced; "
+                   "greedy cannot see whether a shard pays off downstream); rule: each rule's own (shard_from_partial: a Partial "
+                   "input also reaches the Shard rows, by reduce-scatter)")
+      ->check(CLI::IsMember({"dtensor", "rule"}))
+      ->capture_default_str();
 
   struct TableText {
     std::string op, shapes, mesh, inputs;
@@ -305,6 +313,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
     options.devices_per_host = dph;
     options.cost_model = parse_cost_model(plan_cost_model);
     options.algo = parse_algo(plan_algo);
+    if (plan_greedy_fill == "rule") options.greedy_fill.reset();
     for (const auto& p : places) {
       const auto eq = p.find('=');
       if (eq == std::string::npos || eq == 0) throw error("ctshard plan: --place expects NAME=SPEC, got '" + p + "'");

@@ -395,7 +395,20 @@ class Planner {
   /// Graph constants (`self._tensor_constant0`) carry no type; the copy that lifts them
   /// (`lift_fresh_copy`, also `clone` / `detach` / `alias`) has the same shape and dtype, so its
   /// output annotation stands in for the input's.
+  ///
+  /// The `rng_state` of `higher_order.graphsafe_run_with_rng_state` is a torch.Generator, which a
+  /// graph passes by name with no annotation: it becomes an opaque 0-d value (8 bytes), which the
+  /// wrapper's rule keeps Replicate (an unplaced graph input is Replicate, so it moves nothing).
   void infer_unknown_input(const fx::Node& node, std::vector<Resolved>& inputs, OpCall& call) {
+    if (node.target == "higher_order.graphsafe_run_with_rng_state")
+      for (const auto& [name, arg] : call.kwargs)
+        if (name == "rng_state" && arg.kind == OpArg::Kind::tensor && static_cast<std::size_t>(arg.integer) < inputs.size()) {
+          Resolved& state = inputs[static_cast<std::size_t>(arg.integer)];
+          if (state.known || !state.unknown.empty()) continue;
+          state.meta = TensorMeta{TensorShape{}, 8};
+          state.known = true;
+          call.tensors[static_cast<std::size_t>(arg.integer)] = state.meta;
+        }
     static constexpr std::string_view same_layout[] = {"aten.lift_fresh_copy.default", "aten.clone.default", "aten.detach.default",
                                                        "aten.alias.default"};
     if (inputs.size() != 1 || inputs[0].known || node.outputs.size() != 1 || !node.outputs[0].known()) return;
@@ -416,7 +429,8 @@ class Planner {
     for (auto it = first; it != end; ++it)
       if (same_call(calls_[it->second].call, call)) return calls_[last_call_ = it->second].enumerator;
     OpRule rule = factory(call);
-    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, std::move(rule.filter))});
+    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, std::move(rule.filter),
+                                                                    options_.greedy_fill.value_or(rule.placeholder_fill))});
     call_index_.emplace(h, last_call_ = calls_.size() - 1);
     return calls_.back().enumerator;
   }

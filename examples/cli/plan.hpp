@@ -17,6 +17,7 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -68,6 +69,13 @@ struct PlanOptions {
   std::map<std::string, std::int64_t> symbols;  ///< symbol name -> value (`--sym s77=1024`); others get prime hints
   CostModel cost_model = CostModel::dtensor;    ///< how redistributions are priced (`--cost-model`)
   SelectAlgo algo = SelectAlgo::search;         ///< how each node's choice is found (`--algo`)
+  /// How the greedy planner fills each rule's placeholders (`--greedy-fill`): set, this fill for
+  /// every node — DTensor's by default: a reduce-scatter into a shard (PlaceholderFill::
+  /// shard_from_partial) is cheaper at the node, but greedy cannot see the gathers it causes
+  /// downstream (gpt_megatron_l1_tp2_r0 on 2x4: 1,576.6 µs with DTensor's fill, 46,482.6 µs with
+  /// the rules' own; docs/semantics.md); unset, each rule's own (OpRule::placeholder_fill). The
+  /// global planner (`--global`) lists the plain-Shard rows of every op either way.
+  std::optional<PlaceholderFill> greedy_fill = PlaceholderFill::dtensor;
 };
 
 /// Where a tensor input of an op node comes from: the node that defines the value (a placeholder,

@@ -258,7 +258,7 @@ nlohmann::json index_value(std::optional<std::uint64_t> index) { return index ? 
 nlohmann::json choice_json(const TableOptions& o) {
   const PreparedTable t = prepare_table(o);
   const SelectAlgo algo = parse_algo(o.algo);
-  StrategyEnumerator enumerator(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter);
+  StrategyEnumerator enumerator(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter, t.rule.placeholder_fill);
   const Choice c = enumerator.choose(t.tensors, t.specs, algo);
   nlohmann::json j = chosen_row(enumerator, t, c);
   j["choice"] = {{"rule", std::string(to_string(c.rule))}};
@@ -278,7 +278,7 @@ nlohmann::json table_json(const TableOptions& o) {
   const std::vector<Spec>& specs = t.specs;
   const OpCall& call = t.call;
   const OpRule& rule = t.rule;
-  StrategyEnumerator enumerator(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+  StrategyEnumerator enumerator(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
 
   nlohmann::json j;
   j["op"] = o.op;
@@ -294,6 +294,7 @@ nlohmann::json table_json(const TableOptions& o) {
   for (const auto& s : specs) j["inputs"].push_back(to_string(s));
   j["allow_uneven"] = rule.uneven_inputs != UnevenInputs::reject;
   j["uneven_inputs"] = to_string(rule.uneven_inputs);
+  j["placeholder_fill"] = std::string(to_string(rule.placeholder_fill));
   j["algo"] = o.algo;
   j["rules_raw"] = rule_rows(rule.rules);
   const RuleSet& filled = enumerator.filled_rules(specs);

@@ -59,11 +59,14 @@ def table(
         surviving rows).
     partial_passthrough: ``"ctshard"`` (default: a Partial input passes through the ops linear in
         it — clone, casts, the activation backwards' gradient, native_layer_norm_backward) or
-        ``"dtensor"`` (those ops take no Partial input, as in DTensor 2.13: for plans that
-        DTensor's own op dispatch executes, e.g. ``ctshard.torch.run_plan(..., mode="dtensor")``).
+        ``"dtensor"`` (those ops take no Partial input and fill their placeholders as DTensor 2.13
+        does: for plans that DTensor's own op dispatch executes, e.g.
+        ``ctshard.torch.run_plan(..., mode="dtensor")``).
 
-    Returns the dict with ``rules_raw``, ``rules``, ``num_combinations``, ``filtered``,
-    ``strategies`` (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
+    Returns the dict with ``rules_raw``, ``rules``, ``placeholder_fill`` (``"dtensor"`` for the
+    einsum and pointwise ops, ``"shard_from_partial"`` for the others: a Partial input also reaches
+    the Shard rows, by reduce-scatter), ``num_combinations``, ``filtered``, ``strategies``
+    (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
     ``plain_min_index``. Raises ValueError on bad input.
     """
     return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough)

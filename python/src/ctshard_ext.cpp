@@ -184,13 +184,13 @@ nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mes
     std::size_t sink = 0;
     const double cold = per_call([&](std::int64_t) {
       const OpRule rule = (*t.factory)(t.call);
-      StrategyEnumerator e(rule.rules, t.mesh, rule.uneven_inputs, rule.filter);
+      StrategyEnumerator e(rule.rules, t.mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
       sink += e.choose(t.tensors, t.specs).digits[0];
     });
     // Two metas that differ only in itemsize: every call sees a changed input and reprices.
     std::vector<TensorMeta> other = t.tensors;
     for (auto& m : other) m.itemsize = m.itemsize == 4 ? 2 : 4;
-    StrategyEnumerator e(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter);
+    StrategyEnumerator e(t.rule.rules, t.mesh, t.rule.uneven_inputs, t.rule.filter, t.rule.placeholder_fill);
     const double warm = per_call([&](std::int64_t r) { sink += e.choose(r % 2 == 0 ? t.tensors : other, t.specs).digits[0]; });
     sink += e.choose(other, t.specs).digits[0];  // whatever the parity of `repeat`, the next loop repeats one query
     const double again = per_call([&](std::int64_t) { sink += e.choose(other, t.specs).digits[0]; });

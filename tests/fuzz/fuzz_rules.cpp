@@ -128,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (std::size_t i = 0; i < mesh_sizes.size(); ++i) s.push_back(fuzz_placement(in, static_cast<int>(t.shape.rank)));
       specs.push_back(s);
     }
-    StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+    StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
     const Choice c = e.choose(call.tensors, specs);
     for (std::size_t k = 0; k < e.num_outputs() + e.num_inputs(); ++k) (void)e.spec_of(c, k);
   } catch (const error&) {}

@@ -173,6 +173,17 @@ void add_pointwise(std::vector<SampleCall>& v) {
   pw("aten.where.self", {B({4, 5}), R({4, 5}), R({5})});
   pw("aten.where.self", {B({4, 1}), R({1, 5}), R(scalar)});
   pw("aten.lerp.Tensor", {R({4, 5}), R({4, 5}), R({4, 5})});
+  pw("prims.fma.default", {R({4, 5}), R({4, 5}), R({4, 5})});
+  pw("prims.fma.default", {R({3, 1, 4}), R({4}), R({3, 5, 4})});
+  pw("prims.fma.default", {R({6}), R(scalar), R({6})});
+  // scalar bounds and bases
+  pw("aten.clamp_min.default", {R({4, 5})}, {farg(0.3)});
+  pw("aten.clamp_max.default", {R({3, 1, 5})}, {farg(-0.2)});
+  pw("aten.clamp.default", {R({4, 5})}, {farg(-0.5), farg(0.5)});
+  pw("aten.clamp.default", {R({5})}, {none_arg(), farg(0.1)});
+  v.push_back(SampleCall{"pointwise", "aten.pow.Scalar", {R({4, 5})}, {farg(2.0), targ(0)}, {}});
+  v.push_back(SampleCall{"pointwise", "aten.pow.Scalar", {R({3, 1, 5})}, {farg(0.5), targ(0)}, {}});
+  v.push_back(SampleCall{"pointwise", "aten.pow.Scalar", {I({4, 5})}, {farg(-2.0), targ(0)}, {}});
 }
 
 void add_einsum(std::vector<SampleCall>& v) {

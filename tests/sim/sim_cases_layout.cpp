@@ -39,6 +39,10 @@ void add_layout_cases(std::vector<SampleCall>& v) {
   view("aten.expand.default", {R({4, 1})}, {ilist({4, 5})});
   view("aten.expand.default", {R({5})}, {ilist({3, 5})});
   view("aten.expand.default", {R({2, 1, 5})}, {ilist({2, 4, -1})});
+  view("aten.repeat.default", {R({4, 6})}, {ilist({1, 2})});
+  view("aten.repeat.default", {R({3, 5})}, {ilist({2, 1, 1})});
+  view("aten.repeat.default", {R({4, 1, 3})}, {ilist({1, 4, 1})});
+  view("aten.repeat.default", {R({5})}, {ilist({2, 3})});
 
   auto top = [&v](std::string op, std::vector<SimInput> in, std::vector<OpArg> extra = {}, Kwargs kw = {}) {
     v.push_back(make_call("tensor", std::move(op), std::move(in), std::move(extra), std::move(kw)));
@@ -76,6 +80,14 @@ void add_layout_cases(std::vector<SampleCall>& v) {
   top("aten._to_copy.default", {R({4, 5})}, {}, {{"dtype", sarg("torch.int32")}});
   top("prims.convert_element_type.default", {R({4, 5})}, {sarg("torch.bool")});
   top("aten.copy.default", {R({4, 5}), R({5})});
+  top("aten.copy_.default", {R({4, 5}), R({4, 5})});
+  top("aten.copy_.default", {R({3, 1, 6}), R({6})});
+  top("prims.device_put.default", {R({4, 5})}, {sarg("cpu")});
+  top("tg.log_tensor.default", {R({5, 3})}, {sarg("tokens")});
+  top("aten.flip.default", {R({4, 6})}, {ilist({1})});
+  top("aten.flip.default", {R({5, 4, 3})}, {ilist({0, -1})});
+  top("prims.rev.default", {R({6, 5})}, {ilist({0})});
+  top("prims.rev.default", {R({1, 4, 1, 5})}, {ilist({1, 3})});
   top("aten.new_empty.default", {R({4, 5})}, {ilist({4, 5})});
   top("aten.new_zeros.default", {R({4, 5})}, {ilist({3, 6})});
   top("aten.new_ones.default", {R({4, 5})}, {ilist({4, 5})});

@@ -309,6 +309,18 @@ void add_pointwise(Table& t) {
     T[name] = binary([](const Tensor& x, const Tensor& y) { return xt::minimum(x, y); });
   T["aten.fmin.default"] = binary([](const Tensor& x, const Tensor& y) { return xt::fmin(x, y); });
   T["aten.logaddexp.default"] = binary([](const Tensor& x, const Tensor& y) { return xt::maximum(x, y) + xt::log1p(xt::exp(-xt::abs(x - y))); });
+  // prims.fma(a, b, c) = a * b + c; clamp with Python-scalar bounds; pow.Scalar(base, exponent)
+  T["prims.fma.default"] = {[](const ArgPack& a) { return Outs{a.tensor(0) * a.tensor(1) + a.tensor(2)}; }, {}};
+  T["aten.clamp_min.default"] = binary([](const Tensor& x, const Tensor& lo) { return xt::maximum(x, lo); });
+  T["aten.clamp_max.default"] = binary([](const Tensor& x, const Tensor& hi) { return xt::minimum(x, hi); });
+  T["aten.clamp.default"] = {[](const ArgPack& a) {
+                               Tensor x = a.tensor(0);
+                               if (a.has(1)) x = xt::maximum(x, a.tensor(1));
+                               if (a.has(2)) x = xt::minimum(x, a.tensor(2));
+                               return Outs{x};
+                             },
+                             {}};
+  T["aten.pow.Scalar"] = binary([](const Tensor& base, const Tensor& x) { return xt::pow(base, x); });
 }
 
 void add_einsum(Table& t) {

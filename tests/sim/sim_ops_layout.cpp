@@ -154,6 +154,23 @@ void add_views(RefTable& t) {
                               return Outs{squeeze(x, dims, false)};
                             },
                             {}};
+  // repeat(x, repeats): new leading dims of size 1 first, then each dim concatenated repeats[o] times
+  t["aten.repeat.default"] = {[](const ArgPack& a) {
+                                Tensor x = a.tensor(0);
+                                const auto reps = a.ints(1);
+                                while (x.dimension() < reps.size()) x = unsqueezed(x, 0);
+                                for (std::size_t d = 0; d < reps.size(); ++d) {
+                                  if (reps[d] == 0) {
+                                    Shape s = shape_of(x);
+                                    s[d] = 0;
+                                    x = Tensor::from_shape(s);
+                                    continue;
+                                  }
+                                  x = concat(std::vector<Tensor>(static_cast<std::size_t>(reps[d]), x), d);
+                                }
+                                return Outs{x};
+                              },
+                              {}};
   t["aten.expand.default"] = {[](const ArgPack& a) {
                                 const Tensor x = a.tensor(0);
                                 const auto sizes = a.ints(1);
@@ -244,7 +261,9 @@ void add_tensor_ops(RefTable& t) {
                              },
                              {}};
   const RefOp identity{[](const ArgPack& a) { return Outs{a.tensor(0)}; }, {}};
-  for (const char* name : {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default"}) t[name] = identity;
+  for (const char* name : {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default",
+                           "prims.device_put.default", "tg.log_tensor.default"})
+    t[name] = identity;
   // empty_like's values are unspecified; zeros stand for "anything", equal on every rank.
   t["aten.empty_like.default"] = {[](const ArgPack& a) { return Outs{filled(shape_of(a.tensor(0)), 0.0)}; }, {}};
   t["aten._to_copy.default"] = {[](const ArgPack& a) {
@@ -258,6 +277,21 @@ void add_tensor_ops(RefTable& t) {
                               return Outs{Tensor(xt::broadcast(a.tensor(1), dst.shape()))};
                             },
                             {}};
+  t["aten.copy_.default"] = t["aten.copy.default"];
+  // flip / prims.rev(x, dims): reversed along each listed dim
+  const RefOp flip{[](const ArgPack& a) {
+                     Tensor x = a.tensor(0);
+                     for (auto d : a.ints(1)) {
+                       const std::size_t dim = wrap_dim(d, x.dimension());
+                       std::vector<std::size_t> idx(x.shape()[dim]);
+                       for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = idx.size() - 1 - i;
+                       x = take_along(x, dim, idx);
+                     }
+                     return Outs{x};
+                   },
+                   {}};
+  t["aten.flip.default"] = flip;
+  t["prims.rev.default"] = flip;
   t["aten.zeros_like.default"] = {[](const ArgPack& a) { return Outs{filled(shape_of(a.tensor(0)), 0.0)}; }, {}};
   t["aten.ones_like.default"] = {[](const ArgPack& a) { return Outs{filled(shape_of(a.tensor(0)), 1.0)}; }, {}};
   t["aten.full_like.default"] = {[](const ArgPack& a) { return Outs{filled(shape_of(a.tensor(0)), a.number(1, 0.0))}; }, {}};

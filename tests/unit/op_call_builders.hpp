@@ -124,7 +124,7 @@ std::string error_of(F&& f) {
 /// Every surviving full-mesh candidate of `rule` for these inputs: "out specs | input specs".
 inline std::vector<std::string> candidates(const OpRule& rule, const MeshTopology& mesh, const std::vector<TensorMeta>& inputs,
                                            const std::vector<Spec>& specs, FilterCounts* counts = nullptr) {
-  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
   std::vector<std::string> out;
   const FilterCounts c = e.for_each(inputs, specs, [&](const CandidateView& v) {
     std::string s;
@@ -143,7 +143,7 @@ inline std::vector<std::string> candidates(const OpRule& rule, const MeshTopolog
 inline std::pair<std::string, double> chosen(const OpRule& rule, const MeshTopology& mesh, const std::vector<TensorMeta>& inputs,
                                              const std::vector<Spec>& specs) {
   const auto all = candidates(rule, mesh, inputs, specs);
-  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
   const Choice c = e.choose(inputs, specs);
   return {all.at(static_cast<std::size_t>(e.index_of(inputs, specs, c).value())), c.total_us};
 }

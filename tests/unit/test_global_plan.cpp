@@ -762,7 +762,7 @@ TEST_CASE("candidates: every row DTensor's enumeration lists for some input spec
     for (const auto& call : calls) {
       const OpRule rule = (*registry.find(call.op))(call);
       const CandidateSet cands = enumerate_candidates(rule.rules, mesh, call.tensors, plain_shard_kinds, rule.uneven_inputs, rule.filter);
-      StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+      StrategyEnumerator e(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
       for (std::size_t trial = 0; trial < test::scaled(40); ++trial) {
         // a random current spec per input: R, S(d) or P(sum) per mesh dim
         std::vector<Spec> current;

@@ -24,7 +24,7 @@ std::string call_rule(const RuleFactory& factory, const OpCall& call) {
     const OpRule rule = factory(call);
     if (rule.rules.num_inputs() == call.tensors.size() && !call.tensors.empty()) {
       std::vector<std::int64_t> sizes{2};
-      StrategyEnumerator e(rule.rules, MeshTopology::build(sizes), rule.uneven_inputs, rule.filter);
+      StrategyEnumerator e(rule.rules, MeshTopology::build(sizes), rule.uneven_inputs, rule.filter, rule.placeholder_fill);
       std::vector<Spec> specs(call.tensors.size(), Spec(std::size_t{1}));
       (void)e.choose(call.tensors, specs);
     }

@@ -115,10 +115,10 @@ TEST_CASE("reduction rules: softmax family keeps the softmax dim whole", "[reduc
       make_call("aten._softmax_backward_data.default", {meta({4, 5}), meta({4, 5})}, {tensor_arg(0), tensor_arg(1), int_arg(1), int_arg(6)}));
   CHECK(b.rules.num_inputs() == 2);
   CHECK(rows_text(b.rules) == Rows{"S?(0),S?(0),S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R"});  // linear in grad_output
-  // a Partial input is not softmax-able: it is reduced first
+  // a Partial input is not softmax-able: it is reduced first, by a reduce-scatter off the softmax dim (R15)
   const auto c = chosen(rule_for(make_call("aten._softmax.default", {meta({4, 5})}, {tensor_arg(0), int_arg(-1), bool_arg(false)})), mesh_of({2}),
                         {meta({4, 5})}, {parse_spec("P(sum)")});
-  CHECK(c.first == "R | R");
+  CHECK(c.first == "S(0) | S(0)");
 }
 
 TEST_CASE("reduction rules: bad arguments name the op and the argument", "[reduction]") {
@@ -171,7 +171,7 @@ TEST_CASE("reduction rules: max/min rows need a non-empty shard on every device"
   dims.ints = {0};
   call.args = {t, dims};
   const OpRule rule = (*builtin_registry().find(call.op))(call);
-  StrategyEnumerator e(rule.rules, mesh3, rule.uneven_inputs, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh3, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
   const Spec specs[] = {parse_spec("S(0)")};
   bool partial_max = false;
   const FilterCounts counts = e.for_each(call.tensors, specs, [&](const CandidateView& v) {

@@ -37,9 +37,9 @@ TEST_CASE("R02: a collective passes only a Partial of its own reduce op, a sum n
     return make_call("_c10d_functional.all_reduce.default", {meta({8, 6})}, {tensor_arg(0), str_arg(op), str_arg("0")});
   };
   const auto psum = parse_spec("P(sum)");
-  // max all-reduce of a partial sum: reduce first (an all-reduce, cost > 0), then max of replicas.
+  // max all-reduce of a partial sum: reduce first (cost > 0; R15: a reduce-scatter into S(0)), then max of replicas.
   const auto m = chosen(rule_for(all_reduce("max")), mesh_of({2}), {meta({8, 6})}, {psum});
-  CHECK(m.first == "R | R");
+  CHECK(m.first == "S(0) | S(0)");
   CHECK(m.second > 0.0);
   CHECK(rows_text(rule_for(all_reduce("max")).rules) == Rows{"S?(0),S?(0)", "S?(1),S?(1)", "P(max),P(max)"});
   // sum all-reduce: its own Partial passes free; a Replicate input is never taken (it would be
@@ -82,7 +82,7 @@ TEST_CASE("R06: cat of 70 tensors keeps S(1) at no cost", "[regressions_2]") {
   for (std::int64_t i = 0; i < 70; ++i) list.ints.push_back(i);
   const OpRule rule = rule_for(make_call("aten.cat.default", ts, {list, int_arg(0)}));
   const std::vector<Spec> specs(70, parse_spec("S(1)"));
-  StrategyEnumerator e(rule.rules, mesh_of({2}), rule.uneven_inputs, rule.filter);
+  StrategyEnumerator e(rule.rules, mesh_of({2}), rule.uneven_inputs, rule.filter, rule.placeholder_fill);
   const Choice c = e.choose(ts, specs);
   CHECK(to_string(e.spec_of(c, 0)) == "S(1)");
   CHECK(c.total_us == 0.0);

@@ -57,8 +57,8 @@ TEST_CASE("search: choose() equals full enumeration on random problems, both cos
   std::size_t queries[2] = {0, 0}, rules[4] = {0, 0, 0, 0};
   while (queries[0] < test::scaled(5000) || queries[1] < test::scaled(5000)) {
     const test::RandomCase c = gen.problem(1, 4);
-    StrategyEnumerator search(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter);
-    StrategyEnumerator full(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter);
+    StrategyEnumerator search(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter, c.rule.placeholder_fill);
+    StrategyEnumerator full(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter, c.rule.placeholder_fill);
     for (int q = 0; q < 3; ++q) {  // several queries per enumerator: memo stamps, fills per shard kind
       const std::vector<Spec> specs = current_specs(gen, c);
       std::size_t rows = 1;
@@ -102,7 +102,7 @@ TEST_CASE("search: on 5..8-dim meshes the answer survives and no sampled row bea
   std::size_t checked = 0;
   for (std::size_t trial = 0; trial < test::scaled(150); ++trial) {
     const test::RandomCase c = gen.problem(5, 8, 3);
-    StrategyEnumerator e(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter);
+    StrategyEnumerator e(c.rule.rules, c.mesh, c.rule.uneven_inputs, c.rule.filter, c.rule.placeholder_fill);
     const std::vector<Spec> specs = current_specs(gen, c);
     const Choice got = e.choose(c.metas, specs);
     INFO(describe(c, specs) << " -> " << to_string(got.rule) << " " << got.total_us);

@@ -180,8 +180,8 @@ TEST_CASE("enumerator: choose() equals full enumeration with DTensor's tie rules
     const MeshTopology mesh = MeshTopology::build(sizes);
     for (const auto& [call, alphabet] : ops) {
       const OpRule rule = (*builtin_registry().find(call.op))(call);
-      StrategyEnumerator fast(rule.rules, mesh, rule.uneven_inputs, rule.filter);
-      StrategyEnumerator slow(rule.rules, mesh, rule.uneven_inputs, rule.filter);
+      StrategyEnumerator fast(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
+      StrategyEnumerator slow(rule.rules, mesh, rule.uneven_inputs, rule.filter, rule.placeholder_fill);
       for (int trial = 0; trial < 150; ++trial) {
         std::vector<Spec> specs;
         for (std::size_t i = 0; i < call.tensors.size(); ++i) {

@@ -254,9 +254,9 @@ TEST_CASE("view rules: bad arguments name the op and the argument", "[view]") {
 TEST_CASE("view rules: every overload is registered and none lists the all-Replicate row", "[view]") {
   OpRegistry r;
   register_view_ops(r);
-  CHECK(r.names() == std::vector<std::string>{"aten._unsafe_view.default", "aten.expand.default", "aten.permute.default", "aten.reshape.default",
-                                              "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.t.default", "aten.transpose.int",
-                                              "aten.unsqueeze.default", "aten.view.default"});
+  CHECK(r.names() == std::vector<std::string>{"aten._unsafe_view.default", "aten.expand.default", "aten.permute.default", "aten.repeat.default",
+                                              "aten.reshape.default", "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
+                                              "aten.t.default", "aten.transpose.int", "aten.unsqueeze.default", "aten.view.default"});
   const RuleSet rules = rules_of(call_of("aten.view.default", TensorShape{12288, 768}, {ints({1536, 8, 768})}));
   CHECK_NOTHROW(with_replicate_row(rules));
 }
@@ -290,7 +290,8 @@ TEST_CASE("view rules: the full-mesh filter drops shards a flatten or split cann
   auto choose = [](const OpCall& call, std::vector<std::int64_t> mesh, const char* current) {
     const OpRule rule = (*builtin_registry().find(call.op))(call);
     REQUIRE(rule.filter);
-    StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter);
+    StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter,
+                         rule.placeholder_fill);
     const std::vector<Spec> specs{parse_spec(current)};
     ChoiceAccumulator acc;
     std::vector<std::string> outputs;

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "ctshard/registry/collective_ops.hpp"
@@ -28,8 +30,9 @@ enum class PartialPassthrough : std::uint8_t {
   /// and casts, the gradient of the activation backwards and of native_layer_norm_backward); sound
   /// (docs/conformance.md, class ctshard_extension) and never more expensive.
   ctshard,
-  /// DTensor 2.13's rows: those ops take no Partial input, so a plan reduces before them exactly
-  /// where DTensor's dispatch does. For plans that DTensor's own op dispatch executes
+  /// DTensor 2.13's rows: those ops take no Partial input, and fill their placeholders as DTensor
+  /// does (PlaceholderFill::dtensor: a Partial-only input is reduced to Replicate), so a plan
+  /// reduces before them exactly where and as DTensor's dispatch does. For plans that DTensor's own op dispatch executes
   /// (`ctshard.torch.run_plan(..., mode="dtensor")`), whose output placements then match.
   dtensor,
 };
@@ -49,15 +52,21 @@ inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
 };
 
 /// How the built-in registry is assembled (defaults: DTensor's einsum Partial rows, ctshard's
-/// Partial passthrough).
+/// Partial passthrough, each rule's own placeholder fill).
 struct RegistryOptions {
   EinsumLinearity einsum_linearity = EinsumLinearity::dtensor;
   PartialPassthrough partial_passthrough = PartialPassthrough::ctshard;
+  /// When set, every rule's OpRule::placeholder_fill is this value (`PlaceholderFill::dtensor`:
+  /// DTensor's `_fill_single_dim_strategy_placeholders` for every op, as a DTensor rules profile
+  /// needs). Unset: each rule's own — DTensor's for the einsum and pointwise families (the
+  /// reference cases pin them), ctshard's `shard_from_partial` for every other rule.
+  std::optional<PlaceholderFill> placeholder_fill{};
 };
 
 /// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor
 /// ops, collectives, fused kernels, training ops, layout ops, random ops), assembled as `options`
-/// say.
+/// say, and the wrapper ops (`register_wrapper_ops`: graphsafe_run_with_rng_state), which take the
+/// rules of the ops they wrap from the registry so assembled.
 [[nodiscard]] inline OpRegistry make_builtin_registry(const RegistryOptions& options) {
   OpRegistry r;
   register_einsum_ops(r, options.einsum_linearity);
@@ -76,10 +85,21 @@ struct RegistryOptions {
       r.replace(op, [rule = *r.find(op)](const OpCall& call) {
         OpRule out = rule(call);
         out.rules = without_partial_input_rows(out.rules);
+        out.placeholder_fill = PlaceholderFill::dtensor;  // DTensor's table for a Partial-only input too: Replicate
         return out;
       });
     }
   }
+  if (options.placeholder_fill) {
+    for (const std::string& op : r.names()) {
+      r.replace(op, [rule = *r.find(op), fill = *options.placeholder_fill](const OpCall& call) {
+        OpRule out = rule(call);
+        out.placeholder_fill = fill;
+        return out;
+      });
+    }
+  }
+  register_wrapper_ops(r);  // last: wrappers take a snapshot of every rule above, options applied
   return r;
 }
 

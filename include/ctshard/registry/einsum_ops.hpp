@@ -44,13 +44,15 @@ inline RuleFactory einsum_factory(std::string_view equation, EinsumBias bias, Ei
                     to_string(out));
       rules = with_bias_operand(rules, out, call.tensors[0].shape);
     }
-    return OpRule{rules, UnevenInputs::reject};
+    return OpRule{rules, UnevenInputs::reject, {}, PlaceholderFill::dtensor};
   };
 }
 }  // namespace detail
 
 /// Registers mm, bmm, dot, addmm, baddbmm (.default) and einsum.default (equation from the first
-/// argument, two operands) with the given Partial-row policy (DTensor's by default).
+/// argument, two operands) with the given Partial-row policy (DTensor's by default) and DTensor's
+/// placeholder fill (PlaceholderFill::dtensor: the reference cases pin the tables of these ops for
+/// Partial-only inputs too).
 inline void register_einsum_ops(OpRegistry& registry, EinsumLinearity linearity = EinsumLinearity::dtensor) {
   using detail::EinsumBias;
   registry.add({"aten.mm.default"}, detail::einsum_factory(mm_equation, EinsumBias::none, linearity));
@@ -61,7 +63,8 @@ inline void register_einsum_ops(OpRegistry& registry, EinsumLinearity linearity 
   registry.add({"aten.einsum.default"}, [linearity](const OpCall& call) {
     const OpArg* eq = call.arg(0);
     if (eq == nullptr || eq->kind != OpArg::Kind::string) throw error("ctshard: aten.einsum.default needs the equation string as its first argument");
-    return OpRule{detail::einsum_rules_for(call, parse_einsum_or_throw(eq->text, 2), 0, linearity), UnevenInputs::reject};
+    return OpRule{
+        detail::einsum_rules_for(call, parse_einsum_or_throw(eq->text, 2), 0, linearity), UnevenInputs::reject, {}, PlaceholderFill::dtensor};
   });
 }
 

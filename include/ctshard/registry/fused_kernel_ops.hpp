@@ -2,7 +2,8 @@
 /// \file registry/fused_kernel_ops.hpp
 /// Fused kernels of inference / training stacks that appear in real aten graphs: vLLM's `_C` ops
 /// and attention (called through `higher_order.auto_functionalized`) and apex's fused layer norm
-/// (forward and backward).
+/// (forward and backward); and the wrapper `higher_order.graphsafe_run_with_rng_state`, which takes
+/// the rule of the op it runs (`register_wrapper_ops`).
 /// No DTensor rule exists for them; these rules follow the kernels' math (token- or head-parallel
 /// only) and are verified like every other rule.
 ///
@@ -11,8 +12,13 @@
 /// follow in the kernel's schema order.
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ctshard/registry/op_args.hpp"
 #include "ctshard/registry/op_args_ext.hpp"
@@ -125,6 +131,77 @@ inline void register_fused_kernel_ops(OpRegistry& registry) {
       return OpRule{detail::token_parallel_rule(2, 4, {R, S, S, S, S, S}, 1), UnevenInputs::reject};
     }
     throw error("ctshard: no rule for " + op + " inside higher_order.auto_functionalized");
+  });
+}
+
+namespace detail {
+/// `a` with tensor reference `removed` dropped from the numbering: references above it move down by
+/// one (lists and nested lists too). The reference `removed` itself must not occur in `a`.
+inline void renumber_without_tensor(OpArg& a, std::int64_t removed) {
+  if (a.kind == OpArg::Kind::tensor && a.integer > removed) --a.integer;
+  if (a.kind == OpArg::Kind::tensor_list)
+    for (auto& i : a.ints)
+      if (i > removed) --i;
+  for (auto& item : a.items) renumber_without_tensor(item, removed);
+}
+}  // namespace detail
+
+/// Registers `higher_order.graphsafe_run_with_rng_state(op, *args, rng_state=..., **kwargs)`, which
+/// runs `op(*args, **kwargs)` with the random-number generator state `rng_state` (inductor's
+/// CUDA-graph-safe RNG functionalization, e.g. around flash attention with dropout): its outputs
+/// are op's outputs, so its rule is the rule of op in `registry` for the call without the op
+/// reference and the RNG state. The RNG state (a generator, not a tensor; the FX reader and the
+/// planner see an opaque 0-d input when the graph passes it by name) is Replicate in every row. The
+/// same soundness as every random op here (`docs/rules.md`, random ops): the executor gives every
+/// rank its own part of the one global random stream (DTensor's `OffsetBasedRNGTracker`). Throws
+/// ctshard::error when the first argument is no op reference or op has no rule. Takes a snapshot of
+/// `registry` (so call it after every other registration and option, `make_builtin_registry`'s
+/// last step): a wrapped op gets exactly the rule the registry gives it directly.
+inline void register_wrapper_ops(OpRegistry& registry) {
+  auto inner = std::make_shared<const OpRegistry>(registry);
+  registry.add({"higher_order.graphsafe_run_with_rng_state"}, [inner](const OpCall& call) {
+    const OpArg* ref = call.arg(0);
+    if (ref == nullptr || ref->text.empty() || ref->kind == OpArg::Kind::tensor)
+      throw error("ctshard: higher_order.graphsafe_run_with_rng_state without an op reference as first argument");
+    std::string op = ref->text;
+    if (op.rfind("torch.ops.", 0) == 0) op = op.substr(10);
+    const RuleFactory* factory = inner->find(op);
+    if (factory == nullptr || op == call.op) throw error("ctshard: no rule for " + op + " inside higher_order.graphsafe_run_with_rng_state");
+    OpCall wrapped;
+    wrapped.op = op;
+    wrapped.tensors = call.tensors;
+    wrapped.outputs = call.outputs;
+    wrapped.args.assign(call.args.begin() + 1, call.args.end());
+    std::optional<std::size_t> state;
+    for (const auto& [k, v] : call.kwargs) {
+      if (k != "rng_state") {
+        wrapped.kwargs.emplace_back(k, v);
+        continue;
+      }
+      if (v.kind == OpArg::Kind::tensor) state = static_cast<std::size_t>(v.integer);
+      else if (v.kind != OpArg::Kind::none && v.kind != OpArg::Kind::other && v.kind != OpArg::Kind::string)
+        op_args::bad_argument(call, "rng_state", "must be a generator");
+    }
+    if (state) {
+      if (*state >= call.tensors.size()) op_args::bad_argument(call, "rng_state", "names no tensor input");
+      wrapped.tensors.erase(wrapped.tensors.begin() + static_cast<std::ptrdiff_t>(*state));
+      for (auto& a : wrapped.args) detail::renumber_without_tensor(a, static_cast<std::int64_t>(*state));
+      for (auto& [k, v] : wrapped.kwargs) detail::renumber_without_tensor(v, static_cast<std::int64_t>(*state));
+    }
+    OpRule rule = (*factory)(wrapped);
+    if (!state) return rule;
+    const std::size_t at = *state, nout = rule.rules.num_outputs();
+    rule.rules = with_replicated_input(rule.rules, at, static_cast<int>(call.tensors[at].shape.rank));
+    if (rule.filter) {
+      rule.filter = [filter = std::move(rule.filter), at, nout](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
+        std::vector<Spec> specs(operands.begin(), operands.end());
+        std::vector<TensorMeta> metas(inputs.begin(), inputs.end());
+        specs.erase(specs.begin() + static_cast<std::ptrdiff_t>(nout + at));
+        metas.erase(metas.begin() + static_cast<std::ptrdiff_t>(at));
+        return filter(specs, metas, mesh);
+      };
+    }
+    return rule;
   });
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file registry/layout_ops.hpp
 /// Registers the ops that move elements within a layout (rules/layout_rules.hpp): `as_strided`,
-/// `as_strided_scatter`, `constant_pad_nd`, `roll`, `select_scatter`, the FFT kernels,
+/// `as_strided_scatter`, `constant_pad_nd`, `roll`, `flip` / `prims.rev`, `select_scatter`, the FFT kernels,
 /// `view_as_real` and `view_as_complex`.
 
 #include <cstdint>
@@ -50,6 +50,8 @@ inline StridedArgs strided_args(const OpCall& call, std::size_t at) {
 /// - `aten.constant_pad_nd.default` (self, pad, value=0): constant_pad_nd_single_dim_strategy
 ///   (UnevenInputs::reject: DTensor 2.13 `allow_uneven_sharding=False`);
 /// - `aten.roll.default` (self, shifts, dims=[]): roll_single_dim_strategy (reject, as 2.13);
+/// - `aten.flip.default` (self, dims), `prims.rev.default` (a, dims): flip_single_dim_strategy
+///   (reject, as 2.13 registers flip);
 /// - `aten.select_scatter.default` (self, src, dim, index): select_scatter_single_dim_strategy
 ///   (reject, as 2.13);
 /// - `aten._fft_c2c.default` (self, dim, normalization, forward), `aten._fft_r2c.default` (self,
@@ -103,6 +105,11 @@ inline void register_layout_ops(OpRegistry& r) {
     const OpArg* dims = find(call, 2, "dims");
     const std::vector<std::int64_t> dim_list = dims == nullptr ? std::vector<std::int64_t>{} : int_list(call, 2, "dims");
     return OpRule{in_op_context(call, [&] { return roll_single_dim_strategy(in, int_list(call, 1, "shifts"), dim_list); }), UnevenInputs::reject};
+  });
+  r.add({"aten.flip.default", "prims.rev.default"}, [](const OpCall& call) {
+    expect_tensor_inputs(call, 1);
+    const TensorShape& in = call.tensors[tensor(call, 0, "self")].shape;
+    return OpRule{in_op_context(call, [&] { return flip_single_dim_strategy(in, int_list(call, 1, "dims")); }), UnevenInputs::reject};
   });
   r.add({"aten.select_scatter.default"}, [](const OpCall& call) {
     expect_tensor_inputs(call, 2);

@@ -23,12 +23,14 @@ inline RuleFactory pointwise_factory(std::span<const PartialRow> partial_rows, s
     op_args::expect_tensor_inputs(call, 1, max_tensors);
     std::vector<TensorShape> shapes;
     for (const auto& t : call.tensors) shapes.push_back(t.shape);
-    return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), UnevenInputs::keep_current};
+    return OpRule{pointwise_single_dim_strategy(shapes, partial_rows), UnevenInputs::keep_current, {}, PlaceholderFill::dtensor};
   };
 }
 }  // namespace detail
 
-/// Registers the pointwise ops ctshard knows, grouped by tensor arity and Partial row set.
+/// Registers the pointwise ops ctshard knows, grouped by tensor arity and Partial row set, with
+/// DTensor's placeholder fill (PlaceholderFill::dtensor: the reference cases pin the tables of these
+/// ops for Partial-only inputs too).
 inline void register_pointwise_ops(OpRegistry& r) {
   using namespace pointwise_partial;
   auto unary = [](std::span<const PartialRow> rows) { return detail::pointwise_factory(rows, 1); };
@@ -50,11 +52,26 @@ inline void register_pointwise_ops(OpRegistry& r) {
          "aten.silu_backward.default"},
         binary(linear_in_first));
   r.add({"aten.addcmul.default", "aten.addcdiv.default", "aten.where.self", "aten.lerp.Tensor", "aten.masked_fill.Tensor"}, ternary({}));
+  r.add({"prims.fma.default"}, ternary(fma));
   // Non-decreasing on the whole real line only (DTensor `non_decreasing_unary_ops`): an op defined
   // on part of it (log, log1p, sqrt) cannot keep P(max) / P(min), whose parts may lie outside.
   r.add({"aten.exp.default", "aten.relu.default", "aten.tanh.default", "aten.sigmoid.default", "aten.erf.default", "aten.floor.default",
          "aten.ceil.default", "aten.expm1.default", "aten.sign.default"},
         unary(non_decreasing));
+  // clamp_min / clamp_max / clamp with Python-scalar bounds: x -> max(x, lo), min(x, hi) are
+  // non-decreasing on all reals (DTensor 2.13 lists them without Partial rows; sound extension).
+  r.add({"aten.clamp_min.default", "aten.clamp_max.default", "aten.clamp.default"}, unary(non_decreasing));
+  // pow.Scalar(self: Scalar, exponent: Tensor) = self ** exponent: non-decreasing in the exponent
+  // for a base >= 1, non-increasing for 0 <= base < 1 (0 ** x: inf, 1, 0 for x < 0, = 0, > 0), no
+  // order for a negative or NaN base (NaN for non-integer exponents); DTensor 2.13: no Partial rows.
+  r.add({"aten.pow.Scalar"}, [monotone = unary(non_decreasing), antitone = unary(non_increasing), generic = unary({})](const OpCall& call) {
+    const OpArg* base = op_args::find(call, 0, "self");
+    if (base == nullptr || !base->is_number()) op_args::bad_argument(call, "self", "must be a number (pow.Scalar: a Python scalar base)");
+    const double b = base->kind == OpArg::Kind::floating ? base->floating : static_cast<double>(base->integer);
+    if (b >= 1) return monotone(call);
+    if (b >= 0) return antitone(call);
+    return generic(call);
+  });
   r.add({"aten.erfc.default"}, unary(non_increasing));
   r.add({"aten.neg.default"}, unary(neg));
   r.add({"aten.positive.default"}, unary(all_partials));

@@ -51,10 +51,12 @@ inline TensorShape factory_size(const OpCall& call) {
 /// - `aten.select.int` (self, dim, index), `aten.slice.Tensor` (self, dim=0, start, end, step=1),
 ///   `aten.slice_scatter.default` (self, src, dim=0, start, end, step=1);
 /// - `aten.cat.default` (tensors, dim=0), `aten.stack.default` (tensors, dim=0);
-/// - `aten.clone/alias/detach/lift_fresh_copy.default`, `aten.empty_like.default`: same layout;
+/// - `aten.clone/alias/detach/lift_fresh_copy.default`, `aten.empty_like.default`,
+///   `prims.device_put.default` (a, device) and `tg.log_tensor.default` (a, name: an identity
+///   logging op): same layout;
 /// - `aten._to_copy.default` (self, dtype=), `prims.convert_element_type.default` (self, dtype):
 ///   cast_single_dim_strategy with cast_partials_for(dtype);
-/// - `aten.copy.default` (self = dst, src): copy_single_dim_strategy;
+/// - `aten.copy.default`, `aten.copy_.default` (self = dst, src): copy_single_dim_strategy;
 /// - `aten.zeros_like/ones_like/full_like.default`: like_single_dim_strategy;
 /// - `aten.new_empty/new_zeros/new_ones/new_full.default` (self, size) and
 ///   `aten.new_empty_strided.default` (self, size, stride; uninitialised like new_empty, the stride
@@ -132,7 +134,11 @@ inline void register_tensor_ops(OpRegistry& r) {
           return stack_single_dim_strategy(shapes, int_or(c, 1, "dim", 0));
         }));
   const auto same_layout = [](const OpCall& c) { return same_layout_single_dim_strategy(c.tensors[0].shape); };
-  r.add({"aten.clone.default", "aten.lift_fresh_copy.default"}, tensor_op_factory(1, UnevenInputs::keep_current, same_layout));
+  // prims.device_put(a, device, non_blocking=False) moves a to a device: a copy of the value.
+  // tg.log_tensor(a, name) is a logging op that returns its input (a clone, in the graphs that use
+  // it); its name string is not read.
+  r.add({"aten.clone.default", "aten.lift_fresh_copy.default", "prims.device_put.default", "tg.log_tensor.default"},
+        tensor_op_factory(1, UnevenInputs::keep_current, same_layout));
   r.add({"aten.alias.default", "aten.detach.default", "aten.empty_like.default"}, tensor_op_factory(1, follows_input, same_layout));
   r.add({"aten._to_copy.default"}, tensor_op_factory(1, UnevenInputs::keep_current, [](const OpCall& c) {
           const OpArg* dtype = c.kwarg("dtype");
@@ -143,8 +149,9 @@ inline void register_tensor_ops(OpRegistry& r) {
           if (dtype.empty()) bad_argument(c, "dtype", "is missing");
           return cast_single_dim_strategy(c.tensors[0].shape, cast_partials_for(dtype));
         }));
-  r.add({"aten.copy.default"}, tensor_op_factory(2, UnevenInputs::keep_current,
-                                                 [](const OpCall& c) { return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape); }));
+  r.add({"aten.copy.default", "aten.copy_.default"}, tensor_op_factory(2, UnevenInputs::keep_current, [](const OpCall& c) {
+          return copy_single_dim_strategy(c.tensors[0].shape, c.tensors[1].shape);
+        }));
   r.add({"aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default"},
         tensor_op_factory(1, follows_input, [](const OpCall& c) { return like_single_dim_strategy(c.tensors[0].shape); }));
   for (const FactoryContents contents : {FactoryContents::uninitialized, FactoryContents::filled}) {

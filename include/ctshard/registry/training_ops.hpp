@@ -18,6 +18,7 @@
 /// `pooling_channel_filter`).
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -175,7 +176,8 @@ inline RuleFactory batch_norm_factory(BatchNormSignature sig) {
 /// - `gather.default`, `scatter.value`, `scatter.src`, `scatter_add.default`
 ///   (rules/gather_scatter_rules.hpp);
 /// - `convolution_backward.default`, `max_pool2d_with_indices.default`,
-///   `max_pool2d_with_indices_backward.default` (rules/conv_pool_rules.hpp);
+///   `max_pool2d_with_indices_backward.default`, `avg_pool2d.default`, `_adaptive_avg_pool2d.default`,
+///   `avg_pool2d_backward.default`, `_adaptive_avg_pool2d_backward.default` (rules/conv_pool_rules.hpp);
 /// - `native_batch_norm.default`, `_native_batch_norm_legit.default`, `_native_batch_norm_legit.no_stats`,
 ///   `_native_batch_norm_legit_no_training.default`, `_native_batch_norm_legit_functional.default`,
 ///   `native_batch_norm_backward.default` (rules/batch_norm_rules.hpp);
@@ -250,6 +252,39 @@ inline void register_training_ops(OpRegistry& r) {
       op_args::bad_argument(call, "self", "must be [C, H, W] or [N, C, H, W], with grad_output and indices of equal rank");
     return OpRule{max_pool2d_with_indices_backward_single_dim_strategy(self.rank), UnevenInputs::reject, pooling_channel_filter(self.rank)};
   });
+
+  // avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True,
+  // divisor_override=None); _adaptive_avg_pool2d(self, output_size)
+  const auto avg_pool = [](std::size_t geometry_pos, const char* geometry) {
+    return [geometry_pos, geometry](const OpCall& call) {
+      detail::SchemaTensors t(call);
+      const TensorShape self = t.required(0, "self");
+      t.check();
+      if (self.rank != 3 && self.rank != 4) op_args::bad_argument(call, "self", "must be [C, H, W] or [N, C, H, W]");
+      (void)op_args::int_list(call, geometry_pos, geometry);
+      return OpRule{avg_pool2d_single_dim_strategy(self.rank), UnevenInputs::keep_existing_shards, pooling_channel_filter(self.rank)};
+    };
+  };
+  r.add({"aten.avg_pool2d.default"}, avg_pool(1, "kernel_size"));
+  r.add({"aten._adaptive_avg_pool2d.default"}, avg_pool(1, "output_size"));
+  // avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+  // divisor_override); _adaptive_avg_pool2d_backward(grad_output, self)
+  const auto avg_pool_backward = [](std::optional<std::size_t> kernel_pos) {
+    return [kernel_pos](const OpCall& call) {
+      detail::SchemaTensors t(call);
+      const TensorShape grad_output = t.required(0, "grad_output");
+      const TensorShape self = t.required(1, "self");
+      t.check();
+      if ((self.rank != 3 && self.rank != 4) || grad_output.rank != self.rank)
+        op_args::bad_argument(call, "self", "must be [C, H, W] or [N, C, H, W], with grad_output of equal rank");
+      for (std::size_t d = 0; d + 2 < self.rank; ++d)
+        if (grad_output[d] != self[d]) op_args::bad_argument(call, "grad_output", "must match self on the batch and channel dims");
+      if (kernel_pos) (void)op_args::int_list(call, *kernel_pos, "kernel_size");
+      return OpRule{avg_pool2d_backward_single_dim_strategy(self.rank), UnevenInputs::reject, pooling_channel_filter(self.rank)};
+    };
+  };
+  r.add({"aten.avg_pool2d_backward.default"}, avg_pool_backward(2));
+  r.add({"aten._adaptive_avg_pool2d_backward.default"}, avg_pool_backward(std::nullopt));
 
   // batch norm forward: (input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
   const detail::BatchNormSignature with_training{5, 2, 3}, no_stats{3, 0, 3}, eval_only{std::nullopt, 2, 3}, functional{5, 2, 5};
@@ -419,8 +454,11 @@ inline void register_training_ops(OpRegistry& r) {
     const TensorShape self = t.required(0, "self");
     t.check();
     const double lo = op_args::optional_number(call, 2, "min").value_or(0), hi = op_args::optional_number(call, 3, "max").value_or(0);
+    if (!std::isfinite(lo)) op_args::bad_argument(call, "min", "must be finite (ATen: the range is not finite)");
+    if (!std::isfinite(hi)) op_args::bad_argument(call, "max", "must be finite (ATen: the range is not finite)");
     if (hi < lo) op_args::bad_argument(call, "max", "must not be below 'min'");
-    const HistogramRange range = lo == 0 && hi == 0 ? HistogramRange::from_data : HistogramRange::given;
+    // min == max (any value, not only 0, 0): ATen bins over the data's own range
+    const HistogramRange range = lo == hi ? HistogramRange::from_data : HistogramRange::given;
     return OpRule{histc_single_dim_strategy(self.rank, range), UnevenInputs::keep_existing_shards};
   });
 }

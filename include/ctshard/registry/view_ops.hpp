@@ -1,7 +1,7 @@
 #pragma once
 /// \file registry/view_ops.hpp
 /// Registers the view ops (view, _unsafe_view, reshape, t, transpose, permute, unsqueeze,
-/// squeeze, expand) with their dim-map rules (DTensor `_view_ops.py`; DTensor 2.13 registers
+/// squeeze, expand, and repeat) with their dim-map rules (DTensor `_view_ops.py`; DTensor 2.13 registers
 /// them as op-strategy functions that follow the input: UnevenInputs::keep_existing_shards).
 
 #include <array>
@@ -52,7 +52,8 @@ RuleFactory view_factory(MapOf map_of) {
 /// - `aten.t.default` (self; rank <= 2), `aten.transpose.int` (self, dim0, dim1): transpose_dim_map;
 /// - `aten.permute.default` (self, dims); `aten.unsqueeze.default` (self, dim);
 /// - `aten.squeeze.default` (self), `aten.squeeze.dim` (self, dim), `aten.squeeze.dims` (self, dim list);
-/// - `aten.expand.default` (self, size).
+/// - `aten.expand.default` (self, size); `aten.repeat.default` (self, repeats): repeat_dim_map (a
+///   copy, not a view, but DTensor 2.13 propagates it through the same dim maps).
 /// Rules: view_single_dim_strategy. Bad arguments throw ctshard::error naming the op and the
 /// argument or the problem (the planner falls back to Replicate and shows the message).
 /// Views with a flatten or split carry view_full_mesh_filter (uneven kept shards are dropped).
@@ -89,6 +90,9 @@ inline void register_view_ops(OpRegistry& registry) {
                }));
   registry.add({"aten.expand.default"}, detail::view_factory([](const OpCall& call, const TensorShape& in, std::string_view api) {
                  return expand_dim_map(in, int_list(call, 1, "size"), api);
+               }));
+  registry.add({"aten.repeat.default"}, detail::view_factory([](const OpCall& call, const TensorShape& in, std::string_view api) {
+                 return repeat_dim_map(in, int_list(call, 1, "repeats"), api);
                }));
 }
 

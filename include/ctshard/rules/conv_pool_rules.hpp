@@ -1,8 +1,8 @@
 #pragma once
 /// \file rules/conv_pool_rules.hpp
-/// Single-dim strategies of the convolution backward and of 2-d max pooling (DTensor
-/// `_conv_ops.py`: `convolution_backward_single_dim_strategy`; `_math_ops.py`: `pooling_strategy`,
-/// `pool_backward_strategy`). The convolution rows mirror ctshard's forward rule
+/// Single-dim strategies of the convolution backward and of 2-d max and average pooling (+backward)
+/// (DTensor `_conv_ops.py`: `convolution_backward_single_dim_strategy`; `_math_ops.py`:
+/// `pooling_strategy`, `pool_backward_strategy`, `interp_pool_1out_2in_strategy`). The convolution rows mirror ctshard's forward rule
 /// (`convolution_single_dim_strategy`): batch, last spatial dim with disjoint windows, and for
 /// `groups == 1` output-channel and input-channel rows.
 
@@ -107,6 +107,40 @@ namespace ctshard {
     rules.add({s, s, s, s});
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) rules.add({Partial(r), Partial(r), Replicate(), Replicate()});
+  return rules;
+}
+
+/// `avg_pool2d(self [N, C, H, W] or [C, H, W], kernel_size, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override) -> out` and `_adaptive_avg_pool2d(self, output_size) ->
+/// out` on a rank-`rank` self. Operands `[out, self]`; rows `[S?(0), S?(0)]` and, when batched
+/// (rank 4), `[S?(1), S?(1)]` (pooling works per plane; the pooled dims stay whole: a window may
+/// straddle a shard), then `[P(r), P(r)]` for r in sum, avg (a window average is linear; its
+/// divisor depends on the geometry only). DTensor `pooling_strategy` (AVG_POOL_OPS).
+[[nodiscard]] constexpr RuleSet avg_pool2d_single_dim_strategy(std::size_t rank) {
+  RuleSet rules(1, 1);
+  for (std::size_t k = 0; k < 2; ++k) rules.set_rank(k, static_cast<int>(rank));
+  for (int d = 0; d < (rank >= 4 ? 2 : 1); ++d) rules.add({ShardingPlaceholder(d), ShardingPlaceholder(d)});
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) rules.add({Partial(r), Partial(r)});
+  return rules;
+}
+
+/// `avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override) -> grad_input` and `_adaptive_avg_pool2d_backward(
+/// grad_output, self) -> grad_input` (self's shape) on a rank-`rank` self. Operands `[grad_input,
+/// grad_output, self]`; rows `[S?(0)] * 3` and, when batched (rank 4), `[S?(1)] * 3` (self gives
+/// each rank its local shape, so it follows the shard), then `[P(r), P(r), R]` for r in sum, avg:
+/// grad_input spreads each grad_output element over its window with a fixed weight — linear in
+/// grad_output; self only gives the shape. DTensor 2.13 has no rule for avg_pool2d_backward, and
+/// `interp_pool_1out_2in_strategy` for the adaptive one, whose `[S?(1)] * 3` it lists unbatched
+/// too (dim 1 of [C, H, W] is H: a window straddles it) and without the Partial rows.
+[[nodiscard]] constexpr RuleSet avg_pool2d_backward_single_dim_strategy(std::size_t rank) {
+  RuleSet rules(1, 2);
+  for (std::size_t k = 0; k < 3; ++k) rules.set_rank(k, static_cast<int>(rank));
+  for (int d = 0; d < (rank >= 4 ? 2 : 1); ++d) {
+    const Placement s = ShardingPlaceholder(d);
+    rules.add({s, s, s});
+  }
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) rules.add({Partial(r), Partial(r), Replicate()});
   return rules;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file rules/layout_rules.hpp
 /// Single-dim strategies of ops that move elements within a layout: `as_strided` /
-/// `as_strided_scatter` (local only when they are a plain view), `constant_pad_nd`, `roll`,
+/// `as_strided_scatter` (local only when they are a plain view), `constant_pad_nd`, `roll`, `flip`,
 /// `select_scatter`, the FFT kernels `_fft_c2c` / `_fft_r2c` / `_fft_c2r`, and `view_as_real` /
 /// `view_as_complex` (DTensor `_tensor_ops.py`, `_matrix_ops.py`, `_view_ops.py`).
 
@@ -110,6 +110,25 @@ enum class PadValue : unsigned char {
   DimMask active = 0;
   if (dims.empty()) active = ~DimMask{0};
   for (auto d : dims) active |= DimMask{1} << normalize_dim(d, input.rank, "ctshard::roll");
+  RuleSet rules = shard_inactive_dims_strategy(input.rank, active, 1, 1);
+  add_partial_rows(rules, pass_through_reduce_ops);
+  return rules;
+}
+
+// ---------------------------------------------------------------------------------------------
+// flip / prims.rev
+
+/// `flip(input, dims)` and `prims.rev(input, dims)` (DTensor `flip_single_dim_strategy`):
+/// `[S?(d), S?(d)]` for every dim not reversed (a reversed dim's shard k would hold the mirror of
+/// shard n-1-k), then `[P(r), P(r)]` for the four reductions (a reversal only moves elements).
+/// `dims` empty reverses nothing. Throws ctshard::error for a bad or repeated dim.
+[[nodiscard]] constexpr RuleSet flip_single_dim_strategy(const TensorShape& input, std::span<const std::int64_t> dims) {
+  DimMask active = 0;
+  for (auto d : dims) {
+    const DimMask bit = DimMask{1} << normalize_dim(d, input.rank, "ctshard::flip");
+    if ((active & bit) != 0) throw error("ctshard::flip: dim " + std::to_string(d) + " appears more than once in dims");
+    active |= bit;
+  }
   RuleSet rules = shard_inactive_dims_strategy(input.rank, active, 1, 1);
   add_partial_rows(rules, pass_through_reduce_ops);
   return rules;

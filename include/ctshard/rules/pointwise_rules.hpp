@@ -59,6 +59,13 @@ inline constexpr std::array minimum{row3(Pmax, Pmax, Rep), row3(Pmax, Rep, Pmax)
 /// replicated (gelu / sigmoid / tanh / threshold backward: grad times a function of the
 /// activation): `[P(sum), P(sum), R]`, `[P(avg), P(avg), R]` (DTensor's `_XLOG1PY_RULES` shape).
 inline constexpr std::array linear_in_first{row3(Psum, Psum, Rep), row3(Pavg, Pavg, Rep)};
+/// `prims.fma(a, b, c)` = a * b + c: linear in (a, c) with b replicated and in (b, c) with a
+/// replicated (sum, avg), the product term replicated while c is an avg / max / min partial, and
+/// avg through one partial factor (`(1/n) Σ (a_i b + c) = a b + c`). Rows `[out, a, b, c]`.
+inline constexpr std::array fma{
+    PartialRow{{Psum, Psum, Rep, Psum}, 4}, PartialRow{{Psum, Rep, Psum, Psum}, 4}, PartialRow{{Pavg, Pavg, Rep, Pavg}, 4},
+    PartialRow{{Pavg, Rep, Pavg, Pavg}, 4}, PartialRow{{Pavg, Pavg, Rep, Rep}, 4},  PartialRow{{Pavg, Rep, Pavg, Rep}, 4},
+    PartialRow{{Pavg, Rep, Rep, Pavg}, 4},  PartialRow{{Pmax, Rep, Rep, Pmax}, 4},  PartialRow{{Pmin, Rep, Rep, Pmin}, 4}};
 /// logaddexp: monotone in each operand.
 inline constexpr std::array logaddexp{row3(Pmax, Pmax, Rep), row3(Pmax, Rep, Pmax), row3(Pmin, Pmin, Rep), row3(Pmin, Rep, Pmin)};
 }  // namespace pointwise_partial

@@ -191,6 +191,30 @@ namespace detail {
   return out;
 }
 
+/// `rules` with a new input column inserted before input `input` (0 .. num_inputs()), Replicate in
+/// every row, of tensor rank `rank` (-1 unknown); regrouped rows keep their regroup, its source
+/// column moved along. For an operand a wrapper adds to the wrapped op's inputs (an RNG state).
+/// Throws ctshard::error when `input` is out of range or the width passes max_rule_operands.
+[[nodiscard]] constexpr RuleSet with_replicated_input(const RuleSet& rules, std::size_t input, int rank) {
+  if (input > rules.num_inputs())
+    throw error("ctshard::with_replicated_input: input " + std::to_string(input) + " of " + std::to_string(rules.num_inputs()));
+  const std::size_t at = rules.num_outputs() + input;
+  RuleSet out(rules.num_outputs(), rules.num_inputs() + 1);
+  for (std::size_t k = 0; k < out.width(); ++k) out.set_rank(k, k < at ? rules.rank(k) : k == at ? rank : rules.rank(k - 1));
+  std::vector<Placement> row(out.width());
+  for (std::size_t r = 0; r < rules.size(); ++r) {
+    for (std::size_t k = 0; k < out.width(); ++k) row[k] = k < at ? rules.cell(r, k) : k == at ? Replicate() : rules.cell(r, k - 1);
+    if (const ShardRegroup* g = rules.regroup(r); g != nullptr) {
+      ShardRegroup moved = *g;
+      if (moved.source >= at) ++moved.source;
+      out.add(row, moved);
+    } else {
+      out.add(row);
+    }
+  }
+  return out;
+}
+
 /// The rows of `rules` in which no input column holds a Partial (ranks and regroups kept): a rule
 /// set without the rows that pass a pending reduction through the op. Outputs may still be
 /// Partial (an op that creates a Partial from sharded inputs, e.g. a contraction, keeps that row).

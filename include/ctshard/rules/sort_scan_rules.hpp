@@ -33,15 +33,18 @@ enum class ScanLinearity : unsigned char { linear, not_linear };
 /// dim, which stays whole). No Partial row. DTensor `sort_strategy`.
 [[nodiscard]] constexpr RuleSet sort_single_dim_strategy(std::size_t rank, std::size_t dim) { return shard_except_dim_strategy(rank, dim, 2, 1); }
 
-/// Whether `histc`'s bin range is fixed by its arguments (`min`, `max` not both 0) or taken from
-/// the data (each rank would use its own shard's minimum and maximum).
+/// Whether `histc`'s bin range is fixed by its arguments (`min < max`) or taken from the data
+/// (`min == max`, any value: ATen's `histc_select_outer_bin_edges` then bins over the tensor's own
+/// minimum and maximum, so each rank would use its own shard's).
 enum class HistogramRange : unsigned char { given, from_data };
 
 /// `histc(self, bins, min, max) -> counts [bins]` on a rank-`rank` self. Operands `[counts,
 /// self]`; with a given range, `[P(sum), S?(d)]` for every dim d: any split of the elements splits
-/// the counts into partial sums. With the range from the data, no row. DTensor `histc_strategy`
-/// keys the rows on min and max being passed at all, so `histc(x, 10, 0, 0)` (the data range) gets
-/// them there too: unsound (x = [0, 1, 2, 3] on 2 ranks: bins over [0, 1] and [2, 3]).
+/// the counts into partial sums. With the range from the data, no row (and no Partial input row in
+/// either case: counting is not linear). DTensor `histc_strategy` keys the rows on min and max being
+/// passed at all, so `histc(x, 4, 3, 3)` (the data range) gets them there too: unsound (x = [0, 1,
+/// 2, 3, 10, 11, 12, 13] on 2 ranks: the histogram is [4, 0, 0, 4], the ranks bin over [0, 3] and
+/// [10, 13] and their counts sum to [2, 2, 2, 2]).
 [[nodiscard]] constexpr RuleSet histc_single_dim_strategy(std::size_t rank, HistogramRange range) {
   RuleSet rules(1, 1);
   rules.set_rank(0, 1);

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -178,6 +179,46 @@ constexpr ViewDim view_group_dim(int from_first, int from_last, std::span<const 
     } else {
       detail::view_error(api, "cannot expand dim " + std::to_string(i) + " of size " + std::to_string(have) + " to " + std::to_string(want));
     }
+  }
+  return m;
+}
+
+/// Dim map of `repeat(input, repeats)` (DTensor `dim_repeat`): `repeats` has at least input's rank;
+/// output dim o has size `repeats[o]` for the new leading dims and `input[i] * repeats[o]` for input
+/// dim i = o - pad. An input dim repeated once is kept (`input`); a new leading dim is singleton
+/// (size 1) or broadcast; a repeated input dim is `broadcast` too — it has no row, so the input dim
+/// must be whole, as DTensor's `Repeat` requires (the local repeat of shard k, `[x_k, x_k, ...]`,
+/// is no Shard of `[x, x, ...]`). Throws ctshard::error naming `api` when `repeats` is shorter
+/// than the rank, a repeat is negative, or an output size passes int64.
+[[nodiscard]] constexpr ViewDimMap repeat_dim_map(const TensorShape& input, std::span<const std::int64_t> repeats,
+                                                  std::string_view api = "ctshard::repeat_dim_map") {
+  if (repeats.size() < input.rank || repeats.size() > max_tensor_dims)
+    detail::view_error(api, std::to_string(repeats.size()) + " repeats for a rank-" + std::to_string(input.rank) + " tensor (need at least " +
+                                std::to_string(input.rank) + ", at most max_tensor_dims)");
+  ViewDimMap m;
+  m.input = input;
+  const std::size_t pad = repeats.size() - input.rank;
+  for (std::size_t o = 0; o < repeats.size(); ++o) {
+    const std::int64_t times = repeats[o];
+    if (times < 0) detail::view_error(api, "repeat " + std::to_string(times) + " for dim " + std::to_string(o) + " is negative");
+    if (o < pad) {
+      m.output.push_back(times);
+      m.dims[o] = {times == 1 ? ViewDimKind::singleton : ViewDimKind::broadcast, -1, -1, 0};
+      continue;
+    }
+    const std::size_t i = o - pad;
+    if (times > 0 && input[i] > std::numeric_limits<std::int64_t>::max() / times)
+      detail::view_error(
+          api, "dim " + std::to_string(i) + " of size " + std::to_string(input[i]) + " repeated " + std::to_string(times) + " times passes int64");
+    m.output.push_back(input[i] * times);
+    if (times == 1) m.dims[o] = detail::view_input_dim(i);
+    else m.dims[o] = {ViewDimKind::broadcast, static_cast<std::int8_t>(i), static_cast<std::int8_t>(i), 0};
+  }
+  std::int64_t numel = 1;
+  for (std::size_t o = 0; o < m.output.rank; ++o) {
+    if (m.output[o] > 0 && numel > std::numeric_limits<std::int64_t>::max() / m.output[o])
+      detail::view_error(api, "the output " + to_string(m.output) + " has more than int64 elements");
+    numel *= m.output[o];
   }
   return m;
 }

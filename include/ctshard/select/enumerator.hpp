@@ -45,8 +45,11 @@ class StrategyEnumerator {
   /// `uneven`: which unshardable input targets still pass (UnevenInputs: `reject` for the einsum
   /// family, `keep_current` for pointwise ops, as DTensor's `allow_uneven_sharding`).
   /// `filter` (optional): the op's full-mesh filter, applied after the two standard filters.
-  StrategyEnumerator(const RuleSet& raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {})
-      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {}
+  /// `fill`: which shard kinds fill the placeholders for the runtime inputs (PlaceholderFill; pass
+  /// the op's `OpRule::placeholder_fill`; DTensor's fill by default).
+  StrategyEnumerator(const RuleSet& raw_rules, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter = {},
+                     PlaceholderFill fill = PlaceholderFill::dtensor)
+      : raw_(with_replicate_row(raw_rules)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)), fill_(fill) {}
 
   /// The mesh this enumerator prices on.
   [[nodiscard]] const MeshTopology& mesh() const noexcept { return mesh_; }
@@ -56,8 +59,11 @@ class StrategyEnumerator {
   [[nodiscard]] std::size_t num_outputs() const noexcept { return raw_.num_outputs(); }
   /// Which unshardable input targets pass the shardability filter.
   [[nodiscard]] UnevenInputs uneven_inputs() const noexcept { return uneven_; }
+  /// How placeholders are filled for the runtime inputs.
+  [[nodiscard]] PlaceholderFill placeholder_fill() const noexcept { return fill_; }
 
-  /// The rules after inserting the all-Replicate row and filling placeholders for these inputs.
+  /// The rules after inserting the all-Replicate row and filling placeholders for these inputs
+  /// (as `placeholder_fill()` says).
   [[nodiscard]] const RuleSet& filled_rules(std::span<const Spec> input_specs) { return fill(input_specs).table.rules(); }
 
   /// Visits every surviving candidate in DTensor's enumeration order (mesh dim 0 slowest) with its
@@ -151,7 +157,7 @@ class StrategyEnumerator {
   };
 
   Fill& fill(std::span<const Spec> input_specs) {
-    const ShardKinds kinds = shard_kinds_of(input_specs);
+    const ShardKinds kinds = shard_kinds_of(input_specs, fill_);
     for (std::size_t k = 0; k < fills_.size(); ++k)
       if (same_kinds(fills_[k].table.kinds(), kinds)) return fills_[last_ = k];
     FilledTable table(raw_, kinds, mesh_, uneven_, filter_);
@@ -171,6 +177,7 @@ class StrategyEnumerator {
   MeshTopology mesh_;
   UnevenInputs uneven_;
   FullMeshFilter filter_;
+  PlaceholderFill fill_;
   std::vector<Fill> fills_;
   std::size_t last_ = static_cast<std::size_t>(-1);
 };

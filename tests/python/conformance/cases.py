@@ -198,7 +198,7 @@ UNARY_INT = ["aten.bitwise_not.default"]
 SCALAR_BINARY = [
     "aten.add.Scalar", "aten.sub.Scalar", "aten.rsub.Scalar", "aten.mul.Scalar", "aten.div.Scalar",
     "aten.pow.Tensor_Scalar", "aten.eq.Scalar", "aten.ne.Scalar", "aten.lt.Scalar",
-    "aten.le.Scalar", "aten.gt.Scalar", "aten.ge.Scalar",
+    "aten.le.Scalar", "aten.gt.Scalar", "aten.ge.Scalar", "aten.clamp_min.default", "aten.clamp_max.default",
 ]
 BINARY = [
     "aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", "aten.div.Tensor", "aten.atan2.default",
@@ -420,6 +420,12 @@ def gen_view(b: Builder, op: str):
     if op in ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"):
         shape = b.shape(lo_rank=1, hi_rank=4)
         return [b.t(shape), view_target(b, shape)], {}
+    if op == "aten.repeat.default":
+        shape = b.shape(lo_rank=1, hi_rank=3)
+        reps = [b.pick([1, 1, 2, 3]) for _ in shape]
+        if b.chance(0.3):
+            reps = [b.pick([1, 2])] + reps
+        return [b.t(shape), reps], {}
     if op == "aten.expand.default":
         shape = b.shape(lo_rank=1, hi_rank=3)
         shape = [1 if b.chance(0.4) else s for s in shape]
@@ -718,6 +724,9 @@ def gen_layout(b: Builder, op: str):
             return [b.t(shape), [b.pick([1, -2, 3])]], {}
         dims = b.dims(len(shape), 1, 2)
         return [b.t(shape), [b.pick([1, -2, 3]) for _ in dims], dims], {}
+    if op == "aten.flip.default":
+        shape = b.shape(lo_rank=1, hi_rank=4)
+        return [b.t(shape), b.dims(len(shape), 1, 2)], {}
     if op == "aten.select_scatter.default":
         shape = b.shape(lo_rank=1, hi_rank=4)
         d = b.dim(len(shape))
@@ -786,7 +795,7 @@ _reg("softmax", gen_softmax, ["aten._softmax.default", "aten._log_softmax.defaul
 _reg("layer_norm", gen_layer_norm, ["aten.native_layer_norm.default",
                                     "aten.native_layer_norm_backward.default"])
 _reg("view", gen_view, ["aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
-                        "aten.expand.default", "aten.permute.default", "aten.transpose.int",
+                        "aten.expand.default", "aten.repeat.default", "aten.permute.default", "aten.transpose.int",
                         "aten.t.default", "aten.squeeze.default", "aten.squeeze.dim",
                         "aten.squeeze.dims", "aten.unsqueeze.default", "aten.select.int",
                         "aten.slice.Tensor"])
@@ -808,7 +817,7 @@ _reg("attention", gen_attention, [
     "aten._scaled_dot_product_cudnn_attention.default",
     "aten._scaled_dot_product_cudnn_attention_backward.default"])
 _reg("nn", gen_nn, ["aten.convolution.default", "aten.native_dropout.default"])
-_reg("layout", gen_layout, ["aten.constant_pad_nd.default", "aten.roll.default", "aten.select_scatter.default",
+_reg("layout", gen_layout, ["aten.constant_pad_nd.default", "aten.roll.default", "aten.flip.default", "aten.select_scatter.default",
                             "aten._fft_c2c.default", "aten._fft_r2c.default", "aten._fft_c2r.default",
                             "aten.view_as_real.default", "aten.view_as_complex.default"])
 _reg("pointwise_binary", gen_layout, ["aten.div.Tensor_mode"])

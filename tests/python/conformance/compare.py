@@ -206,6 +206,10 @@ def compare_strategies(dt_rows: list[dict], ct_rows: list[dict], ndim: int, subs
             d["row_tags_all"] = sorted(set.intersection(*tags))
         if subset_mode:
             d["dtensor_kind"] = "op_strategy"
+        if not inputs_sharded:
+            # no input has a plain Shard: DTensor's fill drops the placeholder rows; ctshard's
+            # shard_from_partial fill keeps them for a Partial input (docs/semantics.md, R15)
+            d["no_sharded_input"] = True
         diffs.append(d)
     if cost_bad:
         no_cost = all(len(a["cost"]) == 0 for a, _ in cost_bad)

@@ -605,6 +605,8 @@ class OpResult:
     filtered: int = 0
     strided_checked: int = 0  # rows with a StridedShard spec (also counted in checked / failed)
     strided_failed: int = 0
+    partial_checked: int = 0  # rows a Partial-only input reaches by reduce-scatter (also in checked / failed)
+    partial_failed: int = 0
     per_mesh: dict = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     missing_rows: list[str] = field(default_factory=list)
@@ -755,11 +757,52 @@ def check_sample(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int
                         res.known_unsound_rows.append(text)
                     else:
                         res.fail(mesh, text, strided)
+    check_partial_reach(s, sim, res, meshes)
     if missing:
         try:
             find_missing(s, sim, res)
         except SampleError as e:
             res.notes.append(f"{s.id}: missing-row search: {e}"[:300])
+
+
+def partial_inputs(s: Sample, mesh: list[int]) -> list[str] | None:
+    """Every floating (or complex) tensor `P(sum)` on every mesh dim, the others Replicate; None
+    without a floating tensor."""
+    specs = []
+    for t in s.tensors:
+        dt = torch_dtype(t.get("dtype", "float32"))
+        specs.append(("P(sum)" if (dt.is_floating_point or dt.is_complex) else "R") * len(mesh))
+    return specs if any(c.startswith("P(") for c in specs) else None
+
+
+def check_partial_reach(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int]]) -> None:
+    """R15's kind: with every floating input `P(sum)` and none sharded, a rule that fills its
+    placeholders `shard_from_partial` offers the sharded rows (reached by reduce-scatter). Those
+    rows of the table (up to MAX_2D_ROWS per mesh, evenly spaced) are simulated, counted in
+    checked / failed and apart (`partial_checked`, `partial_failed`)."""
+    for mesh in meshes:
+        cur = partial_inputs(s, mesh)
+        if cur is None:
+            return
+        try:
+            t = table(s, mesh, cur)
+        except ValueError as e:
+            res.notes.append(f"{s.id} on mesh {mesh}: table with Partial inputs {cur} refused: {e}"[:300])
+            continue
+        if t.get("placeholder_fill") != "shard_from_partial":
+            return
+        rows = [r for r in (strategy_row(st) for st in t["strategies"]) if any("S(" in c for c in r[1])]
+        if len(rows) > MAX_2D_ROWS:
+            step = len(rows) / MAX_2D_ROWS
+            rows = [rows[int(j * step)] for j in range(MAX_2D_ROWS)]
+        for outs, ins in rows:
+            verdict, detail = sim.check(mesh, list(ins), list(outs))
+            res.count(mesh, _has_strided((outs, ins)))
+            res.partial_checked += 1
+            if verdict != "sound":
+                res.partial_failed += 1
+                res.fail(mesh, f"{s.describe()} on mesh {mesh}: row {row_text(list(outs), list(ins))} (reached from Partial inputs {cur}): "
+                               f"{verdict}: {detail}", _has_strided((outs, ins)))
 
 
 def _has_strided(row: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
@@ -1006,13 +1049,20 @@ def strided_line(results: list[OpResult]) -> str:
             f"failed {sum(r.strided_failed for r in results)}")
 
 
+def partial_line(results: list[OpResult]) -> str:
+    """`sim(py): rows reached from Partial-only inputs checked N, failed F` over every op (R15)."""
+    return (f"sim(py): rows reached from Partial-only inputs checked {sum(r.partial_checked for r in results)}, "
+            f"failed {sum(r.partial_failed for r in results)}")
+
+
 def report(results: list[OpResult], suite: Suite, elapsed: float) -> dict:
     uncovered, unknown = coverage(suite)
     fams: dict[str, dict] = {}
     for r in results:
         f = fams.setdefault(r.family, {"ops": 0, "samples": 0, "checked": 0, "failed": 0, "missing": 0,
                                        "known_unsound": 0, "filtered": 0, "per_mesh": {}})
-        for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed"):
+        for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed",
+                  "partial_checked", "partial_failed"):
             f[k] = f.get(k, 0) + getattr(r, k)
         f["ops"] += 1
         for m, c in r.per_mesh.items():
@@ -1023,7 +1073,8 @@ def report(results: list[OpResult], suite: Suite, elapsed: float) -> dict:
         "meshes": MESHES, "trials": TRIALS, "max_2d_rows": MAX_2D_ROWS, "missing_budget": MISSING_BUDGET,
         "elapsed_s": round(elapsed, 2),
         "totals": {k: sum(getattr(r, k) for r in results)
-                   for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed")},
+                   for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed",
+                             "partial_checked", "partial_failed")},
         "families": fams,
         "ops": {r.op: r.to_json() for r in results},
         "not_simulated": NOT_SIMULATED,
@@ -1080,6 +1131,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in family_lines(results):
         print(line)
     print(strided_line(results))
+    print(partial_line(results))
     nops = len({r.op.split("[")[0] for r in results})
     print(f"sim(py): {nops} ops ({len(results)} groups: higher-order ops per wrapped op), "
           f"{sum(r.samples for r in results)} samples, {elapsed:.1f} s")

@@ -1,4 +1,5 @@
-"""Factories and copies: clone / alias / detach / lift_fresh_copy / _to_copy (dtype changes) /
+"""Factories and copies: clone / alias / detach / lift_fresh_copy / prims.device_put /
+tg.log_tensor (an identity logging op; REFERENCES) / _to_copy (dtype changes) /
 convert_element_type, *_like (values undefined for empty_like: shapes compared), new_* (size from
 the output spec), and the tensor-less factories empty / zeros / ones / full / arange
 (Replicate-only rules)."""
@@ -44,4 +45,15 @@ SAMPLES = [
     {"op": "aten.arange.default", "tensors": [], "args": [7], "kwargs": {}},
     {"op": "aten.arange.start", "tensors": [], "args": [2, 9], "kwargs": {}},
     {"op": "aten.arange.start_step", "tensors": [], "args": [0, 10, 3], "kwargs": {}},
+    u("prims.device_put.default", (4, 5), "cpu"),
+    u("prims.device_put.default", (3, 1, 6), "cpu", False),
+    u("tg.log_tensor.default", (4, 5), "tokens"),
+    u("tg.log_tensor.default", (5,), "loss_mask"),
 ]
+
+
+def _log_tensor(x, name):
+    return x.clone()
+
+
+REFERENCES = {"tg.log_tensor.default": _log_tensor}

@@ -75,6 +75,7 @@ REFERENCES = {
     "aten.as_strided.default": _as_strided,
     "aten.as_strided_scatter.default": _as_strided_scatter,
     "aten.new_empty_strided.default": _new_empty_strided,
+    "prims.rev.default": _prim("rev"),
     "prims.inductor_random.default": _prim("inductor_random"),
     "prims.inductor_seeds.default": _prim("inductor_seeds"),
     "prims.inductor_lookup_seed.default": _prim("inductor_lookup_seed"),
@@ -118,6 +119,12 @@ SAMPLES = [
     s("aten.roll.default", [t(5, 4, 3)], "$0", [1, -2], [0, 2]),
     s("aten.roll.default", [t(6, 4)], "$0", [3], note="no dims: the flattened tensor rolls"),
     s("aten.roll.default", [t(4, 1, 7)], "$0", [-3], [-1]),
+    # --- flip / prims.rev (longformer reverses a band: rev(where, [0]), rev(x, [1, 3])) -----
+    s("aten.flip.default", [t(4, 6)], "$0", [1]),
+    s("aten.flip.default", [t(5, 4, 3)], "$0", [0, -1]),
+    s("prims.rev.default", [t(6, 5)], "$0", [0]),
+    s("prims.rev.default", [t(1, 4, 1, 5)], "$0", [1, 3]),
+    s("prims.rev.default", [t(3, 4)], "$0", [], note="no dims: the identity"),
     s("aten.roll.default", [t(2, 6, 6, 3)], "$0", [3, 3], [1, 2], note="swin: shifted windows"),
     # --- select_scatter / slice_scatter ---------------------------------------------------
     s("aten.select_scatter.default", [t(4, 6), t(6)], "$0", "$1", 0, 2),

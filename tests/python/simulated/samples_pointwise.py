@@ -1,6 +1,7 @@
 """Pointwise ops: unary math, Python-scalar and tensor binary ops (broadcasting, size-1 and 0-d
-operands), comparisons, bitwise / logical ops, ternary ops, activation backwards, masked_fill,
-where, fill.  Shapes: 4 and 5 (even / uneven on 2 and 3), size-1 dims, 0-d tensors."""
+operands), comparisons, bitwise / logical ops, ternary ops (and prims.fma), activation backwards,
+masked_fill, where, fill, clamp with scalar bounds, pow.Scalar.  Shapes: 4 and 5 (even / uneven on
+2 and 3), size-1 dims, 0-d tensors.  REFERENCES: prims.fma (an inductor prim: a * b + c)."""
 
 F = "float32"
 
@@ -130,3 +131,29 @@ add({"op": "aten.where.self", "tensors": [t((4, 5), "bool"), t((4, 5)), t((5,))]
 add({"op": "aten.where.self", "tensors": [t((4, 1), "bool"), t((1, 5)), t(())], "args": ["$0", "$1", "$2"], "kwargs": {}})
 add({"op": "aten.lerp.Tensor", "tensors": [t((4, 5)), t((4, 5)), t((4, 5))], "args": ["$0", "$1", "$2"], "kwargs": {}})
 add({"op": "aten.lerp.Tensor", "tensors": [t((3, 4)), t((4,)), t((3, 1))], "args": ["$0", "$1", "$2"], "kwargs": {}})
+
+# -- prims.fma(a, b, c) = a * b + c (inductor's fused multiply-add; its linearity rows)
+add({"op": "prims.fma.default", "tensors": [t((4, 5)), t((4, 5)), t((4, 5))], "args": ["$0", "$1", "$2"], "kwargs": {}})
+add({"op": "prims.fma.default", "tensors": [t((3, 1, 4)), t((4,)), t((3, 5, 4))], "args": ["$0", "$1", "$2"], "kwargs": {},
+     "note": "broadcasting operands"})
+add({"op": "prims.fma.default", "tensors": [t((6,)), t(()), t((6,))], "args": ["$0", "$1", "$2"], "kwargs": {}})
+# -- clamp with Python-scalar bounds: non-decreasing (P(max) / P(min) pass)
+add(unary("aten.clamp_min.default", (4, 5), args=[0.3]))
+add(unary("aten.clamp_min.default", (3, 1, 6), args=[-1]))
+add(unary("aten.clamp_max.default", (4, 5), args=[-0.2]))
+add(unary("aten.clamp_max.default", (5,), args=[2]))
+add(unary("aten.clamp.default", (4, 5), args=[-0.5, 0.5]))
+add(unary("aten.clamp.default", (3, 6), args=[None, 0.1]))
+# -- pow.Scalar(base, exponent): monotone in the exponent as the base says
+add({"op": "aten.pow.Scalar", "tensors": [t((4, 5))], "args": [2.0, "$0"], "kwargs": {}, "note": "base > 1: non-decreasing"})
+add({"op": "aten.pow.Scalar", "tensors": [t((3, 1, 5))], "args": [0.5, "$0"], "kwargs": {}, "note": "0 < base < 1: non-increasing"})
+add({"op": "aten.pow.Scalar", "tensors": [t((6,))], "args": [3, "$0"], "kwargs": {}, "note": "integer base"})
+add({"op": "aten.pow.Scalar", "tensors": [t((4, 5), values="small_int")], "args": [-2.0, "$0"], "kwargs": {},
+     "note": "negative base (integer-valued exponents keep it real): no Partial rows"})
+
+
+def _fma(a, b, c):
+    return a * b + c
+
+
+REFERENCES = {"prims.fma.default": _fma}

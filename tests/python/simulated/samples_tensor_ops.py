@@ -1,5 +1,6 @@
 """Tensor ops: split / split_with_sizes / unbind (outputs per piece), cat / stack (2-3 tensors,
-uneven pieces, negative dims), slice_scatter, copy (broadcast src)."""
+uneven pieces, negative dims), slice_scatter, copy / copy_ (broadcast src).  REFERENCES: copy_ on a
+clone (the in-place op would overwrite the runner's inputs)."""
 
 
 def t(*shape):
@@ -34,4 +35,14 @@ SAMPLES = [
     {"op": "aten.triu.default", "tensors": [t(3, 4, 4)], "args": ["$0"], "kwargs": {}},
     {"op": "aten.copy.default", "tensors": [t(4, 5), t(5)], "args": ["$0", "$1"], "kwargs": {},
      "note": "src broadcast to self's shape"},
+    {"op": "aten.copy_.default", "tensors": [t(4, 5), t(4, 5)], "args": ["$0", "$1"], "kwargs": {}},
+    {"op": "aten.copy_.default", "tensors": [t(3, 1, 6), t(6)], "args": ["$0", "$1"], "kwargs": {},
+     "note": "src broadcast to self's shape"},
 ]
+
+
+def _copy_(self, src, non_blocking=False):
+    return self.clone().copy_(src, non_blocking)
+
+
+REFERENCES = {"aten.copy_.default": _copy_}

@@ -1,7 +1,7 @@
 """Views: view / _unsafe_view / reshape (flatten, split, insert / drop 1s, -1; uneven outer dims),
 t, transpose, permute, unsqueeze, squeeze (all, dim, dims; sharded dims whose local size is 1),
-expand (size-1 dims broadcast, new leading dims, -1), select, slice (steps, negative and huge
-ends)."""
+expand (size-1 dims broadcast, new leading dims, -1), repeat (kept, repeated and new leading
+dims), select, slice (steps, negative and huge ends)."""
 
 
 def t(*shape):
@@ -49,4 +49,8 @@ SAMPLES += [
     v("aten.slice.Tensor", (4, 7), 1, 0, 9223372036854775807, 2),
     v("aten.slice.Tensor", (5, 4, 3), -1, None, -1),
     v("aten.slice.Tensor", (4, 6), 1, 2, 4),
+    v("aten.repeat.default", (4, 6), [1, 2], note="dim 1 repeated: whole; dim 0 kept"),
+    v("aten.repeat.default", (3, 5), [2, 1, 1], note="a new leading dim shifts the kept ones"),
+    v("aten.repeat.default", (4, 1, 3), [1, 4, 1], note="a size-1 dim repeated (a broadcast)"),
+    v("aten.repeat.default", (5,), [2, 3], note="uneven kept dim nowhere: both repeated or new"),
 ]

@@ -27,6 +27,7 @@ if str(HERE) not in sys.path:
 
 import ctshard  # noqa: E402
 import run_simulated as rs  # noqa: E402
+import torch  # noqa: E402
 
 # torch executes every row on every simulated device; the C++ sim_tests check the same rules
 # under the sanitizers, and test_api.py covers the extension's table() calls
@@ -48,6 +49,7 @@ def sim_results(summary):
     for line in rs.family_lines(done):
         summary(line)
     summary(rs.strided_line(done))
+    summary(rs.partial_line(done))
     nops = len({r.op.split("[")[0] for r in done})
     summary(f"sim(py): {nops} ops ({len(done)} test groups), {sum(r.samples for r in done)} samples on meshes "
             f"{', '.join('x'.join(map(str, m)) for m in rs.MESHES)}, {sum(r.seconds for r in done):.1f} s")
@@ -187,3 +189,30 @@ def test_known_unsound_dtensor_fidelity_rows_are_counted_apart():
     r = rs.run_op(s.op, [s], SUITE.references, "machinery", missing=False)
     assert r.failed == 0, r.failures
     assert r.known_unsound > 0 and any("(P(sum), P(sum)) -> P(sum)" in k for k in r.known_unsound_rows)
+
+
+def test_rows_reached_from_partial_inputs_are_checked():
+    """R15: a sort of a Partial-only input is offered the rows off its sorted dim (reduce-scatter);
+    the runner simulates them and counts them apart."""
+    r = SUITE.result("aten.sort.default", missing=False)
+    assert r.partial_checked > 0 and r.partial_failed == 0, r.failures[:5]
+    sample = next(x for x in SUITE.by_op["aten.sort.default"] if len(x.tensors[0]["shape"]) == 2)
+    t = rs.table(sample, [2], rs.partial_inputs(sample, [2]))
+    assert t["placeholder_fill"] == "shard_from_partial"
+    assert any("S(" in row[1][0] for row in map(rs.strategy_row, t["strategies"]))
+    assert rs.partial_line([r]).startswith(f"sim(py): rows reached from Partial-only inputs checked {r.partial_checked}, failed 0")
+    # the pointwise family keeps DTensor's fill: no such rows
+    p = SUITE.result("aten.sin.default", missing=False)
+    assert p.partial_checked == 0
+
+
+def test_histc_from_the_data_range_is_unsound_when_split():
+    """R10: histc(x, 4, 3, 3) bins over the data's own range; S(0) -> P(sum) is wrong on 2 ranks
+    (x = [0, 1, 2, 3, 10, 11, 12, 13]: [4, 0, 0, 4] globally, [2, 2, 2, 2] summed), right with a range."""
+    data = _sim("aten.histc.default", [_f(8)], ["$0", 4, 3, 3])
+    assert data.check([2], ["S(0)"], ["P(sum)"])[0] == "unsound"
+    given = _sim("aten.histc.default", [_f(8)], ["$0", 4, -3.0, 3.0])
+    assert given.check([2], ["S(0)"], ["P(sum)"])[0] == "sound"
+    x = torch.tensor([0.0, 1, 2, 3, 10, 11, 12, 13])
+    assert torch.histc(x, 4, 3, 3).tolist() == [4, 0, 0, 4]
+    assert (torch.histc(x[:4], 4, 3, 3) + torch.histc(x[4:], 4, 3, 3)).tolist() == [2, 2, 2, 2]
