@@ -57,16 +57,23 @@ struct ShardKinds {
 inline constexpr ShardKinds plain_shard_kinds{true, {}, 0};
 
 namespace detail {
-/// The placements a regrouped row's cells take for the source shard kind `source` (a Shard or a
-/// StridedShard of the source column's dim): the source cell becomes `source`, every other
-/// placeholder the shard re-expressed on the output run (`regroup_shard`). False when no
-/// placement expresses it (no such output dim, or a split factor above 65535).
-constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardRegroup& g, const Placement& source, std::span<Placement> row) {
-  const RunShard from{static_cast<std::size_t>(source.dim - g.input_first), source.is_strided_shard() ? source.split_factor : 1};
-  const std::optional<RunShard> to = regroup_shard(g.input, from, g.output);
-  if (!to || to->split_factor > 65535) return false;
-  const int dim = g.output_first + static_cast<int>(to->dim);
-  const Placement derived = to->split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to->split_factor));
+/// The split factors of `kinds` in fill order, 1 standing for plain Shard.
+constexpr std::vector<std::int64_t> kind_split_factors(const ShardKinds& kinds) {
+  std::vector<std::int64_t> factors;
+  if (kinds.shard) factors.push_back(1);
+  for (std::size_t i = 0; i < kinds.num_strided; ++i) factors.push_back(kinds.split_factors[i]);
+  return factors;
+}
+
+/// The placements of a regrouped row's cells when its source column holds `source` (a Shard or a
+/// StridedShard of the source column's dim) and the shard lands on output-run shard `to`: the
+/// source cell becomes `source`, every other placeholder `to` on the output run. False when no
+/// placement expresses `to` (a split factor above 65535).
+constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardRegroup& g, const Placement& source, RunShard to,
+                                  std::span<Placement> row) {
+  if (to.split_factor > 65535) return false;
+  const int dim = g.output_first + static_cast<int>(to.dim);
+  const Placement derived = to.split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to.split_factor));
   for (std::size_t i = 0; i < src.size(); ++i) row[i] = i == g.source ? source : src[i].is_placeholder() ? derived : src[i];
   return true;
 }
@@ -78,12 +85,19 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
 /// A regrouped row (RuleSet::regroup) is filled by moving the shard instead: its source cell takes
 /// `kind(dim)` and its other placeholders the placement that holds the same elements on the output
 /// run (`regroup_shard`: a Shard or StridedShard, possibly on another dim and with another split
-/// factor); a kind that no placement can express there emits no row.
-[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds) {
+/// factor); a kind that no placement can express there emits no row. With `mesh_sizes` (one entry
+/// per mesh dim, mesh dim 0 first) of a mesh of 2 or more dims, a regrouped row is emitted once per
+/// placement the shard can take on some mesh dim after earlier mesh dims shard the same group with
+/// these kinds (`regroup_shard_alternatives`: `[2, 2, 3]` viewed as `[4, 3]` gets `[_S(0, 2),
+/// S(1)]` and, for `S(0)S(1)` on 2x2, `[S(0), S(1)]`), right after one another; the op's full-mesh
+/// check picks the one each input spec's local sizes call for. Without `mesh_sizes` (compile-time
+/// tables) only the global-size placement is listed.
+[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds, std::span<const std::int64_t> mesh_sizes = {}) {
   RuleSet out(rules.num_outputs(), rules.num_inputs());
   out.reserve(rules.size() * (kinds.size() > 1 ? kinds.size() : 1));
   for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
   std::vector<Placement> row(rules.width());
+  const std::vector<std::int64_t> factors = detail::kind_split_factors(kinds);
   for (std::size_t r = 0; r < rules.size(); ++r) {
     const auto src = rules.row(r);
     bool placeholder = false;
@@ -95,7 +109,10 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
     const ShardRegroup* regroup = rules.regroup(r);
     for (std::size_t k = 0; k < kinds.size(); ++k) {
       if (regroup != nullptr) {
-        if (detail::fill_regrouped_row(src, *regroup, kinds.build(k, src[regroup->source].dim), row)) out.add(row);
+        const Placement source = kinds.build(k, src[regroup->source].dim);
+        const RunShard from{static_cast<std::size_t>(source.dim - regroup->input_first), source.is_strided_shard() ? source.split_factor : 1};
+        for (const RunShard& to : regroup_shard_alternatives(regroup->input, from, regroup->output, mesh_sizes, factors))
+          if (detail::fill_regrouped_row(src, *regroup, source, to, row)) out.add(row);
         continue;
       }
       for (std::size_t i = 0; i < src.size(); ++i) row[i] = src[i].is_placeholder() ? kinds.build(k, src[i].dim) : src[i];

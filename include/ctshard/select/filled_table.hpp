@@ -41,7 +41,7 @@ class FilledTable {
   /// `kinds`: the shard kinds of the runtime inputs. Throws ctshard::error when filling yields
   /// more than max_rules rules.
   FilledTable(const RuleSet& with_replicate, const ShardKinds& kinds, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter)
-      : kinds_(kinds), rules_(fill_placeholders(with_replicate, kinds)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {
+      : kinds_(kinds), rules_(fill_placeholders(with_replicate, kinds, mesh.dim_sizes())), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {
     const std::size_t width = rules_.width(), s = rules_.size();
     if (s > max_rules)
       throw error("ctshard::StrategyEnumerator: more than " + std::to_string(max_rules) + " single-dim rules after placeholder filling (" +
