@@ -198,7 +198,7 @@ def test_view_rows_of_local_sizes_are_checked_on_2_and_3_dim_meshes():
     view family's meshes of 2 and 3 dims, and the simulator tells them from the global-size reading."""
     view = _sim("aten.view.default", [_f(2, 2, 3)], ["$0", [4, 3]])
     assert view.check([2, 2], ["S(0)S(1)"], ["S(0)S(0)"])[0] == "sound"
-    assert view.check([2, 2], ["S(0)S(1)"], ["S(0)_S(0, 2)"])[0] == "unsound"
+    assert view.check([2, 2], ["S(0)S(1)"], ["S(0)_S(0, 2)"])[0] != "sound"  # the global-size reading
     unflatten = _sim("aten.view.default", [_f(4, 3)], ["$0", [2, 2, 3]])
     assert unflatten.check([2, 2], ["S(0)S(0)"], ["S(0)S(1)"])[0] == "sound"
     assert unflatten.check([2, 2], ["S(0)S(0)"], ["S(0)S(0)"])[0] != "sound"  # DTensor 2.13's answer
