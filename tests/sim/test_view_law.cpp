@@ -30,7 +30,9 @@ struct ViewCase {
   std::vector<std::int64_t> output;
 };
 
-SampleCall view_call(const ViewCase& v) { return SampleCall{"view", "aten.view.default", {{v.input, Domain::real, 0}}, {targ(0), ilist(v.output)}, {}}; }
+SampleCall view_call(const ViewCase& v) {
+  return SampleCall{"view", "aten.view.default", {{v.input, Domain::real, 0}}, {targ(0), ilist(v.output)}, {}};
+}
 
 /// Every spec on an `ndim`-dim mesh whose placements are R, S(d) for d < rank, and _S(d, 2) for
 /// the dims of even size.
@@ -192,16 +194,16 @@ void check_law(const ViewCase& v, const Mesh& mesh, bool completeness, LawCounts
 const std::vector<ViewCase>& flatten_cases() {
   static const std::vector<ViewCase> v{
       {{2, 2, 3}, {4, 3}},  // R11
-      {{4, 6}, {24}},     {{2, 3, 4}, {24}}, {{2, 6}, {12}}, {{4, 2, 3}, {8, 3}},
-      {{2, 5}, {10}},     {{3, 4}, {12}},    {{5, 2}, {10}}, {{3, 2}, {6}},  // uneven
+      {{4, 6}, {24}},      {{2, 3, 4}, {24}}, {{2, 6}, {12}}, {{4, 2, 3}, {8, 3}},
+      {{2, 5}, {10}},      {{3, 4}, {12}},    {{5, 2}, {10}}, {{3, 2}, {6}},  // uneven
   };
   return v;
 }
 
 const std::vector<ViewCase>& unflatten_cases() {
   static const std::vector<ViewCase> v{
-      {{4, 3}, {2, 2, 3}}, {{24}, {2, 3, 4}}, {{12}, {2, 6}}, {{12}, {4, 3}}, {{8, 3}, {4, 2, 3}},
-      {{10}, {2, 5}},      {{6}, {3, 2}},     {{12}, {3, 4}},  // uneven pieces
+      {{4, 3}, {2, 2, 3}}, {{24}, {2, 3, 4}}, {{12}, {2, 6}}, {{12}, {4, 3}},
+      {{8, 3}, {4, 2, 3}}, {{10}, {2, 5}},    {{6}, {3, 2}},  {{12}, {3, 4}},  // uneven pieces
   };
   return v;
 }
@@ -224,9 +226,8 @@ void run_law(const char* what, const std::vector<ViewCase>& cases) {
   std::cout << "sim: view law (" << what << "): " << counts.specs << " input specs on meshes 2x2, 2x3, 3x2, 4x2, 2x2x2, 2x3x2; " << counts.exact
             << " with an output (" << counts.multi << " sharding one group on several mesh dims), failed " << counts.failures.size()
             << "; completeness: " << counts.completeness_checked << " inputs, " << counts.candidates << " output specs simulated, "
-            << counts.gaps.size() << " inputs with an exact output the law misses (" << counts.spellings
-            << " other spellings of the law's outputs; " << counts.indivisible
-            << " inputs whose split factor does not divide a local size left out)\n";
+            << counts.gaps.size() << " inputs with an exact output the law misses (" << counts.spellings << " other spellings of the law's outputs; "
+            << counts.indivisible << " inputs whose split factor does not divide a local size left out)\n";
   for (const auto& f : counts.failures) FAIL_CHECK(f);
   for (const auto& g : counts.gaps) FAIL_CHECK(g);
   CHECK(counts.multi > 0);

@@ -60,8 +60,9 @@ TEST_CASE("R11: a flatten of dims sharded on consecutive mesh dims keeps the dat
   REQUIRE(local != filled.end());
   CHECK(local == global + 1);
   // on one mesh dim the table is what it was
-  CHECK(rows_text(StrategyEnumerator(rule.rules, mesh_of({4}), rule.uneven_inputs, rule.filter).filled_rules(current)) ==
-        std::vector<std::string>{"R,R", "S(0),S(0)", "S(1),S(2)", "_S(0, 2),S(1)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
+  CHECK(
+      rows_text(StrategyEnumerator(rule.rules, mesh_of({4}), rule.uneven_inputs, rule.filter).filled_rules(current)) ==
+      std::vector<std::string>{"R,R", "S(0),S(0)", "S(1),S(2)", "_S(0, 2),S(1)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
 }
 
 TEST_CASE("views on N-D meshes: a flatten takes each mesh dim's shard on the local sizes before it", "[regressions_3][views]") {
@@ -152,8 +153,7 @@ TEST_CASE("views on N-D meshes: the law step by step", "[regressions_3][views]")
   // the alternatives the fill lists for S(1) of [2, 2] -> [4] on 2x2 with plain Shard inputs
   const std::array<std::int64_t, 2> mesh{2, 2};
   const std::array<std::int64_t, 1> shard_only{1};
-  CHECK(regroup_shard_alternatives(TensorShape{2, 2}, RunShard{1, 1}, TensorShape{4}, mesh, shard_only) ==
-        std::vector<RunShard>{{0, 2}, {0, 1}});
+  CHECK(regroup_shard_alternatives(TensorShape{2, 2}, RunShard{1, 1}, TensorShape{4}, mesh, shard_only) == std::vector<RunShard>{{0, 2}, {0, 1}});
   // and on one mesh dim only the global one
   const std::array<std::int64_t, 1> one{4};
   CHECK(regroup_shard_alternatives(TensorShape{2, 2}, RunShard{1, 1}, TensorShape{4}, one, shard_only) == std::vector<RunShard>{{0, 2}});

@@ -4,8 +4,10 @@
 /// dims holding the same elements in the same row-major order (a view's flatten, split, or split of
 /// a flatten). Where do the elements one rank holds land, and is the local view exact on n ranks?
 /// Used by the placeholder fill of view rows (`fill_placeholders`) and by the views' full-mesh
-/// check (`view_output_spec`). DTensor follows the same picture in `_ViewShardingPropagator`
-/// (`_rewrite_plain_shard`, `_rewrite_strided_shard`, `_expected_split_factor`).
+/// check (`view_output_spec`). With several mesh dims on one group, each is re-expressed on the
+/// local sizes the earlier ones leave (`regroup_mesh_dim`: the local-size law, docs/semantics.md).
+/// DTensor follows the same picture in `_ViewShardingPropagator` (`_rewrite_plain_shard`,
+/// `_rewrite_strided_shard`, `_expected_split_factor`, `local_tensor_shapes`).
 
 #include <cstddef>
 #include <cstdint>
@@ -79,7 +81,7 @@ struct RunShard {
 [[nodiscard]] constexpr std::int64_t chunk_piece(std::int64_t size, std::int64_t n, std::int64_t c) noexcept {
   if (size <= 0 || n < 1) return 0;
   const std::int64_t full = size / n + (size % n != 0 ? 1 : 0);  // ceil without overflow
-  if (c >= size / full + 1) return 0;                              // c * full would pass size
+  if (c >= size / full + 1) return 0;                            // c * full would pass size
   const std::int64_t rest = size - c * full;
   return rest <= 0 ? 0 : rest < full ? rest : full;
 }

@@ -311,8 +311,10 @@ struct ViewGroup {
 /// a split moves `_S(d, sf)` to the piece it describes (`[16, 4]` `_S(0, 2)` viewed as `[2, 8, 4]` is
 /// `S(1)`, `_S(0, 4)` is `_S(1, 2)`); a kind no placement expresses emits no row. Singleton and
 /// broadcast output dims have no row; a dropped input dim gets none (it must be Replicate).
-/// Whether a regrouped shard gives an exact local view depends on the mesh sizes (and on the mesh
-/// dims before it): the full-mesh check `view_output_spec`.
+/// Whether a regrouped shard gives an exact local view, and which placement describes it, depends
+/// on the mesh sizes and on the mesh dims before it: given the mesh sizes, the placeholder fill
+/// lists a regrouped row once per placement the local sizes can call for
+/// (`regroup_shard_alternatives`), and the full-mesh check `view_output_spec` keeps the right one.
 [[nodiscard]] constexpr RuleSet view_single_dim_strategy(const ViewDimMap& map) {
   RuleSet rules(1, 1);
   rules.set_rank(0, static_cast<int>(map.output.rank));
@@ -378,12 +380,12 @@ template <class PlacementRange, class Sizes>
 }
 
 /// True when the local view of an input placed as `input_spec` is exact on a mesh of `mesh_sizes`
-/// (`view_output_spec` has a value): every shard kept through a flatten or split divides evenly
-/// where it must — the flattened outer dims and the split's pieces, counting a StridedShard's
-/// split factor — or lies on the innermost non-trivial dim on both sides (DTensor
-/// `propagate_shape_and_sharding` with the real mesh, `reject_redistribution`). Kept and
-/// unsharded dims always pass. `PlacementRange`: anything with `size()` and `operator[]` giving
-/// Placement (a Spec).
+/// (`view_output_spec` has a value): every shard kept through a flatten or split cuts both sides of
+/// the view into the same torch.chunk pieces on the local sizes the mesh dims before it leave —
+/// evenly where it must, counting a StridedShard's split factor, or on the innermost non-trivial
+/// dim of both sides (DTensor `propagate_shape_and_sharding` with the real mesh,
+/// `reject_redistribution`; `regroup_mesh_dim`). Kept and unsharded dims always pass.
+/// `PlacementRange`: anything with `size()` and `operator[]` giving Placement (a Spec).
 template <class PlacementRange, class Sizes>
 [[nodiscard]] constexpr bool view_shard_is_even(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) {
   return view_output_spec(map, input_spec, mesh_sizes).has_value();
