@@ -154,6 +154,15 @@ TEST_CASE("views on N-D meshes: the law step by step", "[regressions_3][views]")
   const std::array<std::int64_t, 2> mesh{2, 2};
   const std::array<std::int64_t, 1> shard_only{1};
   CHECK(regroup_shard_alternatives(TensorShape{2, 2}, RunShard{1, 1}, TensorShape{4}, mesh, shard_only) == std::vector<RunShard>{{0, 2}, {0, 1}});
+  // the fill lists both rows of R11's S(1) on 2x2, and for S(0) also the one-row-block row
+  // [_S(0, 2), S(0)] (after an earlier S(0) each rank holds one row of dim 0); over a row budget it
+  // falls back to the global ones
+  const RuleSet r11 = with_replicate_row(rule_for(view_call({2, 2, 3}, {4, 3})).rules);
+  CHECK(rows_text(fill_placeholders(r11, plain_shard_kinds, mesh)) == std::vector<std::string>{"R,R", "S(0),S(0)", "_S(0, 2),S(0)", "S(1),S(2)",
+                                                                                               "_S(0, 2),S(1)", "S(0),S(1)", "P(sum),P(sum)",
+                                                                                               "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
+  CHECK(fill_placeholders(r11, plain_shard_kinds, mesh, 8) == fill_placeholders(r11, plain_shard_kinds));
+  CHECK(fill_placeholders(r11, plain_shard_kinds).size() == 8);
   // and on one mesh dim only the global one
   const std::array<std::int64_t, 1> one{4};
   CHECK(regroup_shard_alternatives(TensorShape{2, 2}, RunShard{1, 1}, TensorShape{4}, one, shard_only) == std::vector<RunShard>{{0, 2}});

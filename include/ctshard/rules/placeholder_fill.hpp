@@ -91,8 +91,10 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
 /// these kinds (`regroup_shard_alternatives`: `[2, 2, 3]` viewed as `[4, 3]` gets `[_S(0, 2),
 /// S(1)]` and, for `S(0)S(1)` on 2x2, `[S(0), S(1)]`), right after one another; the op's full-mesh
 /// check picks the one each input spec's local sizes call for. Without `mesh_sizes` (compile-time
-/// tables) only the global-size placement is listed.
-[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds, std::span<const std::int64_t> mesh_sizes = {}) {
+/// tables), or when those placements would make more than `max_rows` rows (a compact row indexes
+/// at most 255 rules), only the global-size placement is listed.
+[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds, std::span<const std::int64_t> mesh_sizes = {},
+                                                  std::size_t max_rows = 255) {
   RuleSet out(rules.num_outputs(), rules.num_inputs());
   out.reserve(rules.size() * (kinds.size() > 1 ? kinds.size() : 1));
   for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
@@ -119,6 +121,7 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
       out.add(row);
     }
   }
+  if (out.size() > max_rows && mesh_sizes.size() >= 2) return fill_placeholders(rules, kinds, {}, max_rows);
   return out;
 }
 
