@@ -13,6 +13,7 @@
 
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "sim_cases.hpp"
 #include "sim_ops.hpp"
 #include "sim_tensor.hpp"

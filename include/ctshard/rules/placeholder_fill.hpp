@@ -57,14 +57,6 @@ struct ShardKinds {
 inline constexpr ShardKinds plain_shard_kinds{true, {}, 0};
 
 namespace detail {
-/// The split factors of `kinds` in fill order, 1 standing for plain Shard.
-constexpr std::vector<std::int64_t> kind_split_factors(const ShardKinds& kinds) {
-  std::vector<std::int64_t> factors;
-  if (kinds.shard) factors.push_back(1);
-  for (std::size_t i = 0; i < kinds.num_strided; ++i) factors.push_back(kinds.split_factors[i]);
-  return factors;
-}
-
 /// The placements of a regrouped row's cells when its source column holds `source` (a Shard or a
 /// StridedShard of the source column's dim) and the shard lands on output-run shard `to`: the
 /// source cell becomes `source`, every other placeholder `to` on the output run. False when no
@@ -77,29 +69,16 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
   for (std::size_t i = 0; i < src.size(); ++i) row[i] = i == g.source ? source : src[i].is_placeholder() ? derived : src[i];
   return true;
 }
-}  // namespace detail
 
-/// Rules with every placeholder row emitted once per shard kind (in `kinds` order), each
-/// placeholder replaced by `kind(dim)`; rows without placeholders pass through in place. With no
-/// kinds, placeholder rows vanish (DTensor: no sharded input, no sharding rule).
-/// A regrouped row (RuleSet::regroup) is filled by moving the shard instead: its source cell takes
-/// `kind(dim)` and its other placeholders the placement that holds the same elements on the output
-/// run (`regroup_shard`: a Shard or StridedShard, possibly on another dim and with another split
-/// factor); a kind that no placement can express there emits no row. With `mesh_sizes` (one entry
-/// per mesh dim, mesh dim 0 first) of a mesh of 2 or more dims, a regrouped row is emitted once per
-/// placement the shard can take on some mesh dim after earlier mesh dims shard the same group with
-/// these kinds (`regroup_shard_alternatives`: `[2, 2, 3]` viewed as `[4, 3]` gets `[_S(0, 2),
-/// S(1)]` and, for `S(0)S(1)` on 2x2, `[S(0), S(1)]`), right after one another; the op's full-mesh
-/// check picks the one each input spec's local sizes call for. Without `mesh_sizes` (compile-time
-/// tables), or when those placements would make more than `max_rows` rows (a compact row indexes
-/// at most 255 rules), only the global-size placement is listed.
-[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds, std::span<const std::int64_t> mesh_sizes = {},
-                                                  std::size_t max_rows = 255) {
+/// `fill_placeholders` with the output-run shards of a regrouped row's source shard given by
+/// `targets(regroup, from, emit)`, which calls `emit(RunShard)` once per placement to list (in
+/// order); every other row as `fill_placeholders` fills it.
+template <class Targets>
+constexpr RuleSet fill_placeholders_by(const RuleSet& rules, const ShardKinds& kinds, Targets&& targets) {
   RuleSet out(rules.num_outputs(), rules.num_inputs());
   out.reserve(rules.size() * (kinds.size() > 1 ? kinds.size() : 1));
   for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
   std::vector<Placement> row(rules.width());
-  const std::vector<std::int64_t> factors = detail::kind_split_factors(kinds);
   for (std::size_t r = 0; r < rules.size(); ++r) {
     const auto src = rules.row(r);
     bool placeholder = false;
@@ -113,16 +92,32 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
       if (regroup != nullptr) {
         const Placement source = kinds.build(k, src[regroup->source].dim);
         const RunShard from{static_cast<std::size_t>(source.dim - regroup->input_first), source.is_strided_shard() ? source.split_factor : 1};
-        for (const RunShard& to : regroup_shard_alternatives(regroup->input, from, regroup->output, mesh_sizes, factors))
-          if (detail::fill_regrouped_row(src, *regroup, source, to, row)) out.add(row);
+        targets(*regroup, from, [&](RunShard to) {
+          if (fill_regrouped_row(src, *regroup, source, to, row)) out.add(row);
+        });
         continue;
       }
       for (std::size_t i = 0; i < src.size(); ++i) row[i] = src[i].is_placeholder() ? kinds.build(k, src[i].dim) : src[i];
       out.add(row);
     }
   }
-  if (out.size() > max_rows && mesh_sizes.size() >= 2) return fill_placeholders(rules, kinds, {}, max_rows);
   return out;
+}
+}  // namespace detail
+
+/// Rules with every placeholder row emitted once per shard kind (in `kinds` order), each
+/// placeholder replaced by `kind(dim)`; rows without placeholders pass through in place. With no
+/// kinds, placeholder rows vanish (DTensor: no sharded input, no sharding rule).
+/// A regrouped row (RuleSet::regroup) is filled by moving the shard instead: its source cell takes
+/// `kind(dim)` and its other placeholders the placement that holds the same elements on the output
+/// run (`regroup_shard`: a Shard or StridedShard, possibly on another dim and with another split
+/// factor); a kind that no placement can express there emits no row. This reads the global sizes,
+/// what one mesh dim alone sees; the overload with mesh sizes (`rules/regroup_on_mesh.hpp`) also
+/// lists the placements the local sizes of earlier mesh dims call for.
+[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds) {
+  return detail::fill_placeholders_by(rules, kinds, [](const ShardRegroup& g, RunShard from, auto&& emit) {
+    if (const std::optional<RunShard> to = regroup_shard(g.input, from, g.output)) emit(*to);
+  });
 }
 
 }  // namespace ctshard

@@ -19,6 +19,7 @@
 #include "ctshard/error.hpp"
 #include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/select/filters.hpp"
 

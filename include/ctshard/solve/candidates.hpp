@@ -23,6 +23,7 @@
 #include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/rules/uneven_inputs.hpp"
 #include "ctshard/select/enumerator.hpp"
