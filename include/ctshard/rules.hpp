@@ -21,6 +21,7 @@
 #include "ctshard/rules/passthrough_rules.hpp"
 #include "ctshard/rules/random_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "ctshard/rules/sort_scan_rules.hpp"
 #include "ctshard/rules/tensor_dims.hpp"
 #include "ctshard/rules/tensor_op_rules.hpp"

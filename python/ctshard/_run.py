@@ -257,8 +257,42 @@ def _distribute_global(t: torch.Tensor, mesh: DeviceMesh, placements: Sequence[P
 
 def _redistribute(value: DTensor, mesh: DeviceMesh, placements: Sequence[Placement]) -> DTensor:
     """``_move`` followed by ``_strided_as_views_make_it``: every StridedShard the move produces is
-    in the form DTensor's view ops produce."""
-    return _strided_as_views_make_it(_move(value, mesh, placements))
+    in the form DTensor's view ops produce. A StridedShard on a tensor dim that an earlier mesh dim
+    shards too (``S(0)_S(0, 2)``: what a view gives when several mesh dims split one group, the
+    local-size rows of docs/semantics.md) has no such re-wrap (the two forms chunk differently), so
+    when no later mesh dim shards that dim the move goes to Replicate there and each rank then takes
+    its strided chunk of its local tensor (ctshard's price of ``R -> _S``: a local chunk), wrapped
+    in the view form."""
+    local = _locally_strided_mesh_dims(placements)
+    if not local:
+        return _strided_as_views_make_it(_move(value, mesh, placements))
+    from torch.distributed.tensor._dtensor_spec import DTensorSpec
+
+    staged = [Replicate() if m in local else p for m, p in enumerate(placements)]
+    moved = value if _same(value.placements, staged) else _move(value, mesh, staged)
+    piece = moved._local_tensor
+    for m in local:
+        pieces, _ = placements[m]._split_tensor(piece, mesh.size(m), with_padding=False, contiguous=True)
+        piece = pieces[mesh.get_local_rank(m)]
+    target = DTensorSpec(mesh, tuple(placements), tensor_meta=moved._spec.tensor_meta, use_strided_shard_as_shard_order=False)
+    return DTensor(piece.contiguous(), target, requires_grad=moved.requires_grad)
+
+
+def _locally_strided_mesh_dims(placements: Sequence[Placement]) -> list[int]:
+    """The mesh dims (in order) whose placement is a StridedShard of a tensor dim that an earlier
+    mesh dim also shards and no later mesh dim does; empty unless every StridedShard whose tensor
+    dim another mesh dim shards is of that kind."""
+    out = []
+    for m, p in enumerate(placements):
+        if not isinstance(p, _StridedShard):
+            continue
+        others = [k for k, q in enumerate(placements) if k != m and isinstance(q, (Shard, _StridedShard)) and q.dim == p.dim]
+        if not others:
+            continue
+        if any(k > m for k in others):
+            return []
+        out.append(m)
+    return out
 
 
 def _strided_as_views_make_it(value: DTensor) -> DTensor:

@@ -43,6 +43,15 @@ void add_layout_cases(std::vector<SampleCall>& v) {
   view("aten.repeat.default", {R({3, 5})}, {ilist({2, 1, 1})});
   view("aten.repeat.default", {R({4, 1, 3})}, {ilist({1, 4, 1})});
   view("aten.repeat.default", {R({5})}, {ilist({2, 3})});
+  // groups split by several mesh dims (the rows the local sizes call for: R11 and its kind)
+  view("aten.view.default", {R({2, 2, 3})}, {ilist({4, 3})});
+  view("aten.view.default", {R({4, 3})}, {ilist({2, 2, 3})});
+  view("aten.view.default", {R({2, 3, 4})}, {ilist({24})});
+  view("aten.view.default", {R({24})}, {ilist({2, 3, 4})});
+  view("aten.view.default", {R({2, 5})}, {ilist({10})});
+  view("aten.view.default", {R({10})}, {ilist({2, 5})});
+  view("aten.view.default", {R({6, 4})}, {ilist({4, 6})});
+  view("aten.reshape.default", {R({2, 6})}, {ilist({4, 3})});
 
   auto top = [&v](std::string op, std::vector<SimInput> in, std::vector<OpArg> extra = {}, Kwargs kw = {}) {
     v.push_back(make_call("tensor", std::move(op), std::move(in), std::move(extra), std::move(kw)));

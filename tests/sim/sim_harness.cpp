@@ -36,9 +36,23 @@ bool has_strided_shard(const SimRow& row) {
 
 Expansion expand(const OpRule& rule, const OpCall& call, const Mesh& mesh, const ShardKinds& kinds) {
   Expansion ex;
-  ex.filled = fill_placeholders(with_replicate_row(rule.rules), kinds);
-  const std::size_t s = ex.filled.size(), n = mesh.ndim(), width = ex.filled.width(), nout = ex.filled.num_outputs();
   const MeshTopology topo = mesh.topology();
+  ex.filled = fill_placeholders(with_replicate_row(rule.rules), kinds, topo.dim_sizes());
+  {
+    const RuleSet global = fill_placeholders(with_replicate_row(rule.rules), kinds);
+    std::set<std::string> plain;
+    for (std::size_t r = 0; r < global.size(); ++r) {
+      std::string key;
+      for (const auto& p : global.row(r)) key += to_string(p) + "|";
+      plain.insert(key);
+    }
+    for (std::size_t r = 0; r < ex.filled.size(); ++r) {
+      std::string key;
+      for (const auto& p : ex.filled.row(r)) key += to_string(p) + "|";
+      ex.local_rule.push_back(plain.count(key) == 0);
+    }
+  }
+  const std::size_t s = ex.filled.size(), n = mesh.ndim(), width = ex.filled.width(), nout = ex.filled.num_outputs();
   std::vector<std::size_t> digits(n, 0);
   std::vector<Spec> specs(width);
   while (true) {
@@ -207,13 +221,29 @@ std::size_t FamilyReport::strided_failed() const {
   return n;
 }
 
+std::size_t FamilyReport::local_checked() const {
+  std::size_t n = 0;
+  for (const auto& m : per_mesh) n += m.local_checked;
+  return n;
+}
+
+std::size_t FamilyReport::local_failed() const {
+  std::size_t n = 0;
+  for (const auto& m : per_mesh) n += m.local_failed;
+  return n;
+}
+
 std::string FamilyReport::summary() const {
   std::ostringstream os;
   os << "sim: " << family << ": rows checked " << checked() << ", failed " << failed() << ", missing " << missing << "; StridedShard rows checked "
-     << strided_checked() << ", failed " << strided_failed() << "\n";
+     << strided_checked() << ", failed " << strided_failed();
+  if (local_checked() > 0) os << "; local-size view rows checked " << local_checked() << ", failed " << local_failed();
+  os << "\n";
   for (const auto& m : per_mesh) {
     os << "sim:   " << family << " on mesh " << m.mesh << ": rows checked " << m.checked << ", failed " << m.failed << " (StridedShard "
-       << m.strided_checked << ", failed " << m.strided_failed << ")";
+       << m.strided_checked << ", failed " << m.strided_failed;
+    if (m.local_checked > 0) os << "; local-size view rows " << m.local_checked << ", failed " << m.local_failed;
+    os << ")";
     if (m.known_unsound) os << " (+" << m.known_unsound << " known-unsound DTensor-fidelity rows failed)";
     if (m.sampled_out) os << " (" << m.sampled_out << " rows not sampled)";
     os << "\n";
@@ -364,7 +394,8 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
         continue;
       }
       const std::uint64_t base = fnv1a(mesh.name(), fnv1a(name));
-      // Simulates `rows` (sampled evenly above max_rows_per_mesh); `strided` counts them apart too.
+      // Simulates `rows` (sampled evenly above max_rows_per_mesh, rows using a local-size view rule
+      // always); `strided` counts them apart too.
       const auto run_rows = [&](const Expansion& expansion, const std::vector<const SimRow*>& rows, bool strided, std::uint64_t seed) {
         std::size_t stride = 1;
         if (rows.size() > options.max_rows_per_mesh) {
@@ -373,11 +404,13 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
                               " rows, every " + std::to_string(stride) + "th simulated");
         }
         for (std::size_t r = 0; r < rows.size(); ++r) {
-          if (r % stride != 0) {
+          const SimRow& row = *rows[r];
+          bool local = false;
+          for (auto ri : row.rules) local = local || expansion.local_rule[ri];
+          if (r % stride != 0 && !local) {
             ++counts.sampled_out;
             continue;
           }
-          const SimRow& row = *rows[r];
           RowOutcome outcome;
           try {
             outcome = simulate_row(call, *op, row, mesh, seed + r, options.trials);
@@ -386,6 +419,7 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
           }
           ++counts.checked;
           if (strided) ++counts.strided_checked;
+          if (local) ++counts.local_checked;
           if (outcome.ok) continue;
           bool uses_known = false;
           for (auto ri : row.rules)
@@ -397,6 +431,7 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
           } else {
             ++counts.failed;
             if (strided) ++counts.strided_failed;
+            if (local) ++counts.local_failed;
             rep.failures.push_back(text);
           }
         }

@@ -13,6 +13,7 @@
 
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "sim_cases.hpp"
 #include "sim_ops.hpp"
 #include "sim_tensor.hpp"
@@ -34,6 +35,9 @@ struct SimRow {
 /// `is_tensor_shardable` on every input and the op's own full-mesh filter.
 struct Expansion {
   RuleSet filled;
+  /// Per filled rule: true when only the mesh's local sizes call for it (a view row re-expressing a
+  /// shard after earlier mesh dims split the same group; not in the fill without mesh sizes).
+  std::vector<bool> local_rule;
   std::vector<SimRow> rows;
   std::size_t total = 0, mixed_partial = 0, unshardable = 0, op_filter = 0;
 };
@@ -75,6 +79,7 @@ struct MeshCounts {
   std::string mesh;
   std::size_t checked = 0, failed = 0, known_unsound = 0, sampled_out = 0;
   std::size_t strided_checked = 0, strided_failed = 0;  ///< rows with a StridedShard (also in checked / failed)
+  std::size_t local_checked = 0, local_failed = 0;      ///< rows using a local-size view rule (also in checked / failed)
 };
 
 struct FamilyReport {
@@ -87,8 +92,11 @@ struct FamilyReport {
   [[nodiscard]] std::size_t failed() const;
   [[nodiscard]] std::size_t strided_checked() const;
   [[nodiscard]] std::size_t strided_failed() const;
+  [[nodiscard]] std::size_t local_checked() const;
+  [[nodiscard]] std::size_t local_failed() const;
   /// `sim: <family>: rows checked N, failed F, missing M; StridedShard rows checked S, failed G`
-  /// plus one line per mesh.
+  /// (and `; local-size view rows checked L, failed H` when some row uses a local-size rule) plus
+  /// one line per mesh.
   [[nodiscard]] std::string summary() const;
   /// Everything: summary, failures, known-unsound rows, missing rows, notes.
   [[nodiscard]] std::string full_text() const;

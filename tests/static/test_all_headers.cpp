@@ -55,6 +55,7 @@
 #include "ctshard/rules/pointwise_rules.hpp"
 #include "ctshard/rules/random_rules.hpp"
 #include "ctshard/rules/reduction_rules.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/rules/shard_regroup.hpp"
 #include "ctshard/rules/sort_scan_rules.hpp"

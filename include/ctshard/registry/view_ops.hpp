@@ -21,9 +21,10 @@ namespace ctshard {
 /// The full-mesh filter of a view (DTensor's `reject_redistribution` re-check with the real mesh):
 /// keeps a candidate only when its output spec (operand 0) is exactly what the local view computes
 /// from its input spec (operand `input_operand`): `view_output_spec`, which drops shards kept
-/// through a flatten or split that the shard count (times a StridedShard's split factor) does not
-/// divide, and re-expressions that the mesh dims before them change. Empty (no filter) when the
-/// map has no flatten and no split, so such views keep the planner's enumerator cache.
+/// through a flatten or split whose torch.chunk pieces differ on the two sides, and, of the rows
+/// the fill lists per placement a regrouped shard can take on a mesh of several dims, every one
+/// but the placement the local sizes left by the mesh dims before it call for. Empty (no filter)
+/// when the map has no flatten and no split, so such views keep the planner's enumerator cache.
 [[nodiscard]] inline FullMeshFilter view_full_mesh_filter(const ViewDimMap& map, std::size_t input_operand = 1) {
   bool needed = false;
   for (std::size_t o = 0; o < map.rank(); ++o) needed = needed || map[o].kind == ViewDimKind::flatten || map[o].kind == ViewDimKind::split;

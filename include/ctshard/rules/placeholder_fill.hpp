@@ -89,29 +89,24 @@ enum class PlaceholderFill : unsigned char {
 inline constexpr ShardKinds plain_shard_kinds{true, {}, 0};
 
 namespace detail {
-/// The placements a regrouped row's cells take for the source shard kind `source` (a Shard or a
-/// StridedShard of the source column's dim): the source cell becomes `source`, every other
-/// placeholder the shard re-expressed on the output run (`regroup_shard`). False when no
-/// placement expresses it (no such output dim, or a split factor above 65535).
-constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardRegroup& g, const Placement& source, std::span<Placement> row) {
-  const RunShard from{static_cast<std::size_t>(source.dim - g.input_first), source.is_strided_shard() ? source.split_factor : 1};
-  const std::optional<RunShard> to = regroup_shard(g.input, from, g.output);
-  if (!to || to->split_factor > 65535) return false;
-  const int dim = g.output_first + static_cast<int>(to->dim);
-  const Placement derived = to->split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to->split_factor));
+/// The placements of a regrouped row's cells when its source column holds `source` (a Shard or a
+/// StridedShard of the source column's dim) and the shard lands on output-run shard `to`: the
+/// source cell becomes `source`, every other placeholder `to` on the output run. False when no
+/// placement expresses `to` (a split factor above 65535).
+constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardRegroup& g, const Placement& source, RunShard to,
+                                  std::span<Placement> row) {
+  if (to.split_factor > 65535) return false;
+  const int dim = g.output_first + static_cast<int>(to.dim);
+  const Placement derived = to.split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to.split_factor));
   for (std::size_t i = 0; i < src.size(); ++i) row[i] = i == g.source ? source : src[i].is_placeholder() ? derived : src[i];
   return true;
 }
-}  // namespace detail
 
-/// Rules with every placeholder row emitted once per shard kind (in `kinds` order), each
-/// placeholder replaced by `kind(dim)`; rows without placeholders pass through in place. With no
-/// kinds, placeholder rows vanish (DTensor: no sharded input, no sharding rule).
-/// A regrouped row (RuleSet::regroup) is filled by moving the shard instead: its source cell takes
-/// `kind(dim)` and its other placeholders the placement that holds the same elements on the output
-/// run (`regroup_shard`: a Shard or StridedShard, possibly on another dim and with another split
-/// factor); a kind that no placement can express there emits no row.
-[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds) {
+/// `fill_placeholders` with the output-run shards of a regrouped row's source shard given by
+/// `targets(regroup, from, emit)`, which calls `emit(RunShard)` once per placement to list (in
+/// order); every other row as `fill_placeholders` fills it.
+template <class Targets>
+constexpr RuleSet fill_placeholders_by(const RuleSet& rules, const ShardKinds& kinds, Targets&& targets) {
   RuleSet out(rules.num_outputs(), rules.num_inputs());
   out.reserve(rules.size() * (kinds.size() > 1 ? kinds.size() : 1));
   for (std::size_t k = 0; k < rules.width(); ++k) out.set_rank(k, rules.rank(k));
@@ -127,7 +122,11 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
     const ShardRegroup* regroup = rules.regroup(r);
     for (std::size_t k = 0; k < kinds.size(); ++k) {
       if (regroup != nullptr) {
-        if (detail::fill_regrouped_row(src, *regroup, kinds.build(k, src[regroup->source].dim), row)) out.add(row);
+        const Placement source = kinds.build(k, src[regroup->source].dim);
+        const RunShard from{static_cast<std::size_t>(source.dim - regroup->input_first), source.is_strided_shard() ? source.split_factor : 1};
+        targets(*regroup, from, [&](RunShard to) {
+          if (fill_regrouped_row(src, *regroup, source, to, row)) out.add(row);
+        });
         continue;
       }
       for (std::size_t i = 0; i < src.size(); ++i) row[i] = src[i].is_placeholder() ? kinds.build(k, src[i].dim) : src[i];
@@ -135,6 +134,22 @@ constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardReg
     }
   }
   return out;
+}
+}  // namespace detail
+
+/// Rules with every placeholder row emitted once per shard kind (in `kinds` order), each
+/// placeholder replaced by `kind(dim)`; rows without placeholders pass through in place. With no
+/// kinds, placeholder rows vanish (DTensor: no sharded input, no sharding rule).
+/// A regrouped row (RuleSet::regroup) is filled by moving the shard instead: its source cell takes
+/// `kind(dim)` and its other placeholders the placement that holds the same elements on the output
+/// run (`regroup_shard`: a Shard or StridedShard, possibly on another dim and with another split
+/// factor); a kind that no placement can express there emits no row. This reads the global sizes,
+/// what one mesh dim alone sees; the overload with mesh sizes (`rules/regroup_on_mesh.hpp`) also
+/// lists the placements the local sizes of earlier mesh dims call for.
+[[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds) {
+  return detail::fill_placeholders_by(rules, kinds, [](const ShardRegroup& g, RunShard from, auto&& emit) {
+    if (const std::optional<RunShard> to = regroup_shard(g.input, from, g.output)) emit(*to);
+  });
 }
 
 }  // namespace ctshard

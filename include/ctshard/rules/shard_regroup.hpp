@@ -4,8 +4,11 @@
 /// dims holding the same elements in the same row-major order (a view's flatten, split, or split of
 /// a flatten). Where do the elements one rank holds land, and is the local view exact on n ranks?
 /// Used by the placeholder fill of view rows (`fill_placeholders`) and by the views' full-mesh
-/// check (`view_output_spec`). DTensor follows the same picture in `_ViewShardingPropagator`
-/// (`_rewrite_plain_shard`, `_rewrite_strided_shard`, `_expected_split_factor`).
+/// check (`view_output_spec`). With several mesh dims on one group, each is re-expressed on the
+/// local sizes the earlier ones leave (`rules/regroup_on_mesh.hpp`: the local-size law,
+/// docs/semantics.md).
+/// DTensor follows the same picture in `_ViewShardingPropagator` (`_rewrite_plain_shard`,
+/// `_rewrite_strided_shard`, `_expected_split_factor`, `local_tensor_shapes`).
 
 #include <cstddef>
 #include <cstdint>
@@ -70,21 +73,38 @@ struct RunShard {
   return std::nullopt;
 }
 
+/// Size of piece `c` (0-based, c < n) when a dim of `size` elements is cut into `n` pieces the
+/// torch.chunk way (DTensor `Shard._split_tensor`): pieces of ceil(size / n) elements, the last
+/// non-empty one smaller, the rest empty (5 over 4: 2, 2, 1, 0).
+[[nodiscard]] constexpr std::int64_t chunk_piece(std::int64_t size, std::int64_t n, std::int64_t c) noexcept {
+  if (size <= 0 || n < 1) return 0;
+  const std::int64_t full = size / n + (size % n != 0 ? 1 : 0);  // ceil without overflow
+  if (c >= size / full + 1) return 0;                            // c * full would pass size
+  const std::int64_t rest = size - c * full;
+  return rest <= 0 ? 0 : rest < full ? rest : full;
+}
+
 /// True when the re-expression `to` of input-run shard `from` (as `regroup_shard` returns it) is an
-/// exact local view on `n` shards: every rank's piece of the input run `[F, Y, T]` (Y chunked in
-/// torch.chunk fashion) is its piece of the output run `[F, Z, R]` (Z = g_i / m chunked). That
-/// holds when n divides both Y and Z, or when T == R (the shard lies on the innermost non-trivial
-/// dim of both runs, so Y == Z and the chunks coincide whatever n). DTensor: the even-division
-/// checks of `_analyze_flatten` / `_analyze_split` and their exemptions for the last flattened
-/// dim and the last split piece.
+/// exact local view on `n` shards: every rank's piece of the input run `[F, Y, T]` (Y cut in
+/// torch.chunk fashion) is its piece of the output run `[F, Z, R]` (Z = g_i / m cut likewise).
+/// Within each of the F blocks (Y·T = Z·R elements) rank c holds elements
+/// [c·ceil(Y/n)·T, min((c+1)·ceil(Y/n), Y)·T) on the input side and the same with Z, R on the
+/// output side, so the pieces coincide exactly when ceil(Y/n)·T == ceil(Z/n)·R. That holds when
+/// n divides both Y and Z, when T == R (the shard lies on the innermost non-trivial dim of both
+/// runs, so Y == Z), and in a few uneven cases besides ([3, 2] -> [6] with Shard(0) on 4 ranks:
+/// pieces of 1 row of 2 and of 2 elements). DTensor: the even-division checks of
+/// `_analyze_flatten` / `_analyze_split` with their exemptions for the last flattened dim and the
+/// last split piece (which this condition contains).
 [[nodiscard]] constexpr bool regroup_is_exact(const TensorShape& input, RunShard from, const TensorShape& output, RunShard to,
                                               std::int64_t n) noexcept {
-  if (from.dim >= input.rank || to.dim >= output.rank || n < 1) return false;
+  if (from.dim >= input.rank || to.dim >= output.rank || n < 1 || from.split_factor < 1 || to.split_factor < 1) return false;
   std::int64_t inner_in = 1, inner_out = 1;
   for (std::size_t k = from.dim + 1; k < input.rank; ++k) inner_in = saturating_mul(inner_in, input[k]);
   for (std::size_t k = to.dim + 1; k < output.rank; ++k) inner_out = saturating_mul(inner_out, output[k]);
   const std::int64_t y = input[from.dim] / from.split_factor, z = output[to.dim] / to.split_factor;
-  return (y % n == 0 && z % n == 0) || inner_in == inner_out;
+  if (inner_in == inner_out) return true;
+  return saturating_mul(chunk_piece(y, n, 0), inner_in) == saturating_mul(chunk_piece(z, n, 0), inner_out) && inner_in != INT64_MAX &&
+         inner_out != INT64_MAX;
 }
 
 }  // namespace ctshard

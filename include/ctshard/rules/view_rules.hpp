@@ -18,6 +18,7 @@
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 #include "ctshard/rules/rule_set.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "ctshard/rules/shard_regroup.hpp"
 #include "ctshard/rules/tensor_dims.hpp"
 
@@ -352,8 +353,10 @@ struct ViewGroup {
 /// a split moves `_S(d, sf)` to the piece it describes (`[16, 4]` `_S(0, 2)` viewed as `[2, 8, 4]` is
 /// `S(1)`, `_S(0, 4)` is `_S(1, 2)`); a kind no placement expresses emits no row. Singleton and
 /// broadcast output dims have no row; a dropped input dim gets none (it must be Replicate).
-/// Whether a regrouped shard gives an exact local view depends on the mesh sizes (and on the mesh
-/// dims before it): the full-mesh check `view_output_spec`.
+/// Whether a regrouped shard gives an exact local view, and which placement describes it, depends
+/// on the mesh sizes and on the mesh dims before it: given the mesh sizes, the placeholder fill
+/// lists a regrouped row once per placement the local sizes can call for
+/// (`regroup_shard_alternatives`), and the full-mesh check `view_output_spec` keeps the right one.
 [[nodiscard]] constexpr RuleSet view_single_dim_strategy(const ViewDimMap& map) {
   RuleSet rules(1, 1);
   rules.set_rank(0, static_cast<int>(map.output.rank));
@@ -378,17 +381,20 @@ struct ViewGroup {
 /// exact through the view. Mesh dims are taken in order on the local sizes left by the earlier
 /// ones (DTensor `rewrite_output_placements` with `local_tensor_shapes`): a shard of an input dim
 /// kept one-to-one moves to its output dim unchanged; a shard inside a flatten / split group is
-/// re-expressed on the group's local output sizes (`regroup_shard`) and must be exact for that mesh
-/// dim's size (`regroup_is_exact`, which accounts for split factors); once a mesh dim splits a group
-/// unevenly (local sizes then differ between ranks), no later mesh dim may shard that group.
-/// Replicate and Partial pass unchanged. nullopt too for a shard of an input dim the view drops.
+/// re-expressed on the group's local sizes (`regroup_mesh_dim`: the same output placement for every
+/// rank's local sizes, each an exact local view under torch.chunk's uneven pieces, split factors
+/// counted), so `[2, 2, 3]` `S(0)S(1)` viewed as `[4, 3]` on 2x2 is `S(0)S(0)` and `[4, 3]`
+/// `S(0)S(0)` viewed as `[2, 2, 3]` is `S(0)S(1)`. Replicate and Partial pass unchanged. nullopt
+/// too for a shard of an input dim the view drops, and for a split factor above 65535.
 template <class PlacementRange, class Sizes>
 [[nodiscard]] constexpr std::optional<Spec> view_output_spec(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) {
   const std::vector<ViewGroup> groups = view_groups_of(map);
-  std::vector<ShardRegroup> local;
-  local.reserve(groups.size());
-  for (const ViewGroup& g : groups) local.push_back(view_regroup(map, g));
-  std::vector<std::uint8_t> ragged(groups.size(), 0);  // not vector<bool>: its specialisation costs every includer ~0.1 s
+  std::vector<std::vector<RegroupLocal>> ranks;  // per group: the distinct local sizes of its runs over the ranks
+  ranks.reserve(groups.size());
+  for (const ViewGroup& g : groups) {
+    const ShardRegroup r = view_regroup(map, g);
+    ranks.push_back({RegroupLocal{r.input, r.output}});
+  }
   Spec out;
   for (std::size_t m = 0; m < input_spec.size(); ++m) {
     const Placement& p = input_spec[m];
@@ -396,7 +402,6 @@ template <class PlacementRange, class Sizes>
       out.push_back(p);
       continue;
     }
-    const std::int64_t n = static_cast<std::int64_t>(mesh_sizes[m]);
     int one_to_one = -1;
     for (std::size_t o = 0; o < map.rank(); ++o)
       if (map[o].kind == ViewDimKind::input && map[o].first == p.dim) one_to_one = static_cast<int>(o);
@@ -406,31 +411,23 @@ template <class PlacementRange, class Sizes>
     }
     std::size_t k = 0;
     while (k < groups.size() && !(groups[k].input_first <= p.dim && p.dim <= groups[k].input_last)) ++k;
-    if (k == groups.size() || ragged[k]) return std::nullopt;
-    ShardRegroup& g = local[k];
-    const RunShard from{static_cast<std::size_t>(p.dim - g.input_first), p.is_strided_shard() ? p.split_factor : 1};
-    const std::optional<RunShard> to = regroup_shard(g.input, from, g.output);
-    if (!to || to->split_factor > 65535 || !regroup_is_exact(g.input, from, g.output, *to, n)) return std::nullopt;
-    const int dim = g.output_first + static_cast<int>(to->dim);
+    if (k == groups.size()) return std::nullopt;
+    const RunShard from{static_cast<std::size_t>(p.dim - groups[k].input_first), p.is_strided_shard() ? p.split_factor : 1};
+    const std::optional<RunShard> to = regroup_mesh_dim(ranks[k], from, static_cast<std::int64_t>(mesh_sizes[m]));
+    if (!to || to->split_factor > 65535) return std::nullopt;
+    const int dim = groups[k].output_first + static_cast<int>(to->dim);
     out.push_back(to->split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to->split_factor)));
-    const std::int64_t y = g.input[from.dim] / from.split_factor, z = g.output[to->dim] / to->split_factor;
-    if (y % n != 0 || z % n != 0) {
-      ragged[k] = 1;
-    } else {
-      g.input[from.dim] = from.split_factor * (y / n);
-      g.output[to->dim] = to->split_factor * (z / n);
-    }
   }
   return out;
 }
 
 /// True when the local view of an input placed as `input_spec` is exact on a mesh of `mesh_sizes`
-/// (`view_output_spec` has a value): every shard kept through a flatten or split divides evenly
-/// where it must — the flattened outer dims and the split's pieces, counting a StridedShard's
-/// split factor — or lies on the innermost non-trivial dim on both sides (DTensor
-/// `propagate_shape_and_sharding` with the real mesh, `reject_redistribution`). Kept and
-/// unsharded dims always pass. `PlacementRange`: anything with `size()` and `operator[]` giving
-/// Placement (a Spec).
+/// (`view_output_spec` has a value): every shard kept through a flatten or split cuts both sides of
+/// the view into the same torch.chunk pieces on the local sizes the mesh dims before it leave —
+/// evenly where it must, counting a StridedShard's split factor, or on the innermost non-trivial
+/// dim of both sides (DTensor `propagate_shape_and_sharding` with the real mesh,
+/// `reject_redistribution`; `regroup_mesh_dim`). Kept and unsharded dims always pass.
+/// `PlacementRange`: anything with `size()` and `operator[]` giving Placement (a Spec).
 template <class PlacementRange, class Sizes>
 [[nodiscard]] constexpr bool view_shard_is_even(const ViewDimMap& map, const PlacementRange& input_spec, const Sizes& mesh_sizes) {
   return view_output_spec(map, input_spec, mesh_sizes).has_value();

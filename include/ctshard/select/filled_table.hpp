@@ -19,6 +19,7 @@
 #include "ctshard/error.hpp"
 #include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/select/filters.hpp"
 
@@ -41,7 +42,7 @@ class FilledTable {
   /// `kinds`: the shard kinds of the runtime inputs. Throws ctshard::error when filling yields
   /// more than max_rules rules.
   FilledTable(const RuleSet& with_replicate, const ShardKinds& kinds, const MeshTopology& mesh, UnevenInputs uneven, FullMeshFilter filter)
-      : kinds_(kinds), rules_(fill_placeholders(with_replicate, kinds)), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {
+      : kinds_(kinds), rules_(fill_placeholders(with_replicate, kinds, mesh.dim_sizes())), mesh_(mesh), uneven_(uneven), filter_(std::move(filter)) {
     const std::size_t width = rules_.width(), s = rules_.size();
     if (s > max_rules)
       throw error("ctshard::StrategyEnumerator: more than " + std::to_string(max_rules) + " single-dim rules after placeholder filling (" +

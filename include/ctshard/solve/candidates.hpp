@@ -23,6 +23,7 @@
 #include "ctshard/cost/mesh_topology.hpp"
 #include "ctshard/rules/full_mesh_filter.hpp"
 #include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/rules/regroup_on_mesh.hpp"
 #include "ctshard/rules/rule_set.hpp"
 #include "ctshard/rules/uneven_inputs.hpp"
 #include "ctshard/select/enumerator.hpp"
@@ -57,7 +58,7 @@ struct CandidateSet {
   if (inputs.size() != raw_rules.num_inputs())
     throw error("ctshard::solve::enumerate_candidates: the op takes " + std::to_string(raw_rules.num_inputs()) + " tensor inputs, got " +
                 std::to_string(inputs.size()));
-  const RuleSet rules = fill_placeholders(with_replicate_row(raw_rules), kinds);
+  const RuleSet rules = fill_placeholders(with_replicate_row(raw_rules), kinds, mesh.dim_sizes());
   const std::size_t n = mesh.size(), s = rules.size(), width = rules.width(), nout = rules.num_outputs(), nin = rules.num_inputs();
   if (nin > 64) throw error("ctshard::solve::enumerate_candidates: more than 64 tensor inputs");
   if (s > 255) throw error("ctshard::solve::enumerate_candidates: more than 255 single-dim rules after placeholder filling");

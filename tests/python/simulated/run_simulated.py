@@ -58,6 +58,12 @@ from torch.distributed.tensor.placement_types import Partial, Replicate, Shard, 
 
 
 MESHES: list[list[int]] = [[2], [3], [2, 2]]
+# Families whose rows depend on the local sizes several mesh dims leave (views: a flatten / split
+# group sharded by more than one mesh dim) also run on meshes of 2 and 3 dims with uneven sizes.
+FAMILY_MESHES: dict[str, list[list[int]]] = {
+    "view": [[2], [3], [2, 2], [2, 3], [2, 2, 2]],
+    "layout": [[2], [3], [2, 2], [2, 3], [2, 2, 2]],
+}
 TRIALS = 2
 MAX_2D_ROWS = 20          # full-mesh rows sampled per sample on [2, 2]
 MISSING_BUDGET = 64       # input combinations simulated per sample by the missing-row search
@@ -607,6 +613,8 @@ class OpResult:
     strided_failed: int = 0
     partial_checked: int = 0  # rows a Partial-only input reaches by reduce-scatter (also in checked / failed)
     partial_failed: int = 0
+    local_checked: int = 0    # rows using a local-size view rule (also counted in checked / failed)
+    local_failed: int = 0
     per_mesh: dict = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     missing_rows: list[str] = field(default_factory=list)
@@ -618,17 +626,22 @@ class OpResult:
     def mesh_counts(self, mesh: list[int]) -> dict:
         return self.per_mesh.setdefault("x".join(map(str, mesh)), {"checked": 0, "failed": 0})
 
-    def count(self, mesh: list[int], strided: bool) -> None:
-        """One more row checked on `mesh` (`strided`: the row holds a StridedShard)."""
+    def count(self, mesh: list[int], strided: bool, local: bool = False) -> None:
+        """One more row checked on `mesh` (`strided`: the row holds a StridedShard; `local`: it
+        uses a view rule only the mesh's local sizes call for)."""
         self.checked += 1
         self.mesh_counts(mesh)["checked"] += 1
         if strided:
             self.strided_checked += 1
+        if local:
+            self.local_checked += 1
 
-    def fail(self, mesh: list[int] | None, text: str, strided: bool = False) -> None:
+    def fail(self, mesh: list[int] | None, text: str, strided: bool = False, local: bool = False) -> None:
         self.failed += 1
         if strided:
             self.strided_failed += 1
+        if local:
+            self.local_failed += 1
         if mesh is not None:
             self.mesh_counts(mesh)["failed"] += 1
         self.failures.append(text)
@@ -744,10 +757,20 @@ def check_sample(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int
                     step = len(srows) / MAX_2D_ROWS
                     srows = [srows[int(j * step)] for j in range(MAX_2D_ROWS)]
                 rows = rows + [r for r in srows if r not in rows]
+            # every row that uses a single-dim rule the 1-D fill lacks (a view row the local sizes
+            # of earlier mesh dims call for): all of them, not a sample
+            local = _local_size_rows(s, mesh, t, cur, n_in)
+            if scur != cur and any("_S(" in c for c in scur):
+                try:
+                    local |= _local_size_rows(s, mesh, table(s, mesh, scur), scur, n_in)
+                except ValueError:
+                    pass
+            rows = rows + sorted(r for r in local if r not in rows)
             for outs, ins in rows:
                 verdict, detail = sim.check(mesh, list(ins), list(outs))
                 strided = _has_strided((outs, ins))
-                res.count(mesh, strided)
+                is_local = (outs, ins) in local
+                res.count(mesh, strided, is_local)
                 if verdict != "sound":
                     text = f"{s.describe()} on mesh {mesh}: row {row_text(list(outs), list(ins))}: {verdict}: {detail}"
                     if sound_rows is not None and any(
@@ -756,7 +779,7 @@ def check_sample(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int
                         res.known_unsound += 1
                         res.known_unsound_rows.append(text)
                     else:
-                        res.fail(mesh, text, strided)
+                        res.fail(mesh, text, strided, is_local)
     check_partial_reach(s, sim, res, meshes)
     if missing:
         try:
@@ -803,6 +826,28 @@ def check_partial_reach(s: Sample, sim: SampleSim, res: OpResult, meshes: list[l
                 res.partial_failed += 1
                 res.fail(mesh, f"{s.describe()} on mesh {mesh}: row {row_text(list(outs), list(ins))} (reached from Partial inputs {cur}): "
                                f"{verdict}: {detail}", _has_strided((outs, ins)))
+def _local_size_rows(s: Sample, mesh: list[int], t: dict, cur: list[str], n_in: int) -> set:
+    """The full-mesh rows of table `t` (on `mesh`, current inputs `cur`) that use, on some mesh
+    dim, a filled single-dim rule the same inputs' table on the 1-D mesh [mesh[0]] lacks: the view
+    rows that only the local sizes left by earlier mesh dims call for."""
+    if len(mesh) < 2:
+        return set()
+    cur1 = [_placements_text(c, len(mesh))[0] for c in cur]
+    try:
+        t1 = table(s, [mesh[0]], cur1)
+    except ValueError:
+        return set()
+    plain = {tuple(r) for r in t1["rules"]}
+    extra = {tuple(r) for r in t["rules"]} - plain
+    if not extra:
+        return set()
+    found = set()
+    for st in t["strategies"]:
+        outs, ins = strategy_row(st)
+        per = [_placements_text(sp, len(mesh)) for sp in outs + ins]
+        if any(tuple(p[m] for p in per) in extra for m in range(len(mesh))):
+            found.add((outs, ins))
+    return found
 
 
 def _has_strided(row: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
@@ -1007,7 +1052,8 @@ class Suite:
 
     def result(self, key: str, missing: bool = True) -> OpResult:
         if key not in self._results:
-            r = run_op(key, self.by_key[key], self.references, self.family_of[key], MESHES, missing)
+            family = self.family_of[key]
+            r = run_op(key, self.by_key[key], self.references, family, FAMILY_MESHES.get(family, MESHES), missing)
             self._results[key] = r
         return self._results[key]
 
@@ -1026,7 +1072,10 @@ def coverage(suite: Suite) -> tuple[list[str], list[str]]:
 def family_lines(results: list[OpResult]) -> list[str]:
     fams: dict[str, dict] = {}
     for r in results:
-        f = fams.setdefault(r.family, {"checked": 0, "failed": 0, "missing": 0, "known": 0, "ops": 0, "strided": 0, "strided_failed": 0})
+        f = fams.setdefault(r.family, {"checked": 0, "failed": 0, "missing": 0, "known": 0, "ops": 0, "strided": 0, "strided_failed": 0,
+                                       "local": 0, "local_failed": 0})
+        f["local"] += r.local_checked
+        f["local_failed"] += r.local_failed
         f["strided"] += r.strided_checked
         f["strided_failed"] += r.strided_failed
         f["checked"] += r.checked
@@ -1038,8 +1087,9 @@ def family_lines(results: list[OpResult]) -> list[str]:
     for fam in sorted(fams):
         f = fams[fam]
         extra = f" (+{f['known']} known-unsound DTensor-fidelity rows failed)" if f["known"] else ""
+        local = f"; local-size view rows checked {f['local']}, failed {f['local_failed']}" if f["local"] else ""
         lines.append(f"sim(py): {fam}: rows checked {f['checked']}, failed {f['failed']}, missing {f['missing']}{extra}; "
-                     f"StridedShard rows checked {f['strided']}, failed {f['strided_failed']}")
+                     f"StridedShard rows checked {f['strided']}, failed {f['strided_failed']}{local}")
     return lines
 
 
@@ -1062,7 +1112,7 @@ def report(results: list[OpResult], suite: Suite, elapsed: float) -> dict:
         f = fams.setdefault(r.family, {"ops": 0, "samples": 0, "checked": 0, "failed": 0, "missing": 0,
                                        "known_unsound": 0, "filtered": 0, "per_mesh": {}})
         for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed",
-                  "partial_checked", "partial_failed"):
+                  "partial_checked", "partial_failed", "local_checked", "local_failed"):
             f[k] = f.get(k, 0) + getattr(r, k)
         f["ops"] += 1
         for m, c in r.per_mesh.items():
@@ -1070,11 +1120,11 @@ def report(results: list[OpResult], suite: Suite, elapsed: float) -> dict:
             pm["checked"] += c["checked"]
             pm["failed"] += c["failed"]
     return {
-        "meshes": MESHES, "trials": TRIALS, "max_2d_rows": MAX_2D_ROWS, "missing_budget": MISSING_BUDGET,
+        "meshes": MESHES, "family_meshes": FAMILY_MESHES, "trials": TRIALS, "max_2d_rows": MAX_2D_ROWS, "missing_budget": MISSING_BUDGET,
         "elapsed_s": round(elapsed, 2),
         "totals": {k: sum(getattr(r, k) for r in results)
                    for k in ("samples", "checked", "failed", "missing", "known_unsound", "filtered", "strided_checked", "strided_failed",
-                             "partial_checked", "partial_failed")},
+                             "partial_checked", "partial_failed", "local_checked", "local_failed")},
         "families": fams,
         "ops": {r.op: r.to_json() for r in results},
         "not_simulated": NOT_SIMULATED,

@@ -22,6 +22,14 @@ for op in ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.defau
         v(op, (3, 1, 4), [3, 4]),
     ]
 SAMPLES += [
+    # groups sharded by several mesh dims (R11 and its kind; run on 2x2, 2x3 and 2x2x2 too)
+    v("aten.view.default", (2, 2, 3), [4, 3], note="R11: S(0)S(1) on 2x2 is S(0)S(0) of [4, 3]"),
+    v("aten.view.default", (4, 3), [2, 2, 3], note="unflatten: S(0)S(0) on 2x2 is S(0)S(1)"),
+    v("aten.view.default", (2, 3, 4), [24]),
+    v("aten._unsafe_view.default", (24,), [2, 3, 4]),
+    v("aten.view.default", (2, 5), [10], note="uneven: 5 columns chunk 3 + 2 inside each local row"),
+    v("aten.reshape.default", (10,), [2, 5]),
+    v("aten.view.default", (6, 4), [4, 6], note="split of a flatten"),
     v("aten.view.default", (2, 6, 3), [12, 3]),
     v("aten.view.default", (8, 3), [2, 4, 3, 1]),
     v("aten.reshape.default", (6,), [2, 3]),

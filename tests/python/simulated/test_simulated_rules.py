@@ -52,7 +52,10 @@ def sim_results(summary):
     summary(rs.partial_line(done))
     nops = len({r.op.split("[")[0] for r in done})
     summary(f"sim(py): {nops} ops ({len(done)} test groups), {sum(r.samples for r in done)} samples on meshes "
-            f"{', '.join('x'.join(map(str, m)) for m in rs.MESHES)}, {sum(r.seconds for r in done):.1f} s")
+            f"{', '.join('x'.join(map(str, m)) for m in rs.MESHES)} (families "
+            f"{', '.join(sorted(rs.FAMILY_MESHES))} also "
+            f"{', '.join(sorted({'x'.join(map(str, m)) for ms in rs.FAMILY_MESHES.values() for m in ms} - {'x'.join(map(str, m)) for m in rs.MESHES}))}), "
+            f"{sum(r.seconds for r in done):.1f} s")
     path = os.environ.get("CTSHARD_SIM_REPORT")
     if path:
         Path(path).write_text(json.dumps(rs.report(done, SUITE, sum(r.seconds for r in done)), indent=1))
@@ -216,3 +219,19 @@ def test_histc_from_the_data_range_is_unsound_when_split():
     x = torch.tensor([0.0, 1, 2, 3, 10, 11, 12, 13])
     assert torch.histc(x, 4, 3, 3).tolist() == [4, 0, 0, 4]
     assert (torch.histc(x[:4], 4, 3, 3) + torch.histc(x[4:], 4, 3, 3)).tolist() == [2, 2, 2, 2]
+def test_view_rows_of_local_sizes_are_checked_on_2_and_3_dim_meshes():
+    """R11's kind: a view whose group is sharded by several mesh dims gets the rows the local sizes
+    left by the earlier mesh dims call for; every such row is simulated (never sampled away) on the
+    view family's meshes of 2 and 3 dims, and the simulator tells them from the global-size reading."""
+    view = _sim("aten.view.default", [_f(2, 2, 3)], ["$0", [4, 3]])
+    assert view.check([2, 2], ["S(0)S(1)"], ["S(0)S(0)"])[0] == "sound"
+    assert view.check([2, 2], ["S(0)S(1)"], ["S(0)_S(0, 2)"])[0] != "sound"  # the global-size reading
+    unflatten = _sim("aten.view.default", [_f(4, 3)], ["$0", [2, 2, 3]])
+    assert unflatten.check([2, 2], ["S(0)S(0)"], ["S(0)S(1)"])[0] == "sound"
+    assert unflatten.check([2, 2], ["S(0)S(0)"], ["S(0)S(0)"])[0] != "sound"  # DTensor 2.13's answer
+    r = SUITE.result("aten.view.default", missing=False)
+    assert r.local_checked > 0 and r.local_failed == 0 and r.failed == 0, r.failures[:5]
+    assert {"2x2", "2x3", "2x2x2"} <= set(r.per_mesh)
+    sample = next(s for s in SUITE.by_op["aten.view.default"] if s.tensors[0]["shape"] == [2, 2, 3])
+    local = rs._local_size_rows(sample, [2, 2], rs.table(sample, [2, 2], ["S(0)R"]), ["S(0)R"], 1)
+    assert (("S(0)S(0)",), ("S(0)S(1)",)) in local
