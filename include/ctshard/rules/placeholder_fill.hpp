@@ -60,12 +60,15 @@ namespace detail {
 /// The placements a regrouped row's cells take for the source shard kind `source` (a Shard or a
 /// StridedShard of the source column's dim): the source cell becomes `source`, every other
 /// placeholder the shard re-expressed on the output run (`regroup_shard`). False when no
-/// placement expresses it (no such output dim, or a split factor above 65535).
+/// placement expresses it (no such output dim, a split factor above 65535, or a dim below 0: a
+/// run that starts before dim 0 has virtual leading dims, such as a collective's program ranks,
+/// and a shard landing there is no placement of the tensor).
 constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardRegroup& g, const Placement& source, std::span<Placement> row) {
   const RunShard from{static_cast<std::size_t>(source.dim - g.input_first), source.is_strided_shard() ? source.split_factor : 1};
   const std::optional<RunShard> to = regroup_shard(g.input, from, g.output);
   if (!to || to->split_factor > 65535) return false;
   const int dim = g.output_first + static_cast<int>(to->dim);
+  if (dim < 0) return false;
   const Placement derived = to->split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to->split_factor));
   for (std::size_t i = 0; i < src.size(); ++i) row[i] = i == g.source ? source : src[i].is_placeholder() ? derived : src[i];
   return true;
