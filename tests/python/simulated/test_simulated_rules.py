@@ -187,3 +187,27 @@ def test_known_unsound_dtensor_fidelity_rows_are_counted_apart():
     r = rs.run_op(s.op, [s], SUITE.references, "machinery", missing=False)
     assert r.failed == 0, r.failures
     assert r.known_unsound > 0 and any("(P(sum), P(sum)) -> P(sum)" in k for k in r.known_unsound_rows)
+
+
+def test_collectives_run_on_program_ranks_and_reject_the_rows_their_tables_leave_out():
+    """A collective runs per mesh device over the g program ranks' pieces: the listed rows are
+    right, the excluded ones (docs/semantics.md "Collectives in graphs") are wrong."""
+    def group(op, tensors, args, g=2):
+        s = rs.normalize({"op": op, "tensors": tensors, "args": args, "kwargs": {}, "program_ranks": g}, "machinery", 0)
+        s.id = f"{op}#machinery"
+        return rs.GroupSampleSim(s, SUITE.group_references)
+
+    ar = group("_c10d_functional.all_reduce.default", [_f(4, 5)], ["$0", "sum", "0"])
+    for spec in ("R", "S(0)", "S(1)", "P(sum)", "P(avg)"):
+        assert ar.check([2], [spec], [spec])[0] == "sound", spec
+    assert ar.check([2], ["P(max)"], ["P(max)"])[0] == "unsound"
+    mx = group("_c10d_functional.all_reduce.default", [_f(4, 5)], ["$0", "max", "0"], g=3)
+    assert mx.check([2], ["P(sum)"], ["P(sum)"])[0] == "unsound"
+    assert mx.check([3], ["P(max)"], ["P(max)"])[0] == "sound"
+    rsc = group("_c10d_functional.reduce_scatter_tensor.default", [_f(8, 3)], ["$0", "sum", 2, "0"])
+    assert rsc.check([2], ["_S(0, 2)"], ["S(0)"])[0] == "sound"
+    assert rsc.check([2], ["S(0)"], ["S(0)"])[0] == "unsound"
+    ag = group("_c10d_functional.all_gather_into_tensor.default", [_f(4, 3)], ["$0", 2, "0"])
+    assert ag.check([2], ["S(0)"], ["_S(0, 2)"])[0] == "sound"
+    assert ag.check([2], ["S(0)"], ["S(0)"])[0] == "unsound"
+    assert ag.check([2, 2], ["S(0)S(0)"], ["_S(0, 2)_S(0, 2)"])[0] == "sound"
