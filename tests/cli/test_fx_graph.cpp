@@ -432,8 +432,9 @@ TEST_CASE("fx_graph: Arg::to_string", "[fx]") {
 }
 
 TEST_CASE("fx_graph: every literal print_readable emits reads, dicts and sets included", "[fx]") {
-  const Graph g = parse_fx_graph(module(R"(x: "f32[4, 4]")",
-                                        R"(    a: "f32[4, 4]" = torch.ops.aten.f.default(x, {'BACKEND': 'AUTO', 'PRESCALE_QK': False, 'N': 3, 'S': 1e-05}, {})
+  const Graph g =
+      parse_fx_graph(module(R"(x: "f32[4, 4]")",
+                            R"(    a: "f32[4, 4]" = torch.ops.aten.f.default(x, {'BACKEND': 'AUTO', 'PRESCALE_QK': False, 'N': 3, 'S': 1e-05}, {})
     b: "f32[4, 4]" = torch.ops.aten.g.default(x, {0: x, 1: [x, None], 'k': (1, (2, (3,)))}, {1, 2, 3}, {'a'})
     c: "f32[4, 4]" = torch.ops.aten.h.default(x, .5, 5., 1E10, -0.0, 1.7976931348623157e+308, 2j, (1+2j), (-0.5-1e-3j), ..., Ellipsis)
     d: "f32[4, 4]" = torch.ops.aten.i.default(x, (), ((),), [[[]]], "a'b", 'q"r', 'tab\tx', torch.float64, torch.strided, device(type='cpu'))
@@ -452,7 +453,8 @@ TEST_CASE("fx_graph: every literal print_readable emits reads, dicts and sets in
   REQUIRE(b.args.size() == 4);
   CHECK(b.args[1] == Arg::make_dict({{Arg::make_int(0), Arg::make_node("x")},
                                      {Arg::make_int(1), Arg::make_list({Arg::make_node("x"), Arg::make_none()})},
-                                     {Arg::make_string("k"), Arg::make_list({Arg::make_int(1), Arg::make_list({Arg::make_int(2), Arg::make_list({Arg::make_int(3)})})})}}));
+                                     {Arg::make_string("k"),
+                                      Arg::make_list({Arg::make_int(1), Arg::make_list({Arg::make_int(2), Arg::make_list({Arg::make_int(3)})})})}}));
   CHECK(b.args[2] == Arg::make_list({Arg::make_int(1), Arg::make_int(2), Arg::make_int(3)}));  // a set reads as a list
   CHECK(b.args[3] == Arg::make_list({Arg::make_string("a")}));
   const Node& c = node(g, "c");
@@ -502,7 +504,8 @@ TEST_CASE("fx_graph: a call whose arguments cannot be read is kept as an unreada
       {"(x, lambda q: q, 'x')", "unknown node reference"},
   };
   for (const Case& c : cases) {
-    const std::string text = module(R"(x: "f32[2]", w: "f32[2]")", std::string("    y = torch.ops.aten.f.default") + c.call + "\n    z = torch.ops.aten.g.default(y, w)\n    return [z]\n");
+    const std::string text = module(R"(x: "f32[2]", w: "f32[2]")", std::string("    y = torch.ops.aten.f.default") + c.call +
+                                                                       "\n    z = torch.ops.aten.g.default(y, w)\n    return [z]\n");
     INFO(text);
     if (std::string_view(c.problem) == "unknown node reference") {
       // an unknown name stays a file error (the data flow cannot be followed)
@@ -519,10 +522,12 @@ TEST_CASE("fx_graph: a call whose arguments cannot be read is kept as an unreada
     CHECK(node(g, "z").unreadable.empty());
   }
   // references inside an unreadable call: in order, each once, never from a string or after a dot
-  const Graph g = parse_fx_graph(module(R"(x: "f32[2]", w: "f32[2]")", "    y = torch.ops.aten.f.default(w, 'x', x.w, bad(w, x), 1e5)\n    return [y]\n"));
+  const Graph g =
+      parse_fx_graph(module(R"(x: "f32[2]", w: "f32[2]")", "    y = torch.ops.aten.f.default(w, 'x', x.w, bad(w, x), 1e5)\n    return [y]\n"));
   CHECK(node(g, "y").args == std::vector<Arg>{Arg::make_node("w"), Arg::make_node("x")});
   // the reader's bounds still reject the file
-  CHECK_THAT(error_of(module(R"(x: "f32[2]")", "    y = torch.ops.aten.f.default(x, " + std::string(70, '{') + std::string(70, '}') + ")\n    return [y]\n")),
+  CHECK_THAT(error_of(module(R"(x: "f32[2]")",
+                             "    y = torch.ops.aten.f.default(x, " + std::string(70, '{') + std::string(70, '}') + ")\n    return [y]\n")),
              Contains("nested too deeply"));
 }
 

@@ -37,7 +37,7 @@ cli::Plan plan_of(const fx::Graph& g, std::vector<std::int64_t> mesh, std::map<s
 }
 }  // namespace
 
-TEST_CASE("R14: the flex attention graph with a dict argument plans; out and logsumexp follow q's S(0) at cost 0", "[regressions_3][fx]") {
+TEST_CASE("R14: the flex attention graph with a dict argument plans, out and logsumexp follow q's S(0) at cost 0", "[regressions_3][fx]") {
   const std::string path = shared("cases/graphs/flex_attention_dict_arg.fx.txt");
   if (!std::filesystem::exists(path)) {
     WARN("../shared not found: skipping R14");
@@ -74,7 +74,7 @@ TEST_CASE("R14: the flex attention graph with a dict argument plans; out and log
   CHECK(p.total_cost_us == 0.0);
 }
 
-TEST_CASE("R14: a score_mod that reads the head index keeps heads whole; one that does not may split them", "[regressions_3][fx]") {
+TEST_CASE("R14: a score_mod that reads the head index keeps heads whole, one that does not may split them", "[regressions_3][fx]") {
   // print_readable of torch.export (nested submodule classes after the forward; `# File` comments)
   const fx::Graph plain = fx::read_fx_graph_file(data("flex_attention_nested.fx.txt"));
   const fx::Graph alibi = fx::read_fx_graph_file(data("flex_attention_nested_alibi.fx.txt"));

@@ -48,7 +48,8 @@ std::string arg_text(const OpArg& a, const SampleCall& call) {
     case OpArg::Kind::other: return a.text;
     case OpArg::Kind::dict: {
       os << "{";
-      for (std::size_t i = 0; i + 1 < a.items.size(); i += 2) os << (i ? ", " : "") << arg_text(a.items[i], call) << ": " << arg_text(a.items[i + 1], call);
+      for (std::size_t i = 0; i + 1 < a.items.size(); i += 2)
+        os << (i ? ", " : "") << arg_text(a.items[i], call) << ": " << arg_text(a.items[i + 1], call);
       os << "}";
       return os.str();
     }
@@ -277,6 +278,8 @@ void add_collectives(std::vector<SampleCall>& v) {
   // legacy coalesced forms: (inputs, [reduceOp,] tag, ranks, group_size)
   c("c10d_functional.all_reduce_coalesced.default", 2, {R({4, 5}), R({3})}, {});
   v.back().args = {tlist({0, 1}), sarg("avg"), sarg(""), ilist({0, 1}), iarg(2)};
+  c("c10d_functional.all_reduce_coalesced_.default", 3, {R({3, 4}), R({2})}, {});
+  v.back().args = {tlist({0, 1}), sarg("sum"), sarg(""), ilist({0, 1, 2}), iarg(3)};
   c("c10d_functional.all_gather_into_tensor_coalesced.default", 3, {R({3, 2}), R({6})}, {});
   v.back().args = {tlist({0, 1}), sarg(""), ilist({0, 1, 2}), iarg(3)};
   c("c10d_functional.reduce_scatter_tensor_coalesced.default", 2, {R({8, 2}), R({4})}, {});

@@ -41,7 +41,8 @@ Tensor reduce_ranks(const std::vector<Tensor>& xs, const std::string& op_name) {
 Tensor equal_chunk(const Tensor& t, std::size_t dim, std::size_t g, std::size_t r) {
   const Shape s = shape_of(t);
   if (dim >= s.size()) throw error("sim: collective: dim " + std::to_string(dim) + " of a " + std::to_string(s.size()) + "-d tensor");
-  if (s[dim] % g != 0) throw error("sim: collective: size " + std::to_string(s[dim]) + " on dim " + std::to_string(dim) + " is not divisible by " + std::to_string(g));
+  if (s[dim] % g != 0)
+    throw error("sim: collective: size " + std::to_string(s[dim]) + " on dim " + std::to_string(dim) + " is not divisible by " + std::to_string(g));
   const std::size_t c = s[dim] / g;
   return slice_dim(t, dim, r * c, (r + 1) * c);
 }
@@ -155,6 +156,7 @@ void detail::add_collective_ops(GroupRefTable& t) {
   const std::string ns = "_c10d_functional.";
   t[ns + "all_reduce_.default"] = t[ns + "all_reduce.default"];
   t[ns + "all_reduce_coalesced_.default"] = t[ns + "all_reduce_coalesced.default"];
+  t["c10d_functional.all_reduce_coalesced_.default"] = t["c10d_functional.all_reduce_coalesced.default"];
   t[ns + "all_gather_into_tensor_out.default"] = t[ns + "all_gather_into_tensor.default"];
   t[ns + "reduce_scatter_tensor_out.default"] = t[ns + "reduce_scatter_tensor.default"];
   const auto broadcast = [](const Packs& p) {

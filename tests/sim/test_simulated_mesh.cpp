@@ -336,7 +336,8 @@ TEST_CASE("sim: the rows a collective's table leaves out are wrong on program ra
     for (const char* p : {"P(sum)", "P(max)"}) CHECK_FALSE(ok("product", p, mesh));
   }
   // reduce_scatter of S(0): a device's contiguous rows are not its piece of any rank's chunk
-  SampleCall rs{"collective", "_c10d_functional.reduce_scatter_tensor.default", {{{8, 3}, Domain::real, 0}}, {targ(0), sarg("sum"), iarg(2), sarg("0")}, {}};
+  SampleCall rs{
+      "collective", "_c10d_functional.reduce_scatter_tensor.default", {{{8, 3}, Domain::real, 0}}, {targ(0), sarg("sum"), iarg(2), sarg("0")}, {}};
   rs.program_ranks = 2;
   const Spec s0 = parse_spec("S(0)");
   CHECK_FALSE(simulate_group_row(rs, *find_group_ref_op(rs.op), SimRow{{s0}, {s0}, {}}, Mesh{{2}}, 13).ok);

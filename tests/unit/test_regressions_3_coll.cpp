@@ -69,7 +69,7 @@ TEST_CASE("R13 / R02: an all-reduce passes a Partial only when it commutes with 
   CHECK(chosen(rule_for(sum), mesh_of({2}), sum.tensors, {spec("P(max)")}).first == "R | R");
 }
 
-TEST_CASE("R13: the same law in every namespace; vLLM's all_reduce is a sum", "[regressions_3]") {
+TEST_CASE("R13: the same law in every namespace, vLLM's all_reduce is a sum", "[regressions_3]") {
   for (const char* name : {"_c10d_functional.all_reduce.default", "_c10d_functional.all_reduce_.default", "c10d_functional.all_reduce.default",
                            "_c10d_functional_autograd.all_reduce.default"})
     CHECK(rows_text(rule_for(all_reduce("min", {4}, name)).rules) == Rows{"S?(0),S?(0)", "P(min),P(min)"});
@@ -92,7 +92,9 @@ TEST_CASE("R13: all_gather_into_tensor turns S(0) into _S(0, g) and keeps every 
   const OpRule rule = rule_for(call);
   CHECK(rows_text(rule.rules) == Rows{"S?(1),S?(1)", "S?(0),S?(0)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
   REQUIRE(rule.rules.regroup(1) != nullptr);
-  const auto on = [&](const char* mesh_in, std::initializer_list<std::int64_t> mesh) { return chosen(rule, mesh_of(mesh), call.tensors, {spec(mesh_in)}); };
+  const auto on = [&](const char* mesh_in, std::initializer_list<std::int64_t> mesh) {
+    return chosen(rule, mesh_of(mesh), call.tensors, {spec(mesh_in)});
+  };
   CHECK(on("S(0)", {2}) == std::pair<std::string, double>{"_S(0, 2) | S(0)", 0.0});
   CHECK(on("_S(0, 2)", {2}) == std::pair<std::string, double>{"_S(0, 4) | _S(0, 2)", 0.0});
   CHECK(on("S(1)", {2}) == std::pair<std::string, double>{"S(1) | S(1)", 0.0});
@@ -113,7 +115,8 @@ TEST_CASE("R13: all_gather_into_tensor reads its output shape from the annotatio
   call.outputs = {meta({8, 6})};
   CHECK(rule_for(call).rules.size() == 6);
   call.outputs = {meta({12, 6})};
-  CHECK_THAT(error_of([&] { return rule_for(call); }), Contains("group_size") && Contains("is 2 but the output annotation 12x6 of input 4x6 means 3"));
+  CHECK_THAT(error_of([&] { return rule_for(call); }),
+             Contains("group_size") && Contains("is 2 but the output annotation 12x6 of input 4x6 means 3"));
   call.outputs = {meta({9, 6})};
   CHECK_THAT(error_of([&] { return rule_for(call); }), Contains("_c10d_functional.all_gather_into_tensor.default"));
   // the group size from the annotation alone
@@ -124,8 +127,8 @@ TEST_CASE("R13: all_gather_into_tensor reads its output shape from the annotatio
   CHECK_THAT(error_of([&] { return rule_for(no_size); }), Contains("is missing and no output annotation gives it"));
   CHECK_THAT(error_of([&] { return rule_for(all_gather({4, 6}, 0)); }), Contains("must be at least 1"));
   // the legacy namespace reads group_size last: (shard, tag, ranks, group_size)
-  const OpCall legacy = make_call("c10d_functional.all_gather_into_tensor.default", {meta({4, 6})},
-                                  {tensor_arg(0), str_arg(""), ints_arg({0, 1}), int_arg(2)});
+  const OpCall legacy =
+      make_call("c10d_functional.all_gather_into_tensor.default", {meta({4, 6})}, {tensor_arg(0), str_arg(""), ints_arg({0, 1}), int_arg(2)});
   CHECK(chosen(rule_for(legacy), mesh_of({2}), legacy.tensors, {spec("S(0)")}).first == "_S(0, 2) | S(0)");
 }
 
@@ -156,15 +159,14 @@ TEST_CASE("R13: reduce_scatter_tensor turns _S(0, g) into S(0) and has no row fo
   CHECK_THAT(error_of([&] { return rule_for(annotated); }), Contains("means 4"));
 }
 
-TEST_CASE("R13: all_to_all_single with equal splits keeps _S(0, g); unequal splits keep no shard of dim 0", "[regressions_3]") {
+TEST_CASE("R13: all_to_all_single with equal splits keeps _S(0, g), unequal splits keep no shard of dim 0", "[regressions_3]") {
   const auto a2a = [](std::vector<std::int64_t> out_splits, std::vector<std::int64_t> in_splits) {
     return make_call("_c10d_functional.all_to_all_single.default", {meta({4, 6})},
                      {tensor_arg(0), ints_arg(std::move(out_splits)), ints_arg(std::move(in_splits)), str_arg("0")});
   };
   const OpCall equal = a2a({2, 2}, {2, 2});
   const OpRule rule = rule_for(equal);
-  CHECK(rows_text(rule.rules) ==
-        Rows{"S?(1),S?(1)", "_S(0, 2),_S(0, 2)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
+  CHECK(rows_text(rule.rules) == Rows{"S?(1),S?(1)", "_S(0, 2),_S(0, 2)", "P(sum),P(sum)", "P(avg),P(avg)", "P(max),P(max)", "P(min),P(min)"});
   CHECK(chosen(rule, mesh_of({2}), equal.tensors, {spec("_S(0, 2)")}) == std::pair<std::string, double>{"_S(0, 2) | _S(0, 2)", 0.0});
   CHECK_FALSE(any_input(candidates(rule, mesh_of({2}), equal.tensors, {spec("S(0)")}), "S(0)"));
   const OpCall unequal = a2a({1, 3}, {3, 1});
@@ -187,7 +189,7 @@ TEST_CASE("R18: broadcast and wait_tensor pass every placement, Partials include
   CHECK(chosen(rule_for(wait), mesh_of({3}), wait.tensors, {spec("P(min)")}) == std::pair<std::string, double>{"P(min) | P(min)", 0.0});
 }
 
-TEST_CASE("R13: vLLM's all_gather / reduce_scatter on a dim; DTensor's shard_dim_alltoall", "[regressions_3]") {
+TEST_CASE("R13: vLLM's all_gather / reduce_scatter on a dim, DTensor's shard_dim_alltoall", "[regressions_3]") {
   const OpCall gather = make_call("vllm.all_gather.default", {meta({4, 6})}, {tensor_arg(0), int_arg(-1), int_arg(2), str_arg("tp:0")});
   const OpRule g = rule_for(gather);
   CHECK(chosen(g, mesh_of({2}), gather.tensors, {spec("S(1)")}) == std::pair<std::string, double>{"_S(1, 2) | S(1)", 0.0});
@@ -207,9 +209,9 @@ TEST_CASE("R13: vLLM's all_gather / reduce_scatter on a dim; DTensor's shard_dim
   CHECK_THAT(error_of([&] { return rule_for(a2a); }), Contains("cannot give 8x6"));
 }
 
-TEST_CASE("R13: coalesced collectives apply the law per tensor; _out variants shape their buffer like the output", "[regressions_3]") {
-  const OpCall coalesced = make_call("_c10d_functional.all_reduce_coalesced.default", {meta({4, 6}), meta({6})},
-                                     {tensors_arg({0, 1}), str_arg("sum"), str_arg("0")});
+TEST_CASE("R13: coalesced collectives apply the law per tensor, _out variants shape their buffer like the output", "[regressions_3]") {
+  const OpCall coalesced =
+      make_call("_c10d_functional.all_reduce_coalesced.default", {meta({4, 6}), meta({6})}, {tensors_arg({0, 1}), str_arg("sum"), str_arg("0")});
   const OpRule rule = rule_for(coalesced);
   const Rows rows = rows_text(rule.rules);
   // each tensor's own rows with the other replicated, then both on dim 0, then both Partial
@@ -224,7 +226,8 @@ TEST_CASE("R13: coalesced collectives apply the law per tensor; _out variants sh
   const OpCall out = make_call("_c10d_functional.all_gather_into_tensor_out.default", {meta({4, 6}), meta({8, 6})},
                                {tensor_arg(0), int_arg(2), str_arg("0")}, {{"out", tensor_arg(1)}});
   const OpRule o = rule_for(out);
-  CHECK(rows_text(o.rules) == Rows{"S?(1),S?(1),S?(1)", "S?(0),S?(0),S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R", "P(max),P(max),R", "P(min),P(min),R"});
+  CHECK(rows_text(o.rules) ==
+        Rows{"S?(1),S?(1),S?(1)", "S?(0),S?(0),S?(0)", "P(sum),P(sum),R", "P(avg),P(avg),R", "P(max),P(max),R", "P(min),P(min),R"});
   CHECK(chosen(o, mesh_of({2}), out.tensors, {spec("S(0)"), spec("_S(0, 2)")}) == std::pair<std::string, double>{"_S(0, 2) | S(0) _S(0, 2)", 0.0});
   const OpCall bad_out = make_call("_c10d_functional.all_gather_into_tensor_out.default", {meta({4, 6}), meta({4, 6})},
                                    {tensor_arg(0), int_arg(2), str_arg("0")}, {{"out", tensor_arg(1)}});

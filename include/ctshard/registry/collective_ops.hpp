@@ -56,23 +56,28 @@ inline std::int64_t collective_group_size(const OpCall& call, std::size_t pos, s
   }
   if (given && *given < 1) op_args::bad_argument(call, name, "must be at least 1, got " + std::to_string(*given));
   if (given && implied && *given != *implied)
-    op_args::bad_argument(call, name, "is " + std::to_string(*given) + " but the output annotation " + to_string(*out) + " of input " + to_string(in) +
-                                          " means " + std::to_string(*implied));
+    op_args::bad_argument(call, name,
+                          "is " + std::to_string(*given) + " but the output annotation " + to_string(*out) + " of input " + to_string(in) +
+                              " means " + std::to_string(*implied));
   if (given) return *given;
   if (implied) return *implied;
-  op_args::bad_argument(call, name, out ? "does not match the output annotation " + to_string(*out) + " of input " + to_string(in)
-                                        : "is missing and no output annotation gives it");
+  op_args::bad_argument(call, name,
+                        out ? "does not match the output annotation " + to_string(*out) + " of input " + to_string(in)
+                            : "is missing and no output annotation gives it");
 }
 
 /// The output shape of a gather / scatter of `in` on `dim` over g ranks.
 inline TensorShape moved_shape(const OpCall& call, const TensorShape& in, int dim, std::int64_t g, bool gather) {
   TensorShape out = in;
-  if (dim < 0 || static_cast<std::size_t>(dim) >= in.rank) op_args::bad_argument(call, "dim", "is out of range for a " + std::to_string(in.rank) + "-d tensor");
+  if (dim < 0 || static_cast<std::size_t>(dim) >= in.rank)
+    op_args::bad_argument(call, "dim", "is out of range for a " + std::to_string(in.rank) + "-d tensor");
   std::int64_t& n = out.dims[static_cast<std::size_t>(dim)];
   if (gather) {
     n = checked_mul(n, g, "ctshard: " + call.op + ": gathered size");
   } else {
-    if (n % g != 0) op_args::bad_argument(call, "input", "has " + std::to_string(n) + " on dim " + std::to_string(dim) + ", not divisible by the group size " + std::to_string(g));
+    if (n % g != 0)
+      op_args::bad_argument(call, "input",
+                            "has " + std::to_string(n) + " on dim " + std::to_string(dim) + ", not divisible by the group size " + std::to_string(g));
     n /= g;
   }
   return out;
@@ -81,9 +86,9 @@ inline TensorShape moved_shape(const OpCall& call, const TensorShape& in, int di
 /// Where a collective reads its arguments (positions in its schema).
 struct CollectiveSchema {
   CollectiveKind kind = CollectiveKind::identity;
-  std::size_t reduce_pos = 0;            ///< reduce / scatter: the reduce op argument
-  std::string_view reduce_fallback{};    ///< the op when the call has none (vLLM: "sum")
-  std::size_t group_pos = 0;             ///< gather / scatter: the group size argument
+  std::size_t reduce_pos = 0;          ///< reduce / scatter: the reduce op argument
+  std::string_view reduce_fallback{};  ///< the op when the call has none (vLLM: "sum")
+  std::size_t group_pos = 0;           ///< gather / scatter: the group size argument
   std::string_view group_name = "group_size";
   std::optional<std::size_t> dim_pos{};  ///< vLLM's gather / scatter: the dim argument (else dim 0)
   bool coalesced = false;                ///< a list of tensors in, one out per tensor
@@ -94,7 +99,8 @@ struct CollectiveSchema {
 inline CollectiveLaw law_for(const OpCall& call, const CollectiveSchema& s, const TensorShape& in, const std::optional<TensorShape>& out,
                              TensorShape& out_shape) {
   CollectiveLaw law{.kind = s.kind};
-  if (s.kind == CollectiveKind::reduce || s.kind == CollectiveKind::scatter) law.reduce_op = collective_reduce_op(call, s.reduce_pos, s.reduce_fallback);
+  if (s.kind == CollectiveKind::reduce || s.kind == CollectiveKind::scatter)
+    law.reduce_op = collective_reduce_op(call, s.reduce_pos, s.reduce_fallback);
   out_shape = out ? *out : in;
   if (s.kind == CollectiveKind::gather || s.kind == CollectiveKind::scatter) {
     int dim = 0;
@@ -131,7 +137,9 @@ inline OpRule collective_rule(const OpCall& call, const CollectiveSchema& s) {
         std::optional<TensorShape> annotated;
         if (output_annotated(call, i)) annotated = call.outputs[i].shape;
         TensorShape out;
-        law = law_for(call, s, in, annotated, out);
+        const CollectiveLaw own = law_for(call, s, in, annotated, out);
+        if (i > 0 && own.group_size != law.group_size) op_args::bad_argument(call, "group_size", "differs between the tensors' output annotations");
+        law = own;
         ins.push_back(in);
         outs.push_back(out);
       }
@@ -180,7 +188,8 @@ inline OpRule all_to_all_rule(const OpCall& call) {
       if (a == nullptr) continue;
       const std::vector<std::int64_t> sizes = op_args::int_list(call, pos, name);
       if (sizes.empty()) continue;
-      if (g && *g != static_cast<std::int64_t>(sizes.size())) op_args::bad_argument(call, name, "lists another number of ranks than the other split sizes");
+      if (g && *g != static_cast<std::int64_t>(sizes.size()))
+        op_args::bad_argument(call, name, "lists another number of ranks than the other split sizes");
       g = static_cast<std::int64_t>(sizes.size());
       for (auto v : sizes)
         if (v != sizes.front()) law.equal_splits = false;
@@ -200,7 +209,8 @@ inline OpRule all_to_all_rule(const OpCall& call) {
       rules.set_rank(0, static_cast<int>(out.rank));
       rules.set_rank(1, static_cast<int>(in.rank));
       for (std::size_t d = 1; d < in.rank; ++d) {
-        if (in[d] != out[d]) op_args::bad_argument(call, "input", to_string(in) + " and the output " + to_string(out) + " differ on dim " + std::to_string(d));
+        if (in[d] != out[d])
+          op_args::bad_argument(call, "input", to_string(in) + " and the output " + to_string(out) + " differ on dim " + std::to_string(d));
         rules.add({ShardingPlaceholder(static_cast<int>(d)), ShardingPlaceholder(static_cast<int>(d))});
       }
       for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) rules.add({Partial(r), Partial(r)});
@@ -247,7 +257,7 @@ inline OpRule shard_dim_alltoall_rule(const OpCall& call) {
 ///   `broadcast` / `broadcast_` (input, src, group_name), `wait_tensor` (tensor);
 /// - `_c10d_functional_autograd`: all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single
 ///   (and all_reduce / wait_tensor, as older graphs name them);
-/// - the legacy `c10d_functional` (tag, ranks, group_size trailing): all_reduce, all_reduce_coalesced,
+/// - the legacy `c10d_functional` (tag, ranks, group_size trailing): all_reduce, all_reduce_coalesced (+ `_`),
 ///   all_gather_into_tensor (+ _coalesced), reduce_scatter_tensor (+ _coalesced), all_to_all_single,
 ///   broadcast, wait_tensor;
 /// - vLLM: `vllm.all_reduce` (tensor, group_name: a sum), `vllm.all_gather` and
@@ -285,6 +295,7 @@ inline void register_collective_ops(OpRegistry& registry) {
   const std::string legacy = "c10d_functional.";
   add(legacy + "all_reduce.default", reduce);
   add(legacy + "all_reduce_coalesced.default", {.kind = K::reduce, .reduce_pos = 1, .coalesced = true});
+  add(legacy + "all_reduce_coalesced_.default", {.kind = K::reduce, .reduce_pos = 1, .coalesced = true});
   add(legacy + "wait_tensor.default", identity);
   add(legacy + "broadcast.default", identity);
   add(legacy + "all_gather_into_tensor.default", {.kind = K::gather, .group_pos = 3});

@@ -68,33 +68,53 @@ inline const WrappedKernel* wrapped_kernel(std::string_view op) {
   constexpr auto S = TokenOperand::sharded, R = TokenOperand::replicated;
   static const std::vector<std::pair<std::string_view, WrappedKernel>> kernels = {
       // (result, input, weight, epsilon); mutates result
-      {"_C.rms_norm.default", {{"result", "input", "weight"}, {"result"}, [](std::span<const TensorShape>) {
-         return token_parallel_rule(2, 3, {R, S, S, S, R}, 0);
-       }}},
+      {"_C.rms_norm.default",
+       {{"result", "input", "weight"},
+        {"result"},
+        [](std::span<const TensorShape>) {
+          return token_parallel_rule(2, 3, {R, S, S, S, R}, 0);
+        }}},
       // (input, residual, weight, epsilon); mutates input, residual
-      {"_C.fused_add_rms_norm.default", {{"input", "residual", "weight"}, {"input", "residual"}, [](std::span<const TensorShape>) {
-         return token_parallel_rule(3, 3, {R, S, S, S, S, R}, 0);
-       }}},
+      {"_C.fused_add_rms_norm.default",
+       {{"input", "residual", "weight"},
+        {"input", "residual"},
+        [](std::span<const TensorShape>) {
+          return token_parallel_rule(3, 3, {R, S, S, S, S, R}, 0);
+        }}},
       // (positions, query, key, head_size, cos_sin_cache, is_neox); mutates query, key
-      {"_C.rotary_embedding.default", {{"positions", "query", "key", "cos_sin_cache"}, {"query", "key"}, [](std::span<const TensorShape>) {
-         return token_parallel_rule(3, 4, {R, S, S, S, S, S, R}, 0);
-       }}},
+      {"_C.rotary_embedding.default",
+       {{"positions", "query", "key", "cos_sin_cache"},
+        {"query", "key"},
+        [](std::span<const TensorShape>) {
+          return token_parallel_rule(3, 4, {R, S, S, S, S, S, R}, 0);
+        }}},
       // (out, input): out = silu(input[:, :F]) * input[:, F:]; mutates out
-      {"_C.silu_and_mul.default", {{"out", "input"}, {"out"}, [](std::span<const TensorShape>) { return token_parallel_rule(2, 2, {R, S, S, S}, 0); }}},
+      {"_C.silu_and_mul.default",
+       {{"out", "input"},
+        {"out"},
+        [](std::span<const TensorShape>) {
+          return token_parallel_rule(2, 2, {R, S, S, S}, 0);
+        }}},
       // (query, key, value, output, layer_name); mutates output. Attention mixes tokens (keys of a
       // sequence), so tokens stay whole; heads are independent.
-      {"vllm.unified_attention_with_output.default", {{"query", "key", "value", "output"}, {"output"}, [](std::span<const TensorShape>) {
-         return token_parallel_rule(2, 4, {R, S, S, S, S, S}, 1);
-       }}},
+      {"vllm.unified_attention_with_output.default",
+       {{"query", "key", "value", "output"},
+        {"output"},
+        [](std::span<const TensorShape>) {
+          return token_parallel_rule(2, 4, {R, S, S, S, S, S}, 1);
+        }}},
       // Entangle's tg::inplace_log_tensor(t, s) -> None, mutates_args=("t",): records t's name
-      {"tg.inplace_log_tensor.default", {{"t"}, {"t"}, [](std::span<const TensorShape> shapes) {
-         const RuleSet same = passthrough_single_dim_strategy(shapes[0], shapes[0]);
-         RuleSet rules(2, 1);
-         rules.set_rank(1, static_cast<int>(shapes[0].rank));
-         rules.set_rank(2, static_cast<int>(shapes[0].rank));
-         for (std::size_t r = 0; r < same.size(); ++r) rules.add({Replicate(), same.at(r, 0), same.at(r, 1)});
-         return rules;
-       }}},
+      {"tg.inplace_log_tensor.default",
+       {{"t"},
+        {"t"},
+        [](std::span<const TensorShape> shapes) {
+          const RuleSet same = passthrough_single_dim_strategy(shapes[0], shapes[0]);
+          RuleSet rules(2, 1);
+          rules.set_rank(1, static_cast<int>(shapes[0].rank));
+          rules.set_rank(2, static_cast<int>(shapes[0].rank));
+          for (std::size_t r = 0; r < same.size(); ++r) rules.add({Replicate(), same.at(r, 0), same.at(r, 1)});
+          return rules;
+        }}},
   };
   for (const auto& [name, k] : kernels)
     if (name == op) return &k;

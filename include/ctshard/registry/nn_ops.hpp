@@ -105,7 +105,8 @@ inline OpRule flex_attention_rule(const OpCall& call) {
     for (std::size_t i = 0; i < 3; ++i) qkv[i] = op_args::tensor(call, i, std::array{"query", "key", "value"}[i]);
     const TensorShape &q = call.tensors[qkv[0]].shape, &k = call.tensors[qkv[1]].shape, &v = call.tensors[qkv[2]].shape;
     if (q.rank != 4 || k.rank != 4 || v.rank != 4) op_args::bad_argument(call, "query", "key and value must be 4-d [B, H, L, E]");
-    if (k[0] != q[0] && k[0] != 1) op_args::bad_argument(call, "key", "has batch " + std::to_string(k[0]) + " for a query batch " + std::to_string(q[0]));
+    if (k[0] != q[0] && k[0] != 1)
+      op_args::bad_argument(call, "key", "has batch " + std::to_string(k[0]) + " for a query batch " + std::to_string(q[0]));
     if (k[1] == 0 || q[1] % k[1] != 0)
       op_args::bad_argument(call, "key", "has " + std::to_string(k[1]) + " heads, which do not divide the query's " + std::to_string(q[1]));
     if (v[0] != k[0] || v[1] != k[1]) op_args::bad_argument(call, "value", "must match key's batch and heads");

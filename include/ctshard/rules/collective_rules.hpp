@@ -52,8 +52,8 @@ struct CollectiveLaw {
   /// gather / scatter / all_to_all: the group size g (>= 1); 0 when unknown (all_to_all only:
   /// then no row shards the split or concat dim).
   std::int64_t group_size = 0;
-  int dim = 0;         ///< gather / scatter dim; all_to_all: the split dim (each rank's input is chunked on it)
-  int concat_dim = 0;  ///< all_to_all: the dim the received pieces are concatenated on
+  int dim = 0;               ///< gather / scatter dim; all_to_all: the split dim (each rank's input is chunked on it)
+  int concat_dim = 0;        ///< all_to_all: the dim the received pieces are concatenated on
   bool equal_splits = true;  ///< all_to_all: every rank sends equal chunks (None or all-equal split sizes)
 };
 
@@ -82,8 +82,8 @@ constexpr void add_gather_row(RuleSet& rules, std::size_t in_col, std::size_t ou
   row[out_col] = ShardingPlaceholder(dim);
   row[in_col] = ShardingPlaceholder(dim);
   const std::int64_t n = in[static_cast<std::size_t>(dim)];
-  rules.add(row, ShardRegroup{TensorShape{g, n}, TensorShape{checked_mul(g, n, "ctshard::collective: gathered size")}, static_cast<std::int8_t>(dim - 1), static_cast<std::int8_t>(dim),
-                              static_cast<std::uint8_t>(in_col)});
+  rules.add(row, ShardRegroup{TensorShape{g, n}, TensorShape{checked_mul(g, n, "ctshard::collective: gathered size")},
+                              static_cast<std::int8_t>(dim - 1), static_cast<std::int8_t>(dim), static_cast<std::uint8_t>(in_col)});
 }
 
 /// The row that scatters dim `dim` of `in` over g ranks. On dim 0, `[S?(0), S?(0)]` regrouped from
@@ -127,8 +127,7 @@ constexpr void add_collective_rows(RuleSet& rules, std::size_t out_col, std::siz
         collective_shape_error("all_to_all dim " + std::to_string(d) + " out of range for a " + std::to_string(in.rank) + "-d tensor");
   // A group of one is the identity on the tensor.
   if (moves_dims && g == 1) law = CollectiveLaw{};
-  if (in.rank != out.rank)
-    collective_shape_error("input " + to_string(in) + " and output " + to_string(out) + " differ in rank");
+  if (in.rank != out.rank) collective_shape_error("input " + to_string(in) + " and output " + to_string(out) + " differ in rank");
   std::uint64_t touched = 0;  // dims whose size the collective changes or whose elements it moves
   const auto touch = [&](int d) { touched |= std::uint64_t{1} << d; };
   const auto size = [](const TensorShape& s, int d) { return s[static_cast<std::size_t>(d)]; };

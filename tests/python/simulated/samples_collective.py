@@ -36,6 +36,7 @@ SAMPLES = [
     s(f"{NS}.all_reduce_coalesced.default", 2, [t(4, 5), t(6)], [["$0", "$1"], "sum", "0"]),
     s(f"{NS}.all_reduce_coalesced_.default", 3, [t(3, 4), t(6)], [["$0", "$1"], "max", "0"]),
     s(f"{LEGACY}.all_reduce_coalesced.default", 2, [t(4, 5), t(3)], [["$0", "$1"], "avg", "", [0, 1], 2]),
+    s(f"{LEGACY}.all_reduce_coalesced_.default", 3, [t(3, 4), t(2)], [["$0", "$1"], "sum", "", [0, 1, 2], 3]),
     s("vllm.all_reduce.default", 2, [t(4, 6)], ["$0", "tp:0"]),
     s("vllm.all_reduce.default", 3, [t(8, 1)], ["$0", "tp:0"]),
     # identity: wait_tensor(tensor), broadcast(input, src, group_name)
@@ -184,6 +185,7 @@ for ns in (NS, AUTOGRAD, LEGACY):
     GROUP_REFERENCES[f"{ns}.all_to_all_single.default"] = all_to_all_single
 for ns in (NS, LEGACY):
     GROUP_REFERENCES[f"{ns}.all_reduce_coalesced.default"] = coalesced(all_reduce)
+    GROUP_REFERENCES[f"{ns}.all_reduce_coalesced_.default"] = coalesced(all_reduce)
     GROUP_REFERENCES[f"{ns}.all_gather_into_tensor_coalesced.default"] = coalesced(all_gather)
     GROUP_REFERENCES[f"{ns}.reduce_scatter_tensor_coalesced.default"] = coalesced(reduce_scatter)
     GROUP_REFERENCES[f"{ns}.broadcast.default"] = broadcast
