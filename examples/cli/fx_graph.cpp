@@ -665,7 +665,8 @@ class GraphBuilder {
       sub.unreadable = "submodules nested more than " + std::to_string(max_submodule_depth) + " deep";
     } else {
       try {
-        std::vector<std::string_view> body(lines_.begin() + static_cast<std::ptrdiff_t>(first) + 1, lines_.begin() + static_cast<std::ptrdiff_t>(end));
+        std::vector<std::string_view> body(lines_.begin() + static_cast<std::ptrdiff_t>(first) + 1,
+                                           lines_.begin() + static_cast<std::ptrdiff_t>(end));
         sub.graph = GraphBuilder(std::move(body), source_, line_offset_ + first + 1, depth_ + 1).build();
       } catch (const parse_error& e) {
         sub.unreadable = e.what();

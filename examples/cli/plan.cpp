@@ -325,9 +325,8 @@ class Planner {
         break;
       case fx::ArgKind::list: {
         const auto all = [&](fx::ArgKind k) {
-          return std::all_of(a.items.begin(), a.items.end(), [&](const fx::Arg& item) {
-            return item.kind == k && !(higher_order && submodule_reference(item));
-          });
+          return std::all_of(a.items.begin(), a.items.end(),
+                             [&](const fx::Arg& item) { return item.kind == k && !(higher_order && submodule_reference(item)); });
         };
         if (all(fx::ArgKind::integer)) {
           out.kind = OpArg::Kind::int_list;
