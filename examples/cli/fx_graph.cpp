@@ -99,6 +99,18 @@ struct Where {
   throw parse_error(std::string(where.source), where.line, problem, std::string(where.text));
 }
 
+/// A problem inside a call's argument list that still rejects the whole file: the reader's
+/// bounds (nesting, argument count) and references to unknown nodes. Every other problem there
+/// makes only that node unreadable (Node::unreadable).
+class hard_parse_error : public parse_error {
+ public:
+  using parse_error::parse_error;
+};
+
+[[noreturn]] void fail_hard(const Where& where, const std::string& problem) {
+  throw hard_parse_error(std::string(where.source), where.line, problem, std::string(where.text));
+}
+
 std::string format_error(const std::string& source, std::size_t line, const std::string& problem, const std::string& text) {
   std::string message = source + ":" + std::to_string(line) + ": " + problem;
   if (!text.empty()) {
@@ -356,6 +368,11 @@ class Cursor {
     if (pos_ >= s_.size()) ::ctshard::fx::fail(where_, problem + " at end of statement");
     ::ctshard::fx::fail(where_, problem + " near '" + std::string(s_.substr(pos_, 24)) + "'");
   }
+  /// As fail, but the problem rejects the file even inside a call's arguments (hard_parse_error).
+  [[noreturn]] void fail_hard(const std::string& problem) const {
+    if (pos_ >= s_.size()) ::ctshard::fx::fail_hard(where_, problem + " at end of statement");
+    ::ctshard::fx::fail_hard(where_, problem + " near '" + std::string(s_.substr(pos_, 24)) + "'");
+  }
 
  private:
   void skip_ws() {
@@ -416,6 +433,10 @@ Arg parse_number(Cursor& c) {
     }
   }
   c.reset(start);
+  if (has_mantissa && i < text.size() && (text[i] == 'j' || text[i] == 'J') && (i + 1 >= text.size() || !is_ident_char(text[i + 1]))) {
+    c.reset(i + 1);  // an imaginary literal `2j`: opaque, as complex values are
+    return Arg::make_opaque(std::string(text.substr(start, i + 1 - start)));
+  }
   if (!has_mantissa || (i < text.size() && (is_ident_char(text[i]) || text[i] == '.'))) c.fail("malformed number");
   // from_chars accepts a leading '-' but not '+'.
   const char* first = text.data() + (text[start] == '+' ? start + 1 : start);
@@ -487,6 +508,12 @@ class GraphBuilder {
   GraphBuilder(std::string_view text, std::string_view source) : source_(source), lines_(split_lines(text, source)) {
     graph_.source_name = std::string(source);
   }
+  /// A nested submodule's builder: `lines` are the lines of its class body, the first of them
+  /// line `line_offset + 1` of the source; `depth` counts the enclosing modules.
+  GraphBuilder(std::vector<std::string_view> lines, std::string_view source, std::size_t line_offset, std::size_t depth)
+      : source_(source), lines_(std::move(lines)), line_offset_(line_offset), depth_(depth) {
+    graph_.source_name = std::string(source);
+  }
 
   Graph build() {
     const std::size_t def = find_forward();
@@ -497,12 +524,12 @@ class GraphBuilder {
   }
 
  private:
-  Where where(std::size_t index) const { return {source_, index + 1, trim(lines_[index])}; }
+  Where where(std::size_t index) const { return {source_, line_offset_ + index + 1, trim(lines_[index])}; }
 
   std::size_t find_forward() const {
     for (std::size_t i = 0; i < lines_.size(); ++i)
       if (is_def_forward(lines_[i])) return i;
-    fail(Where{source_, 0, ""}, "no 'def forward(self, ...)' line found");
+    fail(Where{source_, line_offset_, ""}, "no 'def forward(self, ...)' line found");
   }
 
   // -- signature -> placeholders
@@ -530,7 +557,7 @@ class GraphBuilder {
     c.eat_word("def");
     c.eat_word("forward");
     c.expect('(');
-    parse_parameters(c, def + 1);
+    parse_parameters(c, line_offset_ + def + 1);
     if (c.eat('-')) {  // return annotation `-> T`
       c.expect('>');
       c.skip_until(":");
@@ -594,6 +621,10 @@ class GraphBuilder {
       const std::string_view text = trim(lines_[i]);
       if (text.empty() || text.front() == '#') continue;
       const Where at = where(i);
+      if (returned && indentation(lines_[i]) <= def_indent && class_name_of(text)) {
+        i = parse_submodule(i) - 1;
+        continue;
+      }
       if (returned) fail(at, "unexpected text after 'return'");
       if (indentation(lines_[i]) <= def_indent) fail(at, "expected an indented body line of forward (an assignment or 'return')");
       const std::vector<std::string_view> statements = scan_line(text, at);
@@ -605,7 +636,46 @@ class GraphBuilder {
       returned = parse_statement(statements.front(), at);
       for (std::size_t k = 1; k < statements.size(); ++k) check_trailer(statements[k], k + 1 == statements.size(), at);
     }
-    if (!returned) fail(Where{source_, lines_.size(), ""}, "missing 'return' at the end of forward");
+    if (!returned) fail(Where{source_, line_offset_ + lines_.size(), ""}, "missing 'return' at the end of forward");
+  }
+
+  /// The class name of a `class NAME(...):` / `class NAME:` line, or nullopt.
+  static std::optional<std::string_view> class_name_of(std::string_view text) {
+    if (!text.starts_with("class") || text.size() < 6 || !is_space(text[5])) return std::nullopt;
+    text = trim(text.substr(5));
+    std::size_t n = 0;
+    while (n < text.size() && is_ident_char(text[n])) ++n;
+    if (n == 0 || !is_ident_start(text[0]) || !text.ends_with(":")) return std::nullopt;
+    return text.substr(0, n);
+  }
+
+  /// Reads the nested submodule whose `class` line is `first` (its body: the following lines
+  /// indented deeper) into Graph::submodules; a body that does not read is kept with
+  /// Submodule::unreadable set. Returns the index of the first line after the body.
+  std::size_t parse_submodule(std::size_t first) {
+    const std::size_t indent = indentation(lines_[first]);
+    std::size_t end = first + 1;
+    for (; end < lines_.size(); ++end) {
+      const std::string_view t = trim(lines_[end]);
+      if (!t.empty() && t.front() != '#' && indentation(lines_[end]) <= indent) break;
+    }
+    Submodule sub;
+    sub.name = std::string(*class_name_of(trim(lines_[first])));
+    if (depth_ + 1 > max_submodule_depth) {
+      sub.unreadable = "submodules nested more than " + std::to_string(max_submodule_depth) + " deep";
+    } else {
+      try {
+        std::vector<std::string_view> body(lines_.begin() + static_cast<std::ptrdiff_t>(first) + 1,
+                                           lines_.begin() + static_cast<std::ptrdiff_t>(end));
+        sub.graph = GraphBuilder(std::move(body), source_, line_offset_ + first + 1, depth_ + 1).build();
+      } catch (const parse_error& e) {
+        sub.unreadable = e.what();
+        sub.graph = Graph{};
+      }
+    }
+    sub.graph.source_name = std::string(source_) + ":" + sub.name;
+    graph_.submodules.push_back(std::move(sub));
+    return end;
   }
 
   /// Checks a statement after the first `;` of a body line: `a = b = None` naming known nodes,
@@ -731,7 +801,14 @@ class GraphBuilder {
       if (!callee.starts_with(kOpsPrefix)) c.fail("unknown callee '" + std::string(callee) + "' (expected a torch.ops.* operator)");
       node.kind = "call_function";
       node.target = strip_ops_prefix(callee);
-      parse_call_arguments(c, node);
+      const std::size_t open = c.pos();
+      try {
+        parse_call_arguments(c, node);
+      } catch (const hard_parse_error&) {
+        throw;
+      } catch (const parse_error& e) {
+        mark_unreadable(c, node, open, e.problem());
+      }
     } else if (callee.starts_with("self.")) {
       node.kind = "get_attr";
       node.target = std::string(callee.substr(5));
@@ -749,11 +826,41 @@ class GraphBuilder {
     }
   }
 
+  /// The call of `node` whose argument list opens at `open` cannot be read: keep the node with
+  /// the problem and, as its arguments, the node references in the argument text (identifiers
+  /// outside string literals, not after a '.', that name known nodes; each once).
+  void mark_unreadable(Cursor& c, Node& node, std::size_t open, const std::string& problem) {
+    nesting_ = 0;
+    node.args.clear();
+    node.kwargs.clear();
+    node.unreadable = problem;
+    c.reset(open);
+    c.skip_group();
+    const std::string_view text = c.full().substr(open, c.pos() - open);
+    std::unordered_set<std::string_view> seen;
+    for (std::size_t i = 0; i < text.size();) {
+      if (is_quote(text[i])) {
+        const std::size_t end = skip_string(text, i);
+        i = end == std::string_view::npos ? text.size() : end;
+        continue;
+      }
+      if (!is_ident_start(text[i]) || (i > 0 && (is_ident_char(text[i - 1]) || text[i - 1] == '.'))) {
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      while (j < text.size() && is_ident_char(text[j])) ++j;
+      const std::string_view name = text.substr(i, j - i);
+      if (index_.count(std::string(name)) != 0 && seen.insert(name).second) node.args.push_back(Arg::make_node(std::string(name)));
+      i = j;
+    }
+  }
+
   void parse_call_arguments(Cursor& c, Node& node) {
     c.expect('(');
     while (!c.eat(')')) {
       if (node.args.size() + node.kwargs.size() >= max_call_arguments)
-        c.fail("more than " + std::to_string(max_call_arguments) + " arguments in one call");
+        c.fail_hard("more than " + std::to_string(max_call_arguments) + " arguments in one call");
       const std::size_t start = c.pos();
       const std::string_view key = c.ident();
       if (!key.empty() && c.eat_assign()) {
@@ -814,8 +921,16 @@ class GraphBuilder {
   Arg parse_value(Cursor& c) {
     const char next = c.peek();
     if (next == '[') return parse_sequence(c, ']');
-    if (next == '(') return parse_sequence(c, ')');
+    if (next == '(') {
+      if (std::optional<Arg> complex = complex_literal(c)) return *complex;
+      return parse_sequence(c, ')');
+    }
+    if (next == '{') return parse_braces(c);
     if (is_quote(next)) return Arg::make_string(c.string_literal());
+    if (c.full().substr(c.pos(), 3) == "...") {
+      c.reset(c.pos() + 3);
+      return Arg::make_opaque("...");
+    }
     if (is_digit(next) || next == '-' || next == '+' || next == '.') return parse_number(c);
     if (!is_ident_start(next)) c.fail("expected a value");
 
@@ -827,6 +942,7 @@ class GraphBuilder {
       c.reset(start);
       return parse_number(c);
     }
+    if (name == "Ellipsis") return Arg::make_opaque("...");
     const bool is_torch = name.starts_with("torch.");
     if (c.peek() == '(') {  // device(type='cuda', index=0), torch.device('cuda'), slice(...)
       if (!is_torch && name != "device" && name != "slice") c.fail("unknown call '" + std::string(name) + "(...)' in an argument");
@@ -837,7 +953,7 @@ class GraphBuilder {
     if (name.find('.') != std::string_view::npos) c.fail("unknown name '" + std::string(name) + "' (only torch.* names are accepted)");
     Arg ref = node_reference(c, name);
     if (c.eat('[')) {
-      if (++nesting_ > kMaxNesting) c.fail("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
+      if (++nesting_ > kMaxNesting) c.fail_hard("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
       const Arg index = parse_value(c);
       if (index.kind != ArgKind::integer) c.fail("expected an integer index");
       ref.index = index.int_value;
@@ -848,7 +964,7 @@ class GraphBuilder {
   }
 
   Arg parse_sequence(Cursor& c, char close) {
-    if (++nesting_ > kMaxNesting) c.fail("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
+    if (++nesting_ > kMaxNesting) c.fail_hard("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
     c.expect(close == ']' ? '[' : '(');
     std::vector<Arg> items;
     while (!c.eat(close)) {
@@ -862,8 +978,64 @@ class GraphBuilder {
     return Arg::make_list(std::move(items));
   }
 
+  /// `{k: v, ...}` (a dict) or `{a, b}` (a set, read as a list); `{}` is an empty dict.
+  Arg parse_braces(Cursor& c) {
+    if (++nesting_ > kMaxNesting) c.fail_hard("lists and indices nested too deeply (at most " + std::to_string(kMaxNesting) + " levels)");
+    c.expect('{');
+    Arg out = Arg::make_dict({});
+    if (!c.eat('}')) {
+      Arg first = parse_value(c);
+      if (c.eat(':')) {
+        out.items.push_back(std::move(first));
+        out.items.push_back(parse_value(c));
+        while (c.eat(',')) {
+          if (c.peek() == '}') break;
+          out.items.push_back(parse_value(c));
+          c.expect(':');
+          out.items.push_back(parse_value(c));
+        }
+      } else {
+        out = Arg::make_list({std::move(first)});
+        while (c.eat(',')) {
+          if (c.peek() == '}') break;
+          out.items.push_back(parse_value(c));
+        }
+      }
+      c.expect('}');
+    }
+    --nesting_;
+    return out;
+  }
+
+  /// A parenthesised complex literal `(1+2j)`, `(-0.5-1e-3j)` as Python prints one: opaque.
+  static std::optional<Arg> complex_literal(Cursor& c) {
+    const std::string_view rest = c.full().substr(c.pos(), 64);
+    const std::size_t close = rest.find(')');
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view inner = rest.substr(1, close - 1);
+    // [sign] real (+|-) imag j, with real / imag plain decimal numbers
+    std::size_t i = 0;
+    const auto number = [&] {
+      const std::size_t begin = i;
+      while (i < inner.size() && (is_digit(inner[i]) || inner[i] == '.')) ++i;
+      if (i > begin && i < inner.size() && (inner[i] == 'e' || inner[i] == 'E')) {
+        ++i;
+        if (i < inner.size() && (inner[i] == '+' || inner[i] == '-')) ++i;
+        while (i < inner.size() && is_digit(inner[i])) ++i;
+      }
+      return i > begin;
+    };
+    if (i < inner.size() && (inner[i] == '+' || inner[i] == '-')) ++i;
+    if (!number() || i >= inner.size() || (inner[i] != '+' && inner[i] != '-')) return std::nullopt;
+    ++i;
+    if (!number() || i + 1 != inner.size() || (inner[i] != 'j' && inner[i] != 'J')) return std::nullopt;
+    const std::string text(rest.substr(0, close + 1));
+    c.reset(c.pos() + close + 1);
+    return Arg::make_opaque(text);
+  }
+
   Arg node_reference(const Cursor& c, std::string_view name) const {
-    if (index_.find(std::string(name)) == index_.end()) c.fail("unknown node reference '" + std::string(name) + "'");
+    if (index_.find(std::string(name)) == index_.end()) c.fail_hard("unknown node reference '" + std::string(name) + "'");
     return Arg::make_node(std::string(name));
   }
 
@@ -897,7 +1069,7 @@ class GraphBuilder {
       if (outputs.size() <= slot) {
         added += slot + 1 - outputs.size();
         if (added > budget)
-          fail(Where{source_, item.line, trim(lines_[item.line - 1])},
+          fail(Where{source_, item.line, trim(lines_[item.line - 1 - line_offset_])},
                "getitem indices make output lists of more than " + std::to_string(budget) + " entries in total");
         outputs.resize(slot + 1);
       }
@@ -911,6 +1083,8 @@ class GraphBuilder {
   std::unordered_map<std::string, std::size_t> index_;  // node name -> position in graph_.nodes
   std::vector<bool> annotated_;                         // per node: had a type annotation
   std::size_t nesting_ = 0;                             // open lists in parse_sequence
+  std::size_t line_offset_ = 0;                         // source line of lines_[0], minus 1 (nested submodules)
+  std::size_t depth_ = 0;                               // enclosing modules of this one
   std::size_t signature_placeholders_ = 0;              // placeholders (first nodes of graph_)
   struct Declaration {
     std::string name;
@@ -1169,7 +1343,11 @@ std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& sy
 // ---- parse_error ------------------------------------------------------------------------
 
 parse_error::parse_error(std::string source, std::size_t line, const std::string& problem, std::string text)
-    : std::runtime_error(format_error(source, line, problem, text)), source_(std::move(source)), line_(line), text_(std::move(text)) {}
+    : std::runtime_error(format_error(source, line, problem, text)),
+      source_(std::move(source)),
+      line_(line),
+      text_(std::move(text)),
+      problem_(problem) {}
 
 // ---- dtypes and TensorType --------------------------------------------------------------
 
@@ -1282,6 +1460,16 @@ Arg Arg::make_list(std::vector<Arg> items) {
   return a;
 }
 
+Arg Arg::make_dict(std::vector<std::pair<Arg, Arg>> entries) {
+  Arg a;
+  a.kind = ArgKind::dict;
+  for (auto& [k, v] : entries) {
+    a.items.push_back(std::move(k));
+    a.items.push_back(std::move(v));
+  }
+  return a;
+}
+
 Arg Arg::make_opaque(std::string text) {
   Arg a;
   a.kind = ArgKind::opaque;
@@ -1314,6 +1502,11 @@ std::string Arg::to_string() const {
       out += "]";
       break;
     case ArgKind::opaque: out = text; break;
+    case ArgKind::dict:
+      out = "{";
+      for (std::size_t i = 0; i + 1 < items.size(); i += 2) out += (i ? ", " : "") + items[i].to_string() + ": " + items[i + 1].to_string();
+      out += "}";
+      break;
   }
   return out;
 }
@@ -1330,6 +1523,35 @@ const Node* Graph::find(std::string_view name) const noexcept {
   for (const Node& node : nodes)
     if (node.name == name) return &node;
   return nullptr;
+}
+
+const Submodule* Graph::submodule(std::string_view name) const noexcept {
+  for (const Submodule& s : submodules)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::optional<bool> Graph::uses_placeholder(std::size_t position) const {
+  const Node* placeholder = nullptr;
+  std::size_t k = 0;
+  for (const Node& n : nodes)
+    if (n.kind == "placeholder" && k++ == position) placeholder = &n;
+  if (placeholder == nullptr) return std::nullopt;
+  const std::string& name = placeholder->name;
+  // iterative walk over nested lists / dicts (Arg nesting is bounded, but no recursion is needed)
+  std::vector<const Arg*> stack;
+  for (const Node& n : nodes) {
+    if (&n == placeholder) continue;
+    for (const Arg& a : n.args) stack.push_back(&a);
+    for (const auto& kv : n.kwargs) stack.push_back(&kv.second);
+    while (!stack.empty()) {
+      const Arg* a = stack.back();
+      stack.pop_back();
+      if (a->is_node() && a->text == name) return true;
+      for (const Arg& item : a->items) stack.push_back(&item);
+    }
+  }
+  return std::find(outputs.begin(), outputs.end(), name) != outputs.end();
 }
 
 std::vector<std::string> Graph::symbols() const {

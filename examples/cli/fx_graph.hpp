@@ -30,6 +30,20 @@
 ///   usual (target and arguments), anything else is kept verbatim in Node::target with no
 ///   arguments and is not checked further. Such nodes may be used as arguments anywhere a node
 ///   may (`view(mul, [primals_1, 16, 48])`);
+/// - arguments are any Python literal `print_readable` emits: numbers in any notation (`1e-05`,
+///   `-1.5e+3`, `.5`, `inf`, `-inf`, `nan`), strings, `True` / `False` / `None`, lists and tuples
+///   nested to any depth up to max_nesting, dicts (`{'BACKEND': 'AUTO', 0: x}`), sets (read as
+///   lists), `...`, complex numbers (`2j`, `(1+2j)`: opaque), dtypes, devices, layouts, memory
+///   formats and op references (opaque), and node references. A call whose argument list is
+///   balanced but cannot be read (an unknown name or call, a malformed number, a syntax the reader
+///   does not know) is kept as a node with Node::unreadable saying why, its arguments being the
+///   node references found in the text: the planner falls back for that node only. The reader's
+///   bounds (nesting, argument count, line length) and references to unknown nodes still reject
+///   the file;
+/// - after the forward's return, nested submodules as print_readable prints them
+///   (`class sdpa_score0(torch.nn.Module):` at the indentation of `def forward`, its own
+///   `def forward` deeper): each is read as a graph of its own (Graph::submodules; one that does
+///   not read is kept with Submodule::unreadable set). Anything else after the return is an error;
 /// - a tensor annotation reads `dtype[d0, d1, ...]` (an optional `[strides]` and device suffix,
 ///   as in `"f32[4, 8][8, 1]cuda:0"`, is accepted and ignored), each size a non-negative integer
 ///   or a size expression of symbols (`f32[s77, 768]`, `f16[1024*s77, 768]`,
@@ -69,11 +83,14 @@ class parse_error : public std::runtime_error {
   std::size_t line() const noexcept { return line_; }
   /// The offending source line, trimmed.
   const std::string& text() const noexcept { return text_; }
+  /// The problem alone, without source, line and text ("malformed number near '1.2.3)'").
+  const std::string& problem() const noexcept { return problem_; }
 
  private:
   std::string source_;
   std::size_t line_;
   std::string text_;
+  std::string problem_;
 };
 
 /// Size in bytes of one element of a dtype as printed in annotations ("f32" -> 4, "bf16" -> 2,
@@ -184,8 +201,9 @@ enum class ArgKind {
   boolean,   ///< Arg::bool_value (`True` / `False`)
   none,      ///< `None`
   string,    ///< Arg::text holds the unquoted, unescaped value of '...' or "..."
-  list,      ///< Arg::items; both `[a, b]` and `(a, b)` give a list
+  list,      ///< Arg::items; `[a, b]`, `(a, b)` and a set `{a, b}` give a list
   opaque,    ///< anything else, raw text in Arg::text: `torch.float32`, `device(type='cuda')`, ...
+  dict,      ///< `{k: v, ...}`: Arg::items holds key, value, key, value, ... in source order
 };
 
 /// One call argument (positional or keyword value), an output value, or a list element.
@@ -195,8 +213,9 @@ enum class ArgKind {
 /// (`torch.float32`, `torch.contiguous_format`, `device(type='cuda', index=0)`) are opaque and
 /// keep their text verbatim, except op references such as `torch.ops._C.rms_norm.default` (the
 /// first argument of `higher_order.auto_functionalized`), whose text loses the `torch.ops.`
-/// prefix ("_C.rms_norm.default"). Other dotted names or calls are errors, as are lists nested
-/// more than 64 deep.
+/// prefix ("_C.rms_norm.default"); so are `...` / `Ellipsis` and complex literals (`2j`,
+/// `(1+2j)`). Other dotted names or calls make the call unreadable (Node::unreadable); lists,
+/// tuples and dicts nested more than max_nesting deep are errors.
 struct Arg {
   /// What this Arg holds; only the fields documented for that kind are meaningful.
   ArgKind kind = ArgKind::none;
@@ -210,7 +229,7 @@ struct Arg {
   double float_value = 0.0;
   /// boolean only.
   bool bool_value = false;
-  /// list only: the elements, possibly nested lists.
+  /// list: the elements, possibly nested lists; dict: key, value, key, value, ...
   std::vector<Arg> items;
 
   /// A reference to node `name`, optionally `name[index]`.
@@ -229,10 +248,13 @@ struct Arg {
   static Arg make_list(std::vector<Arg> items);
   /// An opaque token with the given raw text.
   static Arg make_opaque(std::string text);
+  /// A dict of (key, value) entries in order.
+  static Arg make_dict(std::vector<std::pair<Arg, Arg>> entries);
 
   /// kind == ArgKind::node.
   bool is_node() const noexcept { return kind == ArgKind::node; }
-  /// Python-like rendering: `x`, `x[1]`, `3`, `1e-05`, `True`, `None`, `'s'`, `[a, 2]`, raw text.
+  /// Python-like rendering: `x`, `x[1]`, `3`, `1e-05`, `True`, `None`, `'s'`, `[a, 2]`,
+  /// `{'k': 1}`, raw text.
   std::string to_string() const;
 
   /// Memberwise equality (so a `nan` float never equals itself).
@@ -271,10 +293,16 @@ struct Node {
   /// A symbolic integer (annotation `"Sym(expr)"`, placeholder or body line): the expression
   /// text, e.g. "s77", "2*s75 + 1"; empty for any other node. Such a node has no outputs.
   std::string sym_expr;
+  /// call_function whose argument list could not be read: why ("unknown call 'foo(...)' in an
+  /// argument near ..."); `args` then holds the node references found in the argument text, in
+  /// order of first appearance, and `kwargs` is empty. Empty for every readable node.
+  std::string unreadable;
 
   /// The keyword argument `key`, or nullptr.
   const Arg* kwarg(std::string_view key) const noexcept;
 };
+
+struct Submodule;
 
 /// A parsed graph: nodes in source order (placeholders first, output last).
 struct Graph {
@@ -285,18 +313,37 @@ struct Graph {
   /// Returned values in order: the node name for a node reference, "" for anything else
   /// (e.g. the `None` gradients of an AOT backward graph).
   std::vector<std::string> outputs;
+  /// Nested submodules (print_readable's `class sdpa_score0(torch.nn.Module):` after the
+  /// forward; from a GraphModule, the submodules its get_attr nodes name), in source order.
+  std::vector<Submodule> submodules;
 
   /// The node called `name`, or nullptr (linear search).
   const Node* find(std::string_view name) const noexcept;
+  /// The submodule called `name`, or nullptr.
+  const Submodule* submodule(std::string_view name) const noexcept;
+  /// Whether placeholder `position` (0-based, in signature order) is read by some node or
+  /// returned; nullopt when the graph has no such placeholder.
+  std::optional<bool> uses_placeholder(std::size_t position) const;
   /// The distinct symbols of the graph's size expressions in order of first appearance (nodes in
   /// order; per node its sym_expr, then its output types' dims). Throws std::invalid_argument
   /// for an expression that does not parse (the reader never produces one).
   std::vector<std::string> symbols() const;
 };
 
-/// Deepest nesting of lists, tuples and `node[index]` subscripts in one argument (`[[a[0]]]` is 3
+/// A nested submodule: its attribute name (the class name print_readable gives it) and its
+/// graph; `unreadable` says why the graph could not be read (then `graph` is empty).
+struct Submodule {
+  std::string name;
+  Graph graph;
+  std::string unreadable;
+};
+
+/// Deepest nesting of lists, tuples, dicts and `node[index]` subscripts in one argument (`[[a[0]]]` is 3
 /// levels); deeper input raises parse_error (the reader is recursive-descent).
 inline constexpr std::size_t max_nesting = 64;
+/// Deepest nesting of submodule classes (a submodule's own submodules count one more); a deeper
+/// one is kept unread (Submodule::unreadable).
+inline constexpr std::size_t max_submodule_depth = 16;
 /// Longest line of graph text, in bytes (1 MiB); a longer line raises parse_error.
 inline constexpr std::size_t max_line_bytes = std::size_t{1} << 20;
 /// Most lines one statement (the `def forward(` signature) may span; more raise parse_error.

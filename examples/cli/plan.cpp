@@ -273,8 +273,32 @@ class Planner {
     return it->second.ok ? fx::Arg::make_int(it->second.value) : fx::Arg::make_opaque(sym_exprs_.at(a.text));
   }
 
-  OpArg convert(const fx::Arg& a, OpCall& call, std::vector<Resolved>& inputs) const {
+  /// A reference, in a higher-order op's arguments, to a get_attr node without a tensor type: a
+  /// submodule (flex attention's score_mod / mask_mod), not a tensor input. Its OpArg is `other`
+  /// with the submodule's name; when the graph holds the submodule's body, `integer` is 1 and
+  /// `ints` lists the positions of the placeholders the body reads.
+  std::optional<OpArg> submodule_reference(const fx::Arg& a) const {
+    if (!a.is_node() || a.index) return std::nullopt;
+    const fx::Node* n = graph_.find(a.text);
+    if (n == nullptr || n->kind != "get_attr" || (!n->outputs.empty() && n->outputs[0].known())) return std::nullopt;
     OpArg out;
+    out.kind = OpArg::Kind::other;
+    out.text = n->target;
+    if (const fx::Submodule* sub = graph_.submodule(n->target); sub != nullptr && sub->unreadable.empty()) {
+      out.integer = 1;
+      for (std::size_t k = 0;; ++k) {
+        const std::optional<bool> used = sub->graph.uses_placeholder(k);
+        if (!used) break;
+        if (*used) out.ints.push_back(static_cast<std::int64_t>(k));
+      }
+    }
+    return out;
+  }
+
+  OpArg convert(const fx::Arg& a, OpCall& call, std::vector<Resolved>& inputs, bool higher_order = false) const {
+    OpArg out;
+    if (higher_order)
+      if (std::optional<OpArg> sub = submodule_reference(a)) return *sub;
     switch (a.kind) {
       case fx::ArgKind::node:
         out.kind = OpArg::Kind::tensor;
@@ -301,7 +325,8 @@ class Planner {
         break;
       case fx::ArgKind::list: {
         const auto all = [&](fx::ArgKind k) {
-          return std::all_of(a.items.begin(), a.items.end(), [&](const fx::Arg& item) { return item.kind == k; });
+          return std::all_of(a.items.begin(), a.items.end(),
+                             [&](const fx::Arg& item) { return item.kind == k && !(higher_order && submodule_reference(item)); });
         };
         if (all(fx::ArgKind::integer)) {
           out.kind = OpArg::Kind::int_list;
@@ -311,10 +336,14 @@ class Planner {
           for (const auto& item : a.items) out.ints.push_back(convert(item, call, inputs).integer);
         } else {
           out.kind = OpArg::Kind::list;
-          for (const auto& item : a.items) out.items.push_back(convert(item, call, inputs));
+          for (const auto& item : a.items) out.items.push_back(convert(item, call, inputs, higher_order));
         }
         break;
       }
+      case fx::ArgKind::dict:
+        out.kind = OpArg::Kind::dict;
+        for (const auto& item : a.items) out.items.push_back(convert(item, call, inputs, higher_order));
+        break;
       case fx::ArgKind::opaque:
         out.kind = OpArg::Kind::other;
         out.text = a.text;
@@ -330,8 +359,9 @@ class Planner {
     OpCall call;
     call.op = node.target;
     std::vector<Resolved> inputs;
-    for (const auto& a : node.args) call.args.push_back(convert(substitute(a), call, inputs));
-    for (const auto& [k, a] : node.kwargs) call.kwargs.emplace_back(k, convert(substitute(a), call, inputs));
+    const bool higher_order = node.target.starts_with("higher_order.");
+    for (const auto& a : node.args) call.args.push_back(convert(substitute(a), call, inputs, higher_order));
+    for (const auto& [k, a] : node.kwargs) call.kwargs.emplace_back(k, convert(substitute(a), call, inputs, higher_order));
     for (const auto& t : node.outputs) {
       std::optional<TensorMeta> meta;
       if (t.known()) meta = meta_of(t);
@@ -345,7 +375,9 @@ class Planner {
     bool planned = false;
     std::optional<OpRule> used_rule;
     const OpCall* observed_call = &call;  // moves into the enumerator cache below
-    if (const RuleFactory* factory = registry_.find(node.target); factory == nullptr) {
+    if (!node.unreadable.empty()) {
+      p.reason = "cannot read the arguments: " + node.unreadable;
+    } else if (const RuleFactory* factory = registry_.find(node.target); factory == nullptr) {
       p.reason = "no rule";
     } else {
       try {

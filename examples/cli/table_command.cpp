@@ -145,9 +145,19 @@ OpArg op_arg_from_json_at(const nlohmann::ordered_json& v, std::size_t depth) {
     }
     for (const auto& x : a.items) a.ints.push_back(x.integer);
     a.items.clear();
+  } else if (v.is_object()) {
+    if (depth + 1 > max_arg_nesting) throw error("ctshard table: arguments nest lists deeper than " + std::to_string(max_arg_nesting) + " levels");
+    a.kind = OpArg::Kind::dict;  // flex attention's kernel options: {"BACKEND": "AUTO", ...}
+    for (const auto& [k, x] : v.items()) {
+      OpArg key;
+      key.kind = OpArg::Kind::string;
+      key.text = k;
+      a.items.push_back(std::move(key));
+      a.items.push_back(op_arg_from_json_at(x, depth + 1));
+    }
   } else {
     throw error("ctshard table: unsupported argument " + shown_text(v.dump()) +
-                " (use numbers, booleans, null, strings, \"$i\" for tensor input i, or lists of these)");
+                " (use numbers, booleans, null, strings, \"$i\" for tensor input i, objects, or lists of these)");
   }
   return a;
 }

@@ -1,12 +1,16 @@
 """A torch.fx.GraphModule as the node records ctshard._ext.plan_records reads.
 
-A record is ``(name, op, target, args, kwargs, outputs, sym)``: ``op`` is the FX node kind,
-``target`` the callee as the FX text reader names it (``aten.mm.default``, ``getitem``,
-``higher_order.auto_functionalized``), ``args``/``kwargs`` plain values with node references as
-``{"node": name}`` and other objects (dtypes, devices, memory formats) as ``{"opaque": text}``,
+A record is ``(name, op, target, args, kwargs, outputs, sym[, submodule])``: ``op`` is the FX
+node kind, ``target`` the callee as the FX text reader names it (``aten.mm.default``,
+``getitem``, ``higher_order.auto_functionalized``), ``args``/``kwargs`` plain values with node
+references as ``{"node": name}``, dicts (flex attention's kernel options) as
+``{"dict": [[key, value], ...]}``, sets as lists, and other objects (dtypes, devices, memory
+formats, complex numbers, ``...``) as ``{"opaque": text}`` in the text reader's spelling,
 ``outputs`` one ``(dtype short name, shape)`` per result (dtype ``""`` when unknown), and ``sym``
 the expression of a symbolic value (``str(SymInt)``, as the printout's ``"Sym(expr)"``
-annotation) or ``""``. Shapes come from ``node.meta["val"]`` (fake tensors: make_fx, AOT
+annotation) or ``""``; a get_attr node of a submodule (a GraphModule: flex attention's score_mod
+and mask_mod) adds the submodule's own records, as the text reader reads print_readable's nested
+classes. Shapes come from ``node.meta["val"]`` (fake tensors: make_fx, AOT
 autograd, torch.export) or ``node.meta["tensor_meta"]`` (ShapeProp); a symbolic size is its
 expression string (``str(SymInt)``: ``"s77"``, ``"1024*s77"``, ``"(s1//2)"``), exactly as
 ``print_readable`` prints it, so a GraphModule and its printout give the same graph.
@@ -96,6 +100,14 @@ def _arg(value: Any) -> Any:
         return value
     if isinstance(value, (list, tuple)):
         return [_arg(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return [_arg(v) for v in value]
+    if isinstance(value, dict):  # flex attention's kernel_options
+        return {"dict": [[_arg(k), _arg(v)] for k, v in value.items()]}
+    if value is Ellipsis:
+        return {"opaque": "..."}
+    if isinstance(value, complex):
+        return {"opaque": repr(value)}
     if isinstance(value, torch.device):
         return {"opaque": repr(value)}
     if isinstance(value, torch._ops.OpOverload):  # auto_functionalized's first argument
@@ -109,12 +121,26 @@ def _sym(node: torch.fx.Node) -> str:
     return str(val) if node.op != "output" and isinstance(val, _SYM_TYPES) else ""
 
 
-def node_records(gm: torch.fx.GraphModule) -> list[tuple]:
+def _submodule(gm: torch.fx.GraphModule, node: torch.fx.Node, depth: int) -> list[tuple] | None:
+    """The records of the GraphModule a get_attr node names, or None (a tensor, a plain module)."""
+    if node.op != "get_attr" or depth >= _MAX_SUBMODULE_DEPTH:
+        return None
+    try:
+        sub = gm.get_submodule(str(node.target))
+    except AttributeError:
+        return None
+    return node_records(sub, depth + 1) if isinstance(sub, torch.fx.GraphModule) else None
+
+
+_MAX_SUBMODULE_DEPTH = 16  # fx::max_submodule_depth
+
+
+def node_records(gm: torch.fx.GraphModule, depth: int = 0) -> list[tuple]:
     """The records of every node of ``gm.graph``, in graph order."""
     records = []
     for node in gm.graph.nodes:
         target = node.target if node.op != "call_function" else target_name(node.target)
-        records.append((
+        record = (
             node.name,
             node.op,
             str(target),
@@ -122,5 +148,7 @@ def node_records(gm: torch.fx.GraphModule) -> list[tuple]:
             {k: _arg(v) for k, v in node.kwargs.items()},
             _outputs(node) if node.op != "output" else [],
             _sym(node),
-        ))
+        )
+        sub = _submodule(gm, node, depth)
+        records.append(record if sub is None else record + (sub,))
     return records

@@ -213,8 +213,9 @@ nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const
 
 // ---- plan ------------------------------------------------------------------------------------
 
-/// One argument of a node record built by ctshard/_graph.py: plain values, lists, and the two
-/// tagged dicts {"node": name[, "index": i]} and {"opaque": text}. Lists nest at most
+/// One argument of a node record built by ctshard/_graph.py: plain values, lists, and the three
+/// tagged dicts {"node": name[, "index": i]}, {"opaque": text} and {"dict": [[key, value], ...]}
+/// (a Python dict argument, e.g. flex attention's kernel options). Lists and dicts nest at most
 /// fx::max_nesting levels, as in graph text; deeper raises ctshard::error.
 fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
   if (h.is_none()) return fx::Arg::make_none();
@@ -236,6 +237,17 @@ fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
       return fx::Arg::make_node(nb::cast<std::string>(d["node"]), index);
     }
     if (d.contains("opaque")) return fx::Arg::make_opaque(nb::cast<std::string>(d["opaque"]));
+    if (d.contains("dict")) {
+      if (depth >= fx::max_nesting) throw error("ctshard.plan: node arguments nest lists deeper than " + std::to_string(fx::max_nesting) + " levels");
+      std::vector<std::pair<fx::Arg, fx::Arg>> entries;
+      for (nb::handle kv : d["dict"]) {
+        nb::sequence pair = nb::borrow<nb::sequence>(kv);
+        if (nb::len(pair) != 2)
+          throw error("ctshard.plan: a dict argument's entries are [key, value] pairs, got " + nb::cast<std::string>(nb::repr(kv)));
+        entries.emplace_back(to_fx_arg(pair[0], depth + 1), to_fx_arg(pair[1], depth + 1));
+      }
+      return fx::Arg::make_dict(std::move(entries));
+    }
   }
   throw error("ctshard.plan: unsupported node argument " + nb::cast<std::string>(nb::repr(h)));
 }
@@ -280,16 +292,20 @@ void shape_from_record(nb::handle h, fx::TensorType& type, const std::string& no
   if (symbolic) type.dim_exprs = std::move(exprs);
 }
 
-/// A graph from node records (name, op, target, args, kwargs, outputs, sym); outputs are
-/// (dtype short name or "", shape) pairs, sym the expression of a symbolic integer or "". Node
-/// references must name earlier nodes.
-fx::Graph graph_from_records(nb::handle records, const std::string& source) {
+/// A graph from node records (name, op, target, args, kwargs, outputs, sym[, submodule]); outputs
+/// are (dtype short name or "", shape) pairs, sym the expression of a symbolic integer or "". A
+/// get_attr record of a submodule (flex attention's score_mod) may carry the submodule's own
+/// records as an 8th field, which become Graph::submodules (as the text reader reads
+/// print_readable's nested classes); at most fx::max_submodule_depth levels. Node references must
+/// name earlier nodes.
+fx::Graph graph_from_records(nb::handle records, const std::string& source, std::size_t depth = 0) {
   fx::Graph g;
   g.source_name = source;
   std::size_t line = 0;
   for (nb::handle r : records) {
     nb::tuple t = nb::cast<nb::tuple>(r);
-    if (t.size() != 7) throw error("ctshard.plan: a node record has 7 fields (name, op, target, args, kwargs, outputs, sym)");
+    if (t.size() != 7 && t.size() != 8)
+      throw error("ctshard.plan: a node record has 7 fields (name, op, target, args, kwargs, outputs, sym) and optionally the submodule's records");
     fx::Node n;
     n.name = nb::cast<std::string>(t[0]);
     n.kind = nb::cast<std::string>(t[1]);
@@ -313,6 +329,13 @@ fx::Graph graph_from_records(nb::handle records, const std::string& source) {
     }
     for (const auto& a : n.args)
       if (a.is_node() && g.find(a.text) == nullptr) throw error("ctshard.plan: node '" + n.name + "' refers to unknown node '" + a.text + "'");
+    if (t.size() == 8 && !t[7].is_none() && g.submodule(n.target) == nullptr) {
+      fx::Submodule sub;
+      sub.name = n.target;
+      if (depth + 1 > fx::max_submodule_depth) sub.unreadable = "submodules nested more than " + std::to_string(fx::max_submodule_depth) + " deep";
+      else sub.graph = graph_from_records(t[7], source + ":" + n.target, depth + 1);
+      g.submodules.push_back(std::move(sub));
+    }
     if (n.kind == "output" && !n.args.empty()) {
       const fx::Arg& ret = n.args.front();
       const auto add = [&](const fx::Arg& v) { g.outputs.push_back(v.is_node() ? v.text : std::string()); };

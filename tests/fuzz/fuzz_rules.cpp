@@ -69,8 +69,10 @@ OpArg fuzz_arg(FuzzedDataProvider& in, std::size_t tensors, int depth) {
       break;
     }
     default: {
-      a.kind = OpArg::Kind::list;
-      const int n = in.ConsumeIntegralInRange<int>(0, 4);
+      // a list, or a dict (key, value, ... as the FX reader gives flex attention's kernel options)
+      const bool dict = in.ConsumeBool();
+      a.kind = dict ? OpArg::Kind::dict : OpArg::Kind::list;
+      const int n = in.ConsumeIntegralInRange<int>(0, 4) * (dict ? 2 : 1);
       for (int i = 0; i < n; ++i) a.items.push_back(fuzz_arg(in, tensors, depth + 1));
       break;
     }

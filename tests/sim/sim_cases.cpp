@@ -46,6 +46,13 @@ std::string arg_text(const OpArg& a, const SampleCall& call) {
       return os.str();
     }
     case OpArg::Kind::other: return a.text;
+    case OpArg::Kind::dict: {
+      os << "{";
+      for (std::size_t i = 0; i + 1 < a.items.size(); i += 2)
+        os << (i ? ", " : "") << arg_text(a.items[i], call) << ": " << arg_text(a.items[i + 1], call);
+      os << "}";
+      return os.str();
+    }
   }
   return "?";
 }
@@ -71,6 +78,7 @@ OpCall to_op_call(const SampleCall& call) {
   for (const auto& in : call.inputs) c.tensors.push_back(TensorMeta{to_tensor_shape(in.shape), 4});
   c.args = call.args;
   c.kwargs = call.kwargs;
+  for (const auto& o : call.outputs) c.outputs.push_back(TensorMeta{to_tensor_shape(o), 4});
   return c;
 }
 
@@ -220,15 +228,89 @@ void add_einsum(std::vector<SampleCall>& v) {
   ein("ab,bc->ca", {R({4, 5}), R({5, 3})});
 }
 
+/// Collectives over g = 2 and 3 program ranks (docs/semantics.md "Collectives in graphs"): every
+/// collective, namespace and variant; dim-0 sizes chosen so that _S(0, sf) fills for several sf.
 void add_collectives(std::vector<SampleCall>& v) {
-  v.push_back(make_call("collective", "_c10d_functional.all_reduce.default", {R({4, 5})}, {sarg("sum"), sarg("0")}));
-  v.push_back(make_call("collective", "_c10d_functional.all_reduce.default", {R({4, 5})}, {sarg("max"), sarg("0")}));
-  v.push_back(make_call("collective", "_c10d_functional.wait_tensor.default", {R({5, 3})}));
-  v.push_back(make_call("collective", "c10d_functional.all_reduce.default", {R({4, 5})}, {sarg("avg"), sarg("0")}));
-  v.push_back(make_call("collective", "c10d_functional.wait_tensor.default", {R({5, 3})}));
-  v.push_back(make_call("collective", "_c10d_functional_autograd.all_reduce.default", {R({4, 5})}, {sarg("min"), sarg("0")}));
-  v.push_back(make_call("collective", "_c10d_functional_autograd.wait_tensor.default", {R({5, 3})}));
-  v.push_back(make_call("collective", "vllm.all_reduce.default", {R({4, 6})}, {sarg("tp")}));
+  const auto c = [&v](std::string op, std::int64_t g, std::vector<SimInput> in, std::vector<OpArg> extra = {}, detail::Kwargs kw = {},
+                      std::vector<Shape> outputs = {}) {
+    SampleCall call = make_call("collective", std::move(op), std::move(in), std::move(extra), std::move(kw));
+    call.program_ranks = g;
+    call.outputs = std::move(outputs);
+    v.push_back(std::move(call));
+  };
+  const std::string ns = "_c10d_functional.";
+  // all_reduce(input, reduce_op, group_name)
+  c(ns + "all_reduce.default", 2, {R({4, 5})}, {sarg("sum"), sarg("0")});
+  c(ns + "all_reduce.default", 3, {R({4, 5})}, {sarg("sum"), sarg("0")});
+  c(ns + "all_reduce.default", 2, {R({4, 5})}, {sarg("max"), sarg("0")});
+  c(ns + "all_reduce.default", 3, {R({6, 2})}, {sarg("avg"), sarg("0")});
+  c(ns + "all_reduce.default", 2, {R({3})}, {sarg("min"), sarg("0")});
+  c(ns + "all_reduce.default", 2, {R({4, 3})}, {sarg("product"), sarg("0")});
+  c(ns + "all_reduce_.default", 3, {R({4, 5})}, {sarg("sum"), sarg("0")});
+  c("c10d_functional.all_reduce.default", 3, {R({4, 5})}, {sarg("avg"), sarg(""), ilist({0, 1, 2}), iarg(3)});
+  c("_c10d_functional_autograd.all_reduce.default", 2, {R({4, 5})}, {sarg("min"), sarg("0")});
+  c(ns + "all_reduce_coalesced.default", 2, {R({4, 5}), R({6})}, {});
+  v.back().args = {tlist({0, 1}), sarg("sum"), sarg("0")};
+  c(ns + "all_reduce_coalesced_.default", 3, {R({3, 4}), R({6})}, {});
+  v.back().args = {tlist({0, 1}), sarg("max"), sarg("0")};
+  c("vllm.all_reduce.default", 2, {R({4, 6})}, {sarg("tp:0")});
+  c("vllm.all_reduce.default", 3, {R({8, 1})}, {sarg("tp:0")});
+  // identity: wait_tensor(tensor), broadcast(input, src, group_name)
+  for (const std::string w : {"_c10d_functional.", "c10d_functional.", "_c10d_functional_autograd."}) c(w + "wait_tensor.default", 2, {R({5, 3})});
+  c(ns + "broadcast.default", 2, {R({4, 5})}, {iarg(1), sarg("0")});
+  c(ns + "broadcast.default", 3, {R({6, 3})}, {iarg(0), sarg("0")});
+  c(ns + "broadcast_.default", 3, {R({4, 2})}, {iarg(2), sarg("0")});
+  c("c10d_functional.broadcast.default", 2, {R({5})}, {iarg(0), sarg(""), ilist({0, 1}), iarg(2)});
+  // all_gather_into_tensor(input, group_size, group_name)
+  c(ns + "all_gather_into_tensor.default", 2, {R({4, 5})}, {iarg(2), sarg("0")});
+  c(ns + "all_gather_into_tensor.default", 3, {R({6, 4})}, {iarg(3), sarg("0")});
+  c(ns + "all_gather_into_tensor.default", 2, {R({5, 3})}, {iarg(2), sarg("0")}, {}, {{10, 3}});
+  c(ns + "all_gather_into_tensor.default", 3, {R({4})}, {iarg(3), sarg("0")});
+  c("_c10d_functional_autograd.all_gather_into_tensor.default", 2, {R({6, 2})}, {iarg(2), sarg("0")});
+  c("c10d_functional.all_gather_into_tensor.default", 3, {R({4, 3})}, {sarg(""), ilist({0, 1, 2}), iarg(3)});
+  c(ns + "all_gather_into_tensor_out.default", 2, {R({4, 5}), R({8, 5})}, {}, {});
+  v.back().args = {targ(0), iarg(2), sarg("0")};
+  v.back().kwargs = {{"out", targ(1)}};
+  c(ns + "all_gather_into_tensor_coalesced.default", 2, {R({4, 5}), R({6})}, {});
+  v.back().args = {tlist({0, 1}), iarg(2), sarg("0")};
+  // reduce_scatter_tensor(input, reduce_op, group_size, group_name)
+  c(ns + "reduce_scatter_tensor.default", 2, {R({8, 5})}, {sarg("sum"), iarg(2), sarg("0")});
+  c(ns + "reduce_scatter_tensor.default", 3, {R({12, 2})}, {sarg("max"), iarg(3), sarg("0")});
+  c(ns + "reduce_scatter_tensor.default", 2, {R({12, 3})}, {sarg("avg"), iarg(2), sarg("0")});
+  c(ns + "reduce_scatter_tensor.default", 3, {R({6, 4})}, {sarg("sum"), iarg(3), sarg("0")}, {}, {{2, 4}});
+  c(ns + "reduce_scatter_tensor.default", 2, {R({4, 3})}, {sarg("product"), iarg(2), sarg("0")});
+  c("_c10d_functional_autograd.reduce_scatter_tensor.default", 2, {R({8, 3})}, {sarg("min"), iarg(2), sarg("0")});
+  c("c10d_functional.reduce_scatter_tensor.default", 3, {R({12, 2})}, {sarg("sum"), sarg(""), ilist({0, 1, 2}), iarg(3)});
+  c(ns + "reduce_scatter_tensor_out.default", 2, {R({8, 5}), R({4, 5})}, {});
+  v.back().args = {targ(0), sarg("sum"), iarg(2), sarg("0")};
+  v.back().kwargs = {{"out", targ(1)}};
+  c(ns + "reduce_scatter_tensor_coalesced.default", 2, {R({8, 5}), R({4})}, {});
+  v.back().args = {tlist({0, 1}), sarg("sum"), iarg(2), sarg("0")};
+  // legacy coalesced forms: (inputs, [reduceOp,] tag, ranks, group_size)
+  c("c10d_functional.all_reduce_coalesced.default", 2, {R({4, 5}), R({3})}, {});
+  v.back().args = {tlist({0, 1}), sarg("avg"), sarg(""), ilist({0, 1}), iarg(2)};
+  c("c10d_functional.all_reduce_coalesced_.default", 3, {R({3, 4}), R({2})}, {});
+  v.back().args = {tlist({0, 1}), sarg("sum"), sarg(""), ilist({0, 1, 2}), iarg(3)};
+  c("c10d_functional.all_gather_into_tensor_coalesced.default", 3, {R({3, 2}), R({6})}, {});
+  v.back().args = {tlist({0, 1}), sarg(""), ilist({0, 1, 2}), iarg(3)};
+  c("c10d_functional.reduce_scatter_tensor_coalesced.default", 2, {R({8, 2}), R({4})}, {});
+  v.back().args = {tlist({0, 1}), sarg("max"), sarg(""), ilist({0, 1}), iarg(2)};
+  // all_to_all_single(input, output_split_sizes, input_split_sizes, group_name)
+  c(ns + "all_to_all_single.default", 2, {R({4, 5})}, {ilist({2, 2}), ilist({2, 2}), sarg("0")});
+  c(ns + "all_to_all_single.default", 3, {R({6, 2})}, {ilist({2, 2, 2}), ilist({2, 2, 2}), sarg("0")});
+  c(ns + "all_to_all_single.default", 2, {R({8, 3})}, {ilist({4, 4}), ilist({4, 4}), sarg("0")});
+  c(ns + "all_to_all_single.default", 2, {R({4, 3})}, {ilist({1, 3}), ilist({1, 3}), sarg("0")});
+  c(ns + "all_to_all_single.default", 2, {R({4, 3})}, {none_arg(), none_arg(), sarg("0")});
+  c("_c10d_functional_autograd.all_to_all_single.default", 3, {R({6, 4})}, {ilist({2, 2, 2}), ilist({2, 2, 2}), sarg("0")});
+  c("c10d_functional.all_to_all_single.default", 2, {R({4, 3})}, {ilist({2, 2}), ilist({2, 2}), sarg(""), ilist({0, 1}), iarg(2)});
+  // vLLM: all_gather / reduce_scatter (tensor, dim, world_size, group_name)
+  c("vllm.all_gather.default", 2, {R({3, 4})}, {iarg(-1), iarg(2), sarg("tp:0")});
+  c("vllm.all_gather.default", 3, {R({6, 2})}, {iarg(0), iarg(3), sarg("tp:0")});
+  c("vllm.reduce_scatter.default", 2, {R({3, 8})}, {iarg(1), iarg(2), sarg("tp:0")});
+  c("vllm.reduce_scatter.default", 3, {R({12, 2})}, {iarg(0), iarg(3), sarg("tp:0")});
+  // DTensor: shard_dim_alltoall(input, gather_dim, shard_dim, group_name); g from the annotation
+  c("_dtensor.shard_dim_alltoall.default", 2, {R({4, 6})}, {iarg(0), iarg(1), sarg("0")}, {}, {{8, 3}});
+  c("_dtensor.shard_dim_alltoall.default", 2, {R({6, 8})}, {iarg(1), iarg(0), sarg("0")}, {}, {{3, 16}});
 }
 
 }  // namespace

@@ -26,6 +26,11 @@ struct SampleCall {
   std::vector<SimInput> inputs;
   std::vector<OpArg> args;
   std::vector<std::pair<std::string, OpArg>> kwargs;
+  /// Collectives: the size g of the program-level process group the call runs over (each of the
+  /// g program ranks draws its own inputs; `simulate_group_row`). 0 for every other op.
+  std::int64_t program_ranks = 0;
+  /// Output shapes the call's graph annotation gives (OpCall::outputs); empty: none.
+  std::vector<Shape> outputs{};
 };
 
 /// "aten.add.Tensor(4x5, 5)".

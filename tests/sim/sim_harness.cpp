@@ -197,6 +197,60 @@ RowOutcome simulate_row(const SampleCall& call, const RefOp& op, const SimRow& r
   return {};
 }
 
+RowOutcome simulate_group_row(const SampleCall& call, const GroupRefOp& op, const SimRow& row, const Mesh& mesh, std::uint64_t seed, int trials) {
+  const auto g = static_cast<std::size_t>(call.program_ranks);
+  if (g == 0) return {false, "not a collective sample (program_ranks 0)"};
+  const std::size_t devices = mesh.num_devices();
+  for (int t = 0; t < trials; ++t) {
+    Rng rng(seed + static_cast<std::uint64_t>(t) * 0x9E3779B97F4A7C15ull);
+    // [rank][input]: every program rank's own global inputs, and the collective over them
+    std::vector<std::vector<Tensor>> inputs(g);
+    std::vector<ArgPack> global_packs;
+    for (std::size_t r = 0; r < g; ++r) {
+      for (const auto& in : call.inputs) inputs[r].push_back(random_input(in, rng));
+      global_packs.push_back(ArgPack{inputs[r], call.args, call.kwargs});
+    }
+    const std::vector<std::vector<Tensor>> expected = op.run(global_packs);
+    if (expected.size() != g) return {false, "the reference returned " + std::to_string(expected.size()) + " ranks for " + std::to_string(g)};
+    const std::size_t nout = expected[0].size();
+    if (nout != row.outputs.size())
+      return {false, "rule has " + std::to_string(row.outputs.size()) + " outputs, the op returns " + std::to_string(nout)};
+    // [rank][input][device]
+    std::vector<std::vector<std::vector<Tensor>>> pieces(g);
+    for (std::size_t r = 0; r < g; ++r)
+      for (std::size_t i = 0; i < call.inputs.size(); ++i) pieces[r].push_back(cut(inputs[r][i], row.inputs.at(i), mesh, rng, call.inputs[i].domain));
+    // [rank][output][device]
+    std::vector<std::vector<std::vector<Tensor>>> locals(g, std::vector<std::vector<Tensor>>(nout, std::vector<Tensor>(devices)));
+    for (std::size_t dev = 0; dev < devices; ++dev) {
+      std::vector<ArgPack> packs;
+      for (std::size_t r = 0; r < g; ++r) {
+        ArgPack p{{}, call.args, call.kwargs};
+        for (std::size_t i = 0; i < call.inputs.size(); ++i) p.tensors.push_back(pieces[r][i][dev]);
+        packs.push_back(std::move(p));
+      }
+      std::vector<std::vector<Tensor>> outs;
+      try {
+        outs = op.run(packs);
+      } catch (const std::exception& e) {
+        return {false, "device " + std::to_string(dev) + ": the collective over the ranks' pieces failed: " + e.what()};
+      }
+      for (std::size_t r = 0; r < g; ++r)
+        for (std::size_t k = 0; k < nout; ++k) locals[r][k][dev] = std::move(outs.at(r).at(k));
+    }
+    for (std::size_t r = 0; r < g; ++r) {
+      for (std::size_t k = 0; k < nout; ++k) {
+        Reassembled re = reassemble(std::move(locals[r][k]), row.outputs[k], mesh, sim_rtol);
+        const std::string which = "program rank " + std::to_string(r) + (nout > 1 ? ", output " + std::to_string(k) : std::string{}) + ": ";
+        if (!re.value) return {false, which + "cannot reassemble: " + re.error};
+        std::string why;
+        if (!allclose(*re.value, expected[r][k], sim_rtol, &why))
+          return {false, which + "wrong value, " + why + "; expected " + format_values(expected[r][k]) + ", got " + format_values(*re.value)};
+      }
+    }
+  }
+  return {};
+}
+
 std::size_t FamilyReport::checked() const {
   std::size_t n = 0;
   for (const auto& m : per_mesh) n += m.checked;
@@ -367,8 +421,13 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
     ++rep.samples;
     const std::string name = describe(call);
     const RefOp* op = find_ref_op(call.op);
+    const GroupRefOp* group_op = call.program_ranks > 0 ? find_group_ref_op(call.op) : nullptr;
     const RuleFactory* factory = registry.find(call.op);
-    if (op == nullptr || factory == nullptr) {
+    if (call.program_ranks > 0 && group_op == nullptr) {
+      rep.failures.push_back(name + ": a collective sample without a collective reference");
+      continue;
+    }
+    if ((op == nullptr && group_op == nullptr) || factory == nullptr) {
       rep.notes.push_back(name + ": skipped (" + (op == nullptr ? "no reference op" : "no rule registered") + ")");
       continue;
     }
@@ -413,7 +472,8 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
           }
           RowOutcome outcome;
           try {
-            outcome = simulate_row(call, *op, row, mesh, seed + r, options.trials);
+            outcome = group_op != nullptr ? simulate_group_row(call, *group_op, row, mesh, seed + r, options.trials)
+                                          : simulate_row(call, *op, row, mesh, seed + r, options.trials);
           } catch (const std::exception& e) {
             outcome = {false, std::string("simulation threw: ") + e.what()};
           }
@@ -455,7 +515,7 @@ FamilyReport check_family(std::string_view family, const OpRegistry& registry, c
           if (has_strided_shard(row)) rows.push_back(&row);
         run_rows(strided, rows, true, base ^ (0x5eedull * sf));
       }
-      if (options.find_missing && mesh.ndim() == 1 && mesh.sizes[0] == 2) {
+      if (options.find_missing && group_op == nullptr && mesh.ndim() == 1 && mesh.sizes[0] == 2) {
         try {
           find_missing(call, *op, ex, base ^ 0x5151u, options.trials + 2, rep);
         } catch (const std::exception& e) {

@@ -59,6 +59,14 @@ struct RowOutcome {
 [[nodiscard]] RowOutcome simulate_row(const SampleCall& call, const RefOp& op, const SimRow& row, const Mesh& mesh, std::uint64_t seed,
                                       int trials = 2);
 
+/// Simulates `row` of a collective `call` on `call.program_ranks` program ranks x `mesh`
+/// (docs/semantics.md "Collectives in graphs"): each program rank draws its own global inputs
+/// and cuts them by the input specs; on every mesh device the collective `op` runs over the g
+/// ranks' pieces of that device; each rank's outputs are reassembled by the output specs and
+/// compared with `op` run over the ranks' global inputs (rtol 1e-9).
+[[nodiscard]] RowOutcome simulate_group_row(const SampleCall& call, const GroupRefOp& op, const SimRow& row, const Mesh& mesh, std::uint64_t seed,
+                                            int trials = 2);
+
 inline constexpr double sim_rtol = 1e-9;
 
 struct CheckOptions {

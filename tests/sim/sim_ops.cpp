@@ -347,20 +347,11 @@ void add_einsum(Table& t) {
                               {}};
 }
 
-/// Collectives written into a graph act on ctshard's logical tensors as the identity.
-void add_collectives(Table& t) {
-  for (const char* name : {"_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default", "c10d_functional.all_reduce.default",
-                           "c10d_functional.wait_tensor.default", "_c10d_functional_autograd.all_reduce.default",
-                           "_c10d_functional_autograd.wait_tensor.default", "vllm.all_reduce.default"})
-    t[name] = unary([](const Tensor& x) { return x; });
-}
-
 const Table& table() {
   static const Table t = [] {
     Table tab;
     add_pointwise(tab);
     add_einsum(tab);
-    add_collectives(tab);
     detail::add_layout_ops(tab);
     detail::add_math_ops(tab);
     return tab;
@@ -373,6 +364,16 @@ const Table& table() {
 const RefOp* find_ref_op(std::string_view name) {
   const auto it = table().find(name);
   return it == table().end() ? nullptr : &it->second;
+}
+
+const GroupRefOp* find_group_ref_op(std::string_view name) {
+  static const detail::GroupRefTable t = [] {
+    detail::GroupRefTable tab;
+    detail::add_collective_ops(tab);
+    return tab;
+  }();
+  const auto it = t.find(name);
+  return it == t.end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> ref_op_names() {

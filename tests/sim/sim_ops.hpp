@@ -54,8 +54,18 @@ struct RefOp {
   std::function<void(ArgPack&, const LocalContext&)> localise;
 };
 
+/// A collective's reference over the g ranks of a program-level process group
+/// (docs/semantics.md "Collectives in graphs"): `run` takes one ArgPack per program rank (that
+/// rank's tensors: its global tensors, or the pieces one mesh device holds of them) and returns
+/// each rank's outputs. The number of packs is the group size.
+struct GroupRefOp {
+  std::function<std::vector<std::vector<Tensor>>(const std::vector<ArgPack>&)> run;
+};
+
 /// The reference op registered under an aten overload name, or nullptr.
 [[nodiscard]] const RefOp* find_ref_op(std::string_view name);
+/// The collective reference registered under an op name, or nullptr.
+[[nodiscard]] const GroupRefOp* find_group_ref_op(std::string_view name);
 /// Names of all reference ops, sorted.
 [[nodiscard]] std::vector<std::string> ref_op_names();
 
@@ -80,6 +90,8 @@ namespace detail {
 using RefTable = std::map<std::string, RefOp, std::less<>>;
 void add_layout_ops(RefTable& table);  ///< views and tensor ops (sim_ops_layout.cpp)
 void add_math_ops(RefTable& table);    ///< reductions, softmax, layer norm, embedding, dropout (sim_ops_math.cpp)
+using GroupRefTable = std::map<std::string, GroupRefOp, std::less<>>;
+void add_collective_ops(GroupRefTable& table);  ///< collectives over program ranks (sim_ops_collective.cpp)
 }  // namespace detail
 
 }  // namespace ctshard::sim

@@ -131,18 +131,14 @@ namespace {
 /// Registered ops the simulator does not run, with the reason (logged by the coverage test).
 const std::vector<std::pair<std::string, std::string>>& not_simulated() {
   static const std::vector<std::pair<std::string, std::string>> ops{
-      {"_c10d_functional.all_gather_into_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
-      {"_c10d_functional.reduce_scatter_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
-      {"c10d_functional.all_gather_into_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
-      {"c10d_functional.reduce_scatter_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
-      {"_c10d_functional_autograd.all_gather_into_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
-      {"_c10d_functional_autograd.reduce_scatter_tensor.default", "per-rank collective whose logical output shape is the graph's annotation"},
       {"apex.fused_layer_norm_affine_fwd.default", "fused kernel, not simulated yet"},
       {"aten.silu_backward.default", "simulated in tests/python/simulated (samples_pointwise.py)"},
       {"aten.slice_backward.default", "simulated in tests/python/simulated (samples_tensor_ops.py)"},
       {"aten.tril.default", "simulated in tests/python/simulated (samples_tensor_ops.py)"},
       {"aten.triu.default", "simulated in tests/python/simulated (samples_tensor_ops.py)"},
-      {"higher_order.auto_functionalized", "wraps vLLM kernels, not simulated yet"},
+      {"higher_order.auto_functionalized", "simulated in tests/python/simulated (samples_fused.py)"},
+      {"higher_order.auto_functionalized_v2", "simulated in tests/python/simulated (samples_fused.py)"},
+      {"higher_order.flex_attention", "simulated in tests/python/simulated (samples_attention.py)"},
       {"aten.arange.default", "factory whose size comes from the output annotation (Replicate only)"},
       {"aten.arange.start", "factory whose size comes from the output annotation (Replicate only)"},
       {"aten.arange.start_step", "factory whose size comes from the output annotation (Replicate only)"},
@@ -226,7 +222,7 @@ TEST_CASE("sim: every registered op has a reference op and a sample call, or a l
       std::cout << "sim: not simulated: " << op << " (" << skip->second << ")\n";
       continue;
     }
-    CHECK(find_ref_op(op) != nullptr);
+    CHECK((find_ref_op(op) != nullptr || find_group_ref_op(op) != nullptr));
     bool sampled = false;
     for (const auto& c : sample_calls()) sampled = sampled || c.op == op;
     CHECK(sampled);
@@ -302,7 +298,61 @@ TEST_CASE("sim: B02 add.Tensor with a Python scalar cannot keep P(sum)", "[sim]"
   for (std::size_t i = 0; i < rules.size(); ++i) CHECK_FALSE(rules.at(i, 1).is_partial());
 }
 
-TEST_CASE("sim: collective passthrough rules are sound", "[sim]") { require_sound(run_family("collective", builtin_registry())); }
+TEST_CASE("sim: collective rules are sound on g program ranks x the mesh", "[sim]") {
+  // docs/semantics.md "Collectives in graphs": g = 2 and 3 program ranks, meshes 2, 3, 2x2; the
+  // StridedShard pass fills with _S(d, sf) for sf in 2, 3, 4, 6 so that _S(0, g sf) inputs of the
+  // scatters and _S(0, g) rows of the gathers and all-to-alls are all simulated.
+  CheckOptions options;
+  options.strided_split_factors = {2, 3, 4, 6};
+  const FamilyReport rep = run_family("collective", builtin_registry(), options);
+  require_sound(rep);
+  CHECK(rep.strided_checked() > 0);
+  // every collective of the registry has a sample
+  for (const auto& op : builtin_registry().names()) {
+    if (find_group_ref_op(op) == nullptr) continue;
+    bool sampled = false;
+    for (const auto& c : sample_calls()) sampled = sampled || (c.op == op && c.program_ranks > 0);
+    INFO(op);
+    CHECK(sampled);
+  }
+}
+
+TEST_CASE("sim: the rows a collective's table leaves out are wrong on program ranks x the mesh", "[sim]") {
+  // A Partial passes an all-reduce only when it commutes with the reduce op: the simulation over
+  // two program ranks shows every excluded pairing wrong and every listed one right.
+  const auto call_of = [](const char* op) {
+    SampleCall c{"collective", "_c10d_functional.all_reduce.default", {{{4, 5}, Domain::real, 0}}, {targ(0), sarg(op), sarg("0")}, {}};
+    c.program_ranks = 2;
+    return c;
+  };
+  const GroupRefOp& ar = *find_group_ref_op("_c10d_functional.all_reduce.default");
+  const auto ok = [&](const char* op, const char* placement, const Mesh& mesh) {
+    const Spec sp = parse_spec(placement);
+    const RowOutcome o = simulate_group_row(call_of(op), ar, SimRow{{sp}, {sp}, {}}, mesh, 12);
+    std::cout << "sim: all_reduce(" << op << ") " << placement << " -> " << placement << " on mesh " << mesh.name() << ": "
+              << (o.ok ? "right" : "wrong: " + o.detail) << "\n";
+    return o.ok;
+  };
+  for (const Mesh& mesh : {Mesh{{2}}, Mesh{{3}}}) {
+    for (const char* p : {"R", "S(0)", "S(1)", "P(sum)", "P(avg)"}) CHECK(ok("sum", p, mesh));
+    for (const char* p : {"P(max)", "P(min)"}) CHECK_FALSE(ok("sum", p, mesh));
+    for (const char* p : {"R", "S(0)", "P(max)"}) CHECK(ok("max", p, mesh));
+    for (const char* p : {"P(sum)", "P(avg)", "P(min)"}) CHECK_FALSE(ok("max", p, mesh));
+    for (const char* p : {"P(sum)", "P(max)"}) CHECK_FALSE(ok("product", p, mesh));
+  }
+  // reduce_scatter of S(0): a device's contiguous rows are not its piece of any rank's chunk
+  SampleCall rs{
+      "collective", "_c10d_functional.reduce_scatter_tensor.default", {{{8, 3}, Domain::real, 0}}, {targ(0), sarg("sum"), iarg(2), sarg("0")}, {}};
+  rs.program_ranks = 2;
+  const Spec s0 = parse_spec("S(0)");
+  CHECK_FALSE(simulate_group_row(rs, *find_group_ref_op(rs.op), SimRow{{s0}, {s0}, {}}, Mesh{{2}}, 13).ok);
+  // all_gather of S(0) is not S(0) of the gathered tensor (it is _S(0, g))
+  SampleCall ag{"collective", "_c10d_functional.all_gather_into_tensor.default", {{{4, 3}, Domain::real, 0}}, {targ(0), iarg(2), sarg("0")}, {}};
+  ag.program_ranks = 2;
+  CHECK_FALSE(simulate_group_row(ag, *find_group_ref_op(ag.op), SimRow{{s0}, {s0}, {}}, Mesh{{2}}, 14).ok);
+  const Spec ss = parse_spec("_S(0, 2)");
+  CHECK(simulate_group_row(ag, *find_group_ref_op(ag.op), SimRow{{ss}, {s0}, {}}, Mesh{{2}}, 14).ok);
+}
 
 TEST_CASE("sim: view rules are sound", "[sim]") {
   // meshes of 2 and 3 dims too: the rows a group split by several mesh dims calls for

@@ -38,6 +38,7 @@
 #include "ctshard/rules.hpp"
 #include "ctshard/rules/attention_rules.hpp"
 #include "ctshard/rules/batch_norm_rules.hpp"
+#include "ctshard/rules/collective_rules.hpp"
 #include "ctshard/rules/conv_pool_rules.hpp"
 #include "ctshard/rules/einsum_rules.hpp"
 #include "ctshard/rules/embedding_rules.hpp"

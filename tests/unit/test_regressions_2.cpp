@@ -32,7 +32,9 @@ TEST_CASE("R01: flattened layer-norm statistics keep S(0) only when the row chun
   CHECK(e.second == 0.0);
 }
 
-TEST_CASE("R02: a collective passes only a Partial of its own reduce op, a sum never a Replicate", "[regressions_2]") {
+TEST_CASE("R02: a collective passes a Partial only when it commutes with its reduce op", "[regressions_2]") {
+  // R13 (docs/semantics.md "Collectives in graphs") replaced the old "a sum never takes R" rule:
+  // the collective combines the program ranks' tensors, so R -> R is as valid as S(d) -> S(d).
   const auto all_reduce = [](const char* op) {
     return make_call("_c10d_functional.all_reduce.default", {meta({8, 6})}, {tensor_arg(0), str_arg(op), str_arg("0")});
   };
@@ -42,21 +44,21 @@ TEST_CASE("R02: a collective passes only a Partial of its own reduce op, a sum n
   CHECK(m.first == "S(0) | S(0)");
   CHECK(m.second > 0.0);
   CHECK(rows_text(rule_for(all_reduce("max")).rules) == Rows{"S?(0),S?(0)", "S?(1),S?(1)", "P(max),P(max)"});
-  // sum all-reduce: its own Partial passes free; a Replicate input is never taken (it would be
-  // added group-size times) — R converts to P(sum) for free instead.
+  // sum all-reduce: its own Partial (and avg, which commutes with a sum) passes free; a
+  // Replicate input stays Replicate (the program ranks' tensors are summed, once).
   const OpRule sum = rule_for(all_reduce("sum"));
   CHECK(chosen(sum, mesh_of({2}), {meta({8, 6})}, {psum}) == std::pair<std::string, double>{"P(sum) | P(sum)", 0.0});
-  CHECK(chosen(sum, mesh_of({2}), {meta({8, 6})}, {parse_spec("R")}).first == "P(sum) | P(sum)");
-  for (const auto& row : candidates(sum, mesh_of({2, 2}), {meta({8, 6})}, {parse_spec("RS(0)")})) CHECK(row.find('R') == std::string::npos);
-  // idempotent reductions may take a Replicate input
+  CHECK(chosen(sum, mesh_of({2}), {meta({8, 6})}, {parse_spec("R")}) == std::pair<std::string, double>{"R | R", 0.0});
+  CHECK(chosen(sum, mesh_of({2, 2}), {meta({8, 6})}, {parse_spec("RS(0)")}) == std::pair<std::string, double>{"RS(0) | RS(0)", 0.0});
+  CHECK_FALSE(sum.filter);
   CHECK(chosen(rule_for(all_reduce("avg")), mesh_of({2}), {meta({8, 6})}, {parse_spec("R")}).first == "R | R");
   // every namespace, and vLLM's all_reduce is a sum
   for (const char* op : {"c10d_functional.all_reduce.default", "_c10d_functional_autograd.all_reduce.default"})
     CHECK(rows_text(rule_for(make_call(op, {meta({4})}, {tensor_arg(0), str_arg("min"), str_arg("g")})).rules) ==
           Rows{"S?(0),S?(0)", "P(min),P(min)"});
   const OpRule vllm = rule_for(make_call("vllm.all_reduce.default", {meta({4})}, {tensor_arg(0), str_arg("tp:0")}));
-  CHECK(rows_text(vllm.rules) == Rows{"S?(0),S?(0)", "P(sum),P(sum)"});
-  CHECK(vllm.filter);
+  CHECK(rows_text(vllm.rules) == Rows{"S?(0),S?(0)", "P(sum),P(sum)", "P(avg),P(avg)"});
+  CHECK_FALSE(vllm.filter);
 }
 
 TEST_CASE("R05: a view that splits a StridedShard dim moves the split factor to the dim it describes", "[regressions_2]") {

@@ -5,8 +5,11 @@
 /// `_random_ops.py`). Arguments are read positionally as aten passes them (or as keywords); bad or
 /// unsupported arguments throw ctshard::error naming the op and the argument.
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ctshard/registry/op_args_ext.hpp"
@@ -69,13 +72,104 @@ inline AttentionOperand follow_if(bool f) { return f ? follow_output() : replica
 inline OpRule attention_rule(const std::vector<AttentionOperand>& outputs, const AttentionOperands& in) {
   return OpRule{attention_single_dim_strategy(outputs, in.inputs()), UnevenInputs::keep_existing_shards};
 }
+
+/// The tensor inputs an argument holds (a tensor, or the tensors of a list / dict, depth first).
+inline void tensors_in(const OpArg& a, std::vector<std::size_t>& out) {
+  if (a.kind == OpArg::Kind::tensor) out.push_back(static_cast<std::size_t>(a.integer));
+  if (a.kind == OpArg::Kind::tensor_list)
+    for (auto i : a.ints) out.push_back(static_cast<std::size_t>(i));
+  for (const auto& item : a.items) tensors_in(item, out);
+}
+
+/// Whether a flex attention modifier (score_mod / mask_mod, a submodule reference: OpArg
+/// `other` with `integer` 1 and the placeholders its body reads in `ints`) is known to read
+/// placeholder `position` (the batch or head index). An absent modifier or one whose body the
+/// graph does not hold reads nothing ctshard can see (docs/rules.md, flex attention).
+inline bool modifier_reads(const OpArg* mod, std::int64_t position) {
+  if (mod == nullptr || mod->kind != OpArg::Kind::other || mod->integer != 1) return false;
+  return std::find(mod->ints.begin(), mod->ints.end(), position) != mod->ints.end();
+}
+
+/// `higher_order.flex_attention(query, key, value, score_mod, block_mask, scale, kernel_options,
+/// score_mod_other_buffers, mask_mod_other_buffers) -> (out, logsumexp, max_scores)`:
+/// heads and batch rows (`flex_attention_single_dim_strategy`). q, k, v are [B, H, L, E]; k / v
+/// may broadcast a batch of 1 and hold Hq / G heads (GQA: a full-mesh filter keeps the head row
+/// only where the head shards divide Hkv, so that local q heads map to local kv heads); the
+/// block-mask tensors of the block_mask tuple ([B_m, H_m, ...], B_m in {1, B}, H_m in {1, Hq})
+/// follow q's batch / heads or stay replicated where they have size 1; the other buffers stay
+/// replicated. A score_mod (placeholders score, b, h, q_idx, kv_idx) or mask_mod (b, h, q_idx,
+/// kv_idx) whose body reads the batch or head index drops that row: a rank sees local indices.
+inline OpRule flex_attention_rule(const OpCall& call) {
+  return op_args::in_op_context(call, [&] {
+    std::size_t qkv[3];
+    for (std::size_t i = 0; i < 3; ++i) qkv[i] = op_args::tensor(call, i, std::array{"query", "key", "value"}[i]);
+    const TensorShape &q = call.tensors[qkv[0]].shape, &k = call.tensors[qkv[1]].shape, &v = call.tensors[qkv[2]].shape;
+    if (q.rank != 4 || k.rank != 4 || v.rank != 4) op_args::bad_argument(call, "query", "key and value must be 4-d [B, H, L, E]");
+    if (k[0] != q[0] && k[0] != 1)
+      op_args::bad_argument(call, "key", "has batch " + std::to_string(k[0]) + " for a query batch " + std::to_string(q[0]));
+    if (k[1] == 0 || q[1] % k[1] != 0)
+      op_args::bad_argument(call, "key", "has " + std::to_string(k[1]) + " heads, which do not divide the query's " + std::to_string(q[1]));
+    if (v[0] != k[0] || v[1] != k[1]) op_args::bad_argument(call, "value", "must match key's batch and heads");
+    std::vector<FlexOperand> inputs(call.tensors.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i].rank = static_cast<int>(call.tensors[i].shape.rank);
+    inputs[qkv[0]].batch = inputs[qkv[0]].heads = true;
+    for (std::size_t i : {qkv[1], qkv[2]}) {
+      inputs[i].batch = k[0] != 1;
+      inputs[i].heads = k[1] != 1;
+    }
+    bool batch_row = true, head_row = true;
+    const OpArg* score_mod = op_args::find(call, 3, "score_mod");
+    if (score_mod != nullptr && score_mod->kind == OpArg::Kind::tensor) op_args::bad_argument(call, "score_mod", "must be a function, not a tensor");
+    batch_row = batch_row && !modifier_reads(score_mod, 1);
+    head_row = head_row && !modifier_reads(score_mod, 2);
+    std::vector<std::size_t> mask_tensors, buffers, stray;
+    const OpArg* block_mask = op_args::find(call, 4, "block_mask");
+    if (block_mask != nullptr) {
+      tensors_in(*block_mask, mask_tensors);
+      if (block_mask->kind == OpArg::Kind::list && !block_mask->items.empty()) {
+        const OpArg& mask_mod = block_mask->items.back();
+        batch_row = batch_row && !modifier_reads(&mask_mod, 0);
+        head_row = head_row && !modifier_reads(&mask_mod, 1);
+      }
+    }
+    for (std::size_t t : mask_tensors) {
+      const TensorShape& m = call.tensors[t].shape;
+      if (m.rank < 2) op_args::bad_argument(call, "block_mask", "holds a " + std::to_string(m.rank) + "-d tensor (expected [B, H, ...])");
+      inputs[t].batch = m[0] != 1;
+      inputs[t].heads = m[1] != 1;
+      if (m[0] != 1 && m[0] != q[0]) batch_row = false;  // not aligned with q's batch: no batch row
+      if (m[1] != 1 && m[1] != q[1]) head_row = false;
+    }
+    for (std::size_t pos : {std::size_t{7}, std::size_t{8}})
+      if (const OpArg* a = call.arg(pos)) tensors_in(*a, buffers);
+    for (const auto& [name, a] : call.kwargs) tensors_in(a, name == "score_mod_other_buffers" || name == "mask_mod_other_buffers" ? buffers : stray);
+    for (std::size_t pos : {std::size_t{5}, std::size_t{6}})
+      if (const OpArg* a = call.arg(pos)) tensors_in(*a, stray);
+    if (!stray.empty()) op_args::bad_argument(call, "scale", "or kernel_options holds a tensor");
+    if (3 + mask_tensors.size() + buffers.size() != call.tensors.size())
+      op_args::bad_argument(call, "block_mask", "and the buffers do not account for the call's " + std::to_string(call.tensors.size()) + " tensors");
+    const FlexOperand follow{true, true, 4}, stats{true, true, 3};
+    const FlexOperand outputs[] = {follow, stats, stats};
+    OpRule rule{flex_attention_single_dim_strategy(outputs, inputs, head_row, batch_row), UnevenInputs::keep_existing_shards};
+    if (head_row && k[1] != q[1] && k[1] != 1) {
+      // GQA: local q heads map to local kv heads only when the head shards divide Hkv
+      const std::int64_t hkv = k[1];
+      const std::size_t key = 3 + qkv[1];
+      rule.filter = [hkv, key](std::span<const Spec> operands, std::span<const TensorMeta>, MeshSizes mesh) {
+        const std::int64_t shards = num_shards_on_dim(operands[key], mesh, 1);
+        return shards <= 1 || hkv % shards == 0;
+      };
+    }
+    return rule;
+  });
+}
 }  // namespace detail
 
 /// Registers `embedding`, `embedding_dense_backward`, `index.Tensor`, `index_put` and
 /// `_unsafe_index_put` (index_put without bounds checks: the same rule; DTensor 2.13 has none for
 /// it), `convolution`,
-/// the flash / efficient / cuDNN attention kernels and their backward, `native_dropout`,
-/// `native_dropout_backward` and `equal`.
+/// the flash / efficient / cuDNN attention kernels and their backward, `higher_order.flex_attention`
+/// (`detail::flex_attention_rule`), `native_dropout`, `native_dropout_backward` and `equal`.
 inline void register_nn_ops(OpRegistry& r) {
   r.add({"aten.embedding.default"}, [](const OpCall& call) {
     op_args::expect_tensor_inputs(call, 2);
@@ -131,6 +225,7 @@ inline void register_nn_ops(OpRegistry& r) {
   using detail::follow_if;
   using detail::follow_output;
   const auto rep = detail::replicated_output();
+  r.add({"higher_order.flex_attention"}, [](const OpCall& call) { return detail::flex_attention_rule(call); });
   // (query, key, value, attn_bias?, compute_log_sumexp, ...) -> (out, logsumexp, philox_seed, philox_offset)
   r.add({"aten._scaled_dot_product_efficient_attention.default"}, [=](const OpCall& call) {
     detail::AttentionOperands in(call);

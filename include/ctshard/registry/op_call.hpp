@@ -16,15 +16,19 @@ namespace ctshard {
 /// A call argument: `tensor` holds the index into OpCall::tensors; the others are literal values.
 /// Lists come in three shapes: `int_list` (every item an integer), `tensor_list` (every item a
 /// tensor; `ints` holds their indices), and `list` for anything else (`[None, t]`, `[True,
-/// False]`, nested lists), whose items are OpArgs in `items`.
+/// False]`, nested lists), whose items are OpArgs in `items`. A `dict` (`{'BACKEND': 'AUTO'}`,
+/// flex attention's kernel options) holds key, value, key, value, ... in `items`. `other` is a
+/// literal ctshard does not interpret (`torch.float32`, a device); as a higher-order op's argument
+/// it is a submodule reference (`text` the submodule's name; `ints` the positions of the
+/// submodule's placeholders its body reads, when `integer` is 1: known).
 struct OpArg {
-  enum class Kind : unsigned char { none, tensor, integer, floating, boolean, int_list, tensor_list, list, string, other };
+  enum class Kind : unsigned char { none, tensor, integer, floating, boolean, int_list, tensor_list, list, string, other, dict };
   Kind kind = Kind::none;
   std::int64_t integer = 0;        ///< integer, boolean (0/1), or tensor index
   double floating = 0;             ///< floating
   std::vector<std::int64_t> ints;  ///< int_list values, or tensor_list indices
   std::string text;                ///< string; other: the raw text (`torch.float32`)
-  std::vector<OpArg> items;        ///< list items
+  std::vector<OpArg> items;        ///< list items; dict: key, value, key, value, ...
 
   /// True for a tensor argument (`integer` is its index in OpCall::tensors).
   [[nodiscard]] bool is_tensor() const noexcept { return kind == Kind::tensor; }

@@ -1,7 +1,8 @@
 #pragma once
 /// \file rules/attention_rules.hpp
 /// Single-dim strategies of the fused scaled-dot-product-attention kernels (flash, efficient,
-/// cuDNN; forward and backward) — DTensor `_matrix_ops.py` `scaled_dot_product_*_single_dim_strategy`.
+/// cuDNN; forward and backward) — DTensor `_matrix_ops.py` `scaled_dot_product_*_single_dim_strategy`
+/// — and of `higher_order.flex_attention` (no DTensor rule; the same heads / batch picture).
 /// Attention mixes positions of a sequence but never heads or batch entries, so every operand laid
 /// out `[B, H, ...]` is sharded on heads (dim 1) or on batch (dim 0); the rest stay replicated.
 
@@ -50,6 +51,37 @@ struct AttentionOperand {
         if (j >= 0 && o.shape[static_cast<std::size_t>(j)] != 1) row[k] = ShardingPlaceholder(static_cast<int>(j));
       }
     }
+    rules.add(row);
+  }
+  return rules;
+}
+
+/// How one operand of flex attention follows the heads / batch rows: `S?(d)` on the rows it is
+/// marked for, Replicate on the others (a size-1 dim broadcast over batch or heads, the score /
+/// mask buffers, an operand whose dim does not line up with q's).
+struct FlexOperand {
+  bool batch = false;  ///< takes S?(0) in the batch row
+  bool heads = false;  ///< takes S?(1) in the head row
+  int rank = -1;       ///< tensor rank when known
+};
+
+/// `higher_order.flex_attention` (torch `_higher_order_ops/flex_attention.py`; DTensor 2.13 has no
+/// rule): `outputs` (out [B, Hq, L, Ev], logsumexp and max_scores [B, Hq, L]) then `inputs` (q, k,
+/// v, the block-mask tensors [B_m, H_m, ...], the score / mask buffers) as FlexOperands. As for
+/// scaled-dot-product attention, heads and batch entries are independent: the head row (when
+/// `head_row`) puts `S?(1)` on the operands marked `heads`, the batch row (when `batch_row`)
+/// `S?(0)` on those marked `batch`, Replicate elsewhere. No Partial rows.
+[[nodiscard]] constexpr RuleSet flex_attention_single_dim_strategy(std::span<const FlexOperand> outputs, std::span<const FlexOperand> inputs,
+                                                                   bool head_row, bool batch_row) {
+  RuleSet rules(outputs.size(), inputs.size());
+  std::vector<const FlexOperand*> all;
+  for (const auto& o : outputs) all.push_back(&o);
+  for (const auto& i : inputs) all.push_back(&i);
+  for (std::size_t k = 0; k < all.size(); ++k) rules.set_rank(k, all[k]->rank);
+  std::vector<Placement> row(all.size());
+  for (int d : {1, 0}) {
+    if ((d == 1 && !head_row) || (d == 0 && !batch_row)) continue;
+    for (std::size_t k = 0; k < all.size(); ++k) row[k] = (d == 1 ? all[k]->heads : all[k]->batch) ? ShardingPlaceholder(d) : Replicate();
     rules.add(row);
   }
   return rules;

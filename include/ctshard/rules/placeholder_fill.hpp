@@ -92,11 +92,14 @@ namespace detail {
 /// The placements of a regrouped row's cells when its source column holds `source` (a Shard or a
 /// StridedShard of the source column's dim) and the shard lands on output-run shard `to`: the
 /// source cell becomes `source`, every other placeholder `to` on the output run. False when no
-/// placement expresses `to` (a split factor above 65535).
+/// placement expresses `to` (a split factor above 65535, or a dim below 0: a run that starts
+/// before dim 0 has virtual leading dims, such as a collective's program ranks, and a shard landing
+/// there is no placement of the tensor).
 constexpr bool fill_regrouped_row(std::span<const Placement> src, const ShardRegroup& g, const Placement& source, RunShard to,
                                   std::span<Placement> row) {
   if (to.split_factor > 65535) return false;
   const int dim = g.output_first + static_cast<int>(to.dim);
+  if (dim < 0) return false;
   const Placement derived = to.split_factor == 1 ? Shard(dim) : StridedShard(dim, static_cast<int>(to.split_factor));
   for (std::size_t i = 0; i < src.size(); ++i) row[i] = i == g.source ? source : src[i].is_placeholder() ? derived : src[i];
   return true;

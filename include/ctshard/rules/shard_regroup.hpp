@@ -23,7 +23,10 @@ namespace ctshard {
 /// in operand column `source` lies on input dims `[input_first, input_first + input.rank)` of sizes
 /// `input`; the row's other placeholders lie on output dims `[output_first, output_first +
 /// output.rank)` of sizes `output`, which hold the same elements in the same row-major order
-/// (`input.numel() == output.numel()`). Size-1 dims may appear on either side.
+/// (`input.numel() == output.numel()`). Size-1 dims may appear on either side. A run may start
+/// before dim 0 (`input_first` / `output_first` < 0): its leading dims are then virtual — the
+/// program ranks of a collective (`rules/collective_rules.hpp`) — and a shard that lands on one
+/// fills no row (`fill_placeholders`).
 struct ShardRegroup {
   TensorShape input;             ///< sizes of the input run, outermost first
   TensorShape output;            ///< sizes of the output run, outermost first

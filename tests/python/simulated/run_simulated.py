@@ -17,6 +17,12 @@ For every sample of every `samples_<family>.py` in this directory and every mesh
   filled rules are "missing" (reported, never failed), after dropping restatements (an output
   P(avg|max|min) whose row with R there is valid too).
 
+Collectives (samples with `program_ranks`: g) run on g program ranks x the mesh (docs/semantics.md
+"Collectives in graphs"): each program rank draws its own inputs, the collective's GROUP_REFERENCES
+entry runs per mesh device over the g ranks' local pieces, and each rank's outputs are reassembled
+and compared with the collective over the ranks' global inputs. Their rows are every full-mesh
+strategy of tables queried with several current inputs (R, S(d), _S(0, k), P(r) on each tensor).
+
 A row is `sound` when the reassembled outputs equal the global result on 2 random draws; otherwise
 `unsound` (values, shapes or coverage differ) or `local_error` (the op raised on a rank).  Rows the
 DTensor-fidelity einsum linearity adds over `einsum_linearity="sound"` that fail are counted as
@@ -108,6 +114,7 @@ class Sample:
     note: str = ""
     local_size_arg: int | None = None
     no_missing: str = ""         # reason to skip the missing-row search for this sample
+    program_ranks: int = 0       # collectives: the g program ranks the op runs over (0: one program)
     raw: dict = field(default_factory=dict)
 
     def describe(self) -> str:
@@ -183,7 +190,9 @@ def normalize(raw: dict, family: str, index: int) -> Sample:
     s = Sample(id="", family=family, op=raw["op"], tensors=[dict(t) for t in tensors], args=list(args),
                kwargs=dict(kwargs), compare=compare, note=raw.get("note", ""),
                local_size_arg=raw.get("local_size_arg", SIZE_ARG_OPS.get(raw["op"])),
-               no_missing=raw.get("no_missing", ""), raw=raw)
+               no_missing=raw.get("no_missing", ""), program_ranks=int(raw.get("program_ranks", 0)), raw=raw)
+    if s.program_ranks < 0:
+        raise SampleError(f"{where}: 'program_ranks' is the group size g >= 1")
     if s.no_missing and not isinstance(s.no_missing, str):
         raise SampleError(f"{where}: 'no_missing' is the reason (a string)")
     if raw.get("values") is not None:
@@ -228,6 +237,7 @@ class SampleModule:
     path: Path
     samples: list[Sample]
     references: dict[str, Callable]
+    group_references: dict[str, Callable] = field(default_factory=dict)
 
 
 def load_sample_modules(directory: Path = HERE) -> list[SampleModule]:
@@ -241,7 +251,8 @@ def load_sample_modules(directory: Path = HERE) -> list[SampleModule]:
         if not isinstance(raw, list):
             raise SampleError(f"{path.name}: defines no SAMPLES list")
         samples = [normalize(r, family, i) for i, r in enumerate(raw)]
-        mods.append(SampleModule(family, path, samples, dict(getattr(mod, "REFERENCES", {}) or {})))
+        mods.append(SampleModule(family, path, samples, dict(getattr(mod, "REFERENCES", {}) or {}),
+                                 dict(getattr(mod, "GROUP_REFERENCES", {}) or {})))
         MASKED.update(getattr(mod, "MASKED", {}) or {})
     per_op: dict[str, int] = {}
     for m in mods:
@@ -495,6 +506,121 @@ class SampleSim:
         return "sound", ""
 
 
+class GroupSampleSim(SampleSim):
+    """A collective on `sample.program_ranks` program ranks x the mesh: `fn(ranks)` takes one
+    (args, kwargs) pair per program rank and returns each rank's outputs (a tensor or a tuple)."""
+
+    def __init__(self, sample: Sample, group_references: dict[str, Callable]):
+        self.s = sample
+        if sample.op not in group_references:
+            raise ValueError(f"no GROUP_REFERENCES entry for {sample.op}")
+        self.fn = group_references[sample.op]
+        self.g = sample.program_ranks
+        self._global = {}
+        self._pieces = {}
+        self.shape_only = False
+        self._base_id = sample.id
+
+    def _rank_inputs(self, trial: int, rank: int) -> list[torch.Tensor]:
+        self.s.id = f"{self._base_id}@rank{rank}"  # each program rank draws its own inputs
+        try:
+            return SampleSim._make_inputs(self, trial)
+        finally:
+            self.s.id = self._base_id
+
+    def global_run(self, trial: int):
+        """([rank][input] tensors, [rank][output] values)."""
+        if trial not in self._global:
+            ins = [self._rank_inputs(trial, r) for r in range(self.g)]
+            packs = [(_conv(self.s.args, x), {k: _conv(v, x) for k, v in self.s.kwargs.items()}) for x in ins]
+            try:
+                outs = self.fn(packs)
+            except Exception as e:  # noqa: BLE001
+                raise SampleError(f"{self.s.id}: the collective fails on the global inputs: {type(e).__name__}: {e}"[:400]) from e
+            self._global[trial] = (ins, [_outputs(o) for o in outs])
+        return self._global[trial]
+
+    def pieces(self, trial: int, mesh: list[int], rank: int, i: int, spec: str) -> dict[tuple, torch.Tensor]:
+        key = (trial, tuple(mesh), rank, i, spec)
+        if key not in self._pieces:
+            x = self.global_run(trial)[0][rank][i]
+            pl = parse_spec(spec)
+            if len(pl) != len(mesh):
+                raise LocalError(f"input {i} spec {spec} has {len(pl)} placements for mesh {mesh}")
+            for p in pl:
+                if isinstance(p, (Shard, _StridedShard)) and p.dim >= x.ndim:
+                    raise LocalError(f"input {i} spec {spec} shards dim {p.dim} of a {x.ndim}-d tensor")
+            gen = torch.Generator().manual_seed(_seed(self._base_id, "layout", trial, mesh, rank, i, spec))
+            self._pieces[key] = _conf_sim.layout(x, mesh, pl, gen)
+        return self._pieces[key]
+
+    def run_local(self, trial: int, mesh: list[int], in_specs: list[str], out0_spec: str | None = None) -> dict:
+        """[program rank] -> {mesh coordinate: outputs}."""
+        coords = list(itertools.product(*[range(m) for m in mesh]))
+        ins, _ = self.global_run(trial)
+        per = [[self.pieces(trial, mesh, r, i, spec) for i, spec in enumerate(in_specs)] for r in range(self.g)]
+        out: list[dict] = [dict() for _ in range(self.g)]
+        for c in coords:
+            packs = []
+            for r in range(self.g):
+                local = [per[r][i][c] for i in range(len(in_specs))]
+                packs.append((_conv(self.s.args, local), {k: _conv(v, local) for k, v in self.s.kwargs.items()}))
+            try:
+                res = self.fn(packs)
+            except Exception as e:  # noqa: BLE001
+                raise LocalError(f"mesh device {c}: the collective over the ranks' pieces fails: {type(e).__name__}: {e}"[:300]) from e
+            for r in range(self.g):
+                out[r][c] = _outputs(res[r])
+        return out
+
+    def check(self, mesh: list[int], in_specs: list[str], out_specs: list[str]) -> tuple[str, str]:
+        _, g_out = self.global_run(0)
+        outs = list(out_specs)
+        if len(outs) != len(g_out[0]):
+            return "unsound", f"the row has {len(outs)} output specs, the op returns {len(g_out[0])} values"
+        for trial in range(TRIALS):
+            try:
+                local = self.run_local(trial, mesh, in_specs)
+            except LocalError as e:
+                return "local_error", str(e)
+            _, g_out = self.global_run(trial)
+            for r in range(self.g):
+                for k, spec in enumerate(outs):
+                    why = _judge_value(g_out[r][k], spec, mesh, {c: local[r][c][k] for c in local[r]}, False)
+                    if why:
+                        return "unsound", f"program rank {r}, output {k}: {why}"
+        return "sound", ""
+
+
+def _judge_value(go, spec: str | None, mesh: list[int], locs: dict, shape_only: bool) -> str:
+    """'' when the local values `locs` (mesh coordinate -> tensor) laid out by `spec` form `go`."""
+    if spec is None or go is None or not isinstance(go, torch.Tensor):
+        return ""
+    if any(not isinstance(v, torch.Tensor) for v in locs.values()):
+        return "a rank returned no tensor"
+    pl = parse_spec(spec)
+    if len(pl) != len(mesh):
+        return f"({spec}): {len(pl)} placements for mesh {mesh}"
+    for p in pl:
+        if isinstance(p, (Shard, _StridedShard)) and p.dim >= go.ndim:
+            return f"({spec}): shards dim {p.dim} of a {go.ndim}-d output"
+    if shape_only or go.numel() == 0:
+        shapes = _local_shape_map(go.shape, mesh, pl)
+        for c in sorted(locs):
+            if tuple(locs[c].shape) != shapes[c]:
+                return f"({spec}): rank {c} local shape {tuple(locs[c].shape)} != {shapes[c]}"
+        return ""
+    tol = _tol(go.dtype)
+    ref = go.to(_conf_sim._wide(go.dtype))
+    got, why = _conf_sim.assemble(dict(locs), list(go.shape), mesh, pl, go.dtype)
+    if got is None:
+        return f"({spec}): {why}"
+    if not torch.allclose(got, ref, rtol=tol, atol=tol, equal_nan=True):
+        err = (got - ref).abs().nan_to_num(0).max().item()
+        return f"({spec}): values differ (max abs err {err:.3g})"
+    return ""
+
+
 def _assemble_1d(locs: list, go: torch.Tensor, p, tol: float) -> tuple[torch.Tensor | None, str]:
     shape = tuple(go.shape)
     k = len(locs)
@@ -685,7 +811,71 @@ def _sound_rule_rows(s: Sample, mesh: list[int], cur: list[str], n_in: int) -> s
     return set(_filled_rows(b, n_in))
 
 
+def _group_current_inputs(s: Sample, mesh: list[int]) -> list[list[str]]:
+    """Current input specs to query a collective's table with: every tensor R, then one tensor at a
+    time (on mesh dim 0, and on the last mesh dim of a 2-D mesh) R, S(d), _S(0, k) for k in 2, g,
+    2g, 3 where the dim holds it, and P(r)."""
+    n = len(mesh)
+    rep = "R" * n
+    g = s.program_ranks
+    combos = [[rep] * len(s.tensors)]
+    for i, t in enumerate(s.tensors):
+        shape = t["shape"]
+        pls = [f"S({d})" for d, sz in enumerate(shape) if sz >= 2]
+        if shape:
+            pls += [f"_S(0, {k})" for k in sorted({2, g, 2 * g, 3}) if k >= 2 and shape[0] % k == 0 and shape[0] // k >= 2]
+        if t.get("dtype", "float32").startswith("float"):
+            pls += [f"P({r})" for r in REDUCE_OPS]
+        for p in pls:
+            for md in sorted({0, n - 1}):
+                cells = ["R"] * n
+                cells[md] = p
+                cur = [rep] * len(s.tensors)
+                cur[i] = "".join(cells)
+                combos.append(cur)
+            if n == 2:  # the same placement on both mesh dims
+                cur = [rep] * len(s.tensors)
+                cur[i] = p + p
+                combos.append(cur)
+    return combos
+
+
+def check_group_sample(s: Sample, sim: GroupSampleSim, res: OpResult, meshes: list[list[int]]) -> None:
+    """Every full-mesh strategy of the collective's tables (queried with `_group_current_inputs`)
+    simulated on program ranks x the mesh; up to 4 * MAX_2D_ROWS rows per 2-D mesh."""
+    try:
+        sim.global_run(0)
+    except SampleError as e:
+        res.fail(None, str(e))
+        return
+    for mesh in meshes:
+        res.mesh_counts(mesh)
+        rows: list = []
+        for cur in _group_current_inputs(s, mesh):
+            try:
+                t = table(s, mesh, cur)
+            except ValueError as e:
+                res.fail(mesh, f"{s.describe()} on mesh {mesh}: ctshard.table rejects the sample (inputs {cur}): {e}")
+                continue
+            for st in t["strategies"]:
+                row = strategy_row(st)
+                if row not in rows:
+                    rows.append(row)
+        if len(mesh) > 1 and len(rows) > 4 * MAX_2D_ROWS:
+            step = len(rows) / (4 * MAX_2D_ROWS)
+            rows = [rows[int(j * step)] for j in range(4 * MAX_2D_ROWS)]
+        for outs, ins in rows:
+            verdict, detail = sim.check(mesh, list(ins), list(outs))
+            strided = _has_strided((outs, ins))
+            res.count(mesh, strided)
+            if verdict != "sound":
+                res.fail(mesh, f"{s.describe()} on mesh {mesh}: row {row_text(list(outs), list(ins))}: {verdict}: {detail}", strided)
+
+
 def check_sample(s: Sample, sim: SampleSim, res: OpResult, meshes: list[list[int]], missing: bool = True) -> None:
+    if isinstance(sim, GroupSampleSim):
+        check_group_sample(s, sim, res, meshes)
+        return
     n_in = len(s.tensors)
     try:
         sim.global_run(0)
@@ -993,13 +1183,13 @@ def find_missing(s: Sample, sim: SampleSim, res: OpResult, budget: int = MISSING
 # the run
 
 def run_op(op: str, samples: list[Sample], references: dict[str, Callable], family: str,
-           meshes: list[list[int]] = MESHES, missing: bool = True) -> OpResult:
+           meshes: list[list[int]] = MESHES, missing: bool = True, group_references: dict[str, Callable] | None = None) -> OpResult:
     res = OpResult(op=op, family=family)
     t0 = time.perf_counter()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: intra-op threads only contend (restored below)
     try:
-        _run_samples(samples, references, res, meshes, missing)
+        _run_samples(samples, references, res, meshes, missing, group_references or {})
     finally:
         torch.set_num_threads(threads)
     res.seconds = time.perf_counter() - t0
@@ -1007,12 +1197,12 @@ def run_op(op: str, samples: list[Sample], references: dict[str, Callable], fami
 
 
 def _run_samples(samples: list[Sample], references: dict[str, Callable], res: OpResult,
-                 meshes: list[list[int]], missing: bool) -> None:
+                 meshes: list[list[int]], missing: bool, group_references: dict[str, Callable]) -> None:
     with _conf_sim._QuietStderr():
         for s in samples:
             res.samples += 1
             try:
-                sim = SampleSim(s, references)
+                sim = GroupSampleSim(s, group_references) if s.program_ranks > 0 else SampleSim(s, references)
             except (AttributeError, ValueError) as e:
                 res.fail(None, f"{s.describe()}: no reference op: {type(e).__name__}: {e}"[:300])
                 continue
@@ -1022,7 +1212,7 @@ def _run_samples(samples: list[Sample], references: dict[str, Callable], res: Op
 def group_key(s: Sample) -> str:
     """The unit a test is named after: the op, and for a higher-order op (auto_functionalized)
     also the op it wraps, so that a failure names the kernel."""
-    if s.op.startswith("higher_order.") and s.args and isinstance(s.args[0], str):
+    if s.op.startswith("higher_order.") and s.args and isinstance(s.args[0], str) and not s.args[0].startswith("$"):
         return f"{s.op}[{s.args[0]}]"
     return s.op
 
@@ -1034,8 +1224,10 @@ class Suite:
     def __init__(self, directory: Path = HERE):
         self.modules = load_sample_modules(directory)
         self.references: dict[str, Callable] = {}
+        self.group_references: dict[str, Callable] = {}
         for m in self.modules:
             self.references.update(m.references)
+            self.group_references.update(m.group_references)
         self.by_op: dict[str, list[Sample]] = {}
         self.by_key: dict[str, list[Sample]] = {}
         self.family_of: dict[str, str] = {}
@@ -1053,7 +1245,7 @@ class Suite:
     def result(self, key: str, missing: bool = True) -> OpResult:
         if key not in self._results:
             family = self.family_of[key]
-            r = run_op(key, self.by_key[key], self.references, family, FAMILY_MESHES.get(family, MESHES), missing)
+            r = run_op(key, self.by_key[key], self.references, family, FAMILY_MESHES.get(family, MESHES), missing, self.group_references)
             self._results[key] = r
         return self._results[key]
 

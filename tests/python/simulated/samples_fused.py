@@ -82,3 +82,58 @@ def _auto_functionalized(op, **kw):
 
 
 REFERENCES = {AF: _auto_functionalized}
+
+# higher_order.auto_functionalized_v2(op, ..., _x_base_index = i, _all_bases = [...]) returns
+# (None, every base updated...): the same kernels with their mutated arguments passed as bases
+# (torch `_higher_order_ops/auto_functionalize.py`), and Entangle's logging op
+# tg.inplace_log_tensor(t, s) (the values unchanged) under both wrappers.
+AF2 = "higher_order.auto_functionalized_v2"
+LOG = "tg.inplace_log_tensor.default"
+MUTATED = {"_C.rms_norm.default": ["result"], "_C.fused_add_rms_norm.default": ["input", "residual"],
+           "_C.rotary_embedding.default": ["query", "key"], "_C.silu_and_mul.default": ["out"],
+           "vllm.unified_attention_with_output.default": ["output"], LOG: ["t"]}
+SAMPLES += [
+    {"op": AF2, "tensors": [t(T, HID), t(T, HID), t(HID)], "args": ["_C.rms_norm.default"],
+     "kwargs": {"input": "$1", "weight": "$2", "epsilon": 1e-6, "_result_base_index": 0, "_all_bases": ["$0"]}},
+    {"op": AF2, "tensors": [t(T, HID), t(T, HID), t(HID)], "args": ["_C.fused_add_rms_norm.default"],
+     "kwargs": {"weight": "$2", "epsilon": 1e-6, "_input_base_index": 1, "_residual_base_index": 0, "_all_bases": ["$1", "$0"]},
+     "note": "bases in another order than the schema's mutated args"},
+    {"op": AF2, "tensors": [{"shape": [T], "dtype": "int64", "range": [0, 7]}, t(T, 2 * 4), t(T, 1 * 4), t(7, 4)],
+     "args": ["_C.rotary_embedding.default"],
+     "kwargs": {"positions": "$0", "head_size": 4, "cos_sin_cache": "$3", "is_neox": True, "_query_base_index": 0,
+                "_key_base_index": 1, "_all_bases": ["$1", "$2"]}},
+    {"op": AF2, "tensors": [t(T, 3), t(T, 6)], "args": ["_C.silu_and_mul.default"],
+     "kwargs": {"input": "$1", "_out_base_index": 0, "_all_bases": ["$0"]}},
+    {"op": AF2, "tensors": [t(T, 4, 3), t(T, 4, 3), t(T, 4, 3), t(T, 4, 3)], "args": ["vllm.unified_attention_with_output.default"],
+     "kwargs": {"query": "$0", "key": "$1", "value": "$2", "layer_name": "model.layers.0.attn", "_output_base_index": 0,
+                "_all_bases": ["$3"]}},
+    {"op": AF2, "tensors": [t(6, 5)], "args": [LOG], "kwargs": {"s": "module.weight", "_t_base_index": 0, "_all_bases": ["$0"]}},
+    {"op": AF2, "tensors": [t(7)], "args": [LOG], "kwargs": {"s": "module.bias", "_t_base_index": 0, "_all_bases": ["$0"]}},
+    {"op": AF, "tensors": [t(4, 6)], "args": [LOG], "kwargs": {"t": "$0", "s": "x"}},
+]
+
+
+def _auto_functionalized_v2(op, **kw):
+    bases = kw.pop("_all_bases")
+    names = MUTATED[op]
+    index = {n: kw.pop(f"_{n}_base_index") for n in names}
+    for n in names:
+        kw[n] = bases[index[n]]
+    res = _auto_functionalized(op, **kw)
+    new = list(bases)
+    for n, value in zip(names, res[1:]):
+        new[index[n]] = value
+    return (None, *new)
+
+
+_v1 = _auto_functionalized
+
+
+def _auto_functionalized_any(op, **kw):
+    if op == LOG:
+        return None, kw["t"].clone()
+    return _v1(op, **kw)
+
+
+_auto_functionalized = _auto_functionalized_any
+REFERENCES = {AF: _auto_functionalized_any, AF2: _auto_functionalized_v2}

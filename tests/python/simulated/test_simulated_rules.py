@@ -219,6 +219,8 @@ def test_histc_from_the_data_range_is_unsound_when_split():
     x = torch.tensor([0.0, 1, 2, 3, 10, 11, 12, 13])
     assert torch.histc(x, 4, 3, 3).tolist() == [4, 0, 0, 4]
     assert (torch.histc(x[:4], 4, 3, 3) + torch.histc(x[4:], 4, 3, 3)).tolist() == [2, 2, 2, 2]
+
+
 def test_view_rows_of_local_sizes_are_checked_on_2_and_3_dim_meshes():
     """R11's kind: a view whose group is sharded by several mesh dims gets the rows the local sizes
     left by the earlier mesh dims call for; every such row is simulated (never sampled away) on the
@@ -235,3 +237,27 @@ def test_view_rows_of_local_sizes_are_checked_on_2_and_3_dim_meshes():
     sample = next(s for s in SUITE.by_op["aten.view.default"] if s.tensors[0]["shape"] == [2, 2, 3])
     local = rs._local_size_rows(sample, [2, 2], rs.table(sample, [2, 2], ["S(0)R"]), ["S(0)R"], 1)
     assert (("S(0)S(0)",), ("S(0)S(1)",)) in local
+
+
+def test_collectives_run_on_program_ranks_and_reject_the_rows_their_tables_leave_out():
+    """A collective runs per mesh device over the g program ranks' pieces: the listed rows are
+    right, the excluded ones (docs/semantics.md "Collectives in graphs") are wrong."""
+    def group(op, tensors, args, g=2):
+        s = rs.normalize({"op": op, "tensors": tensors, "args": args, "kwargs": {}, "program_ranks": g}, "machinery", 0)
+        s.id = f"{op}#machinery"
+        return rs.GroupSampleSim(s, SUITE.group_references)
+
+    ar = group("_c10d_functional.all_reduce.default", [_f(4, 5)], ["$0", "sum", "0"])
+    for spec in ("R", "S(0)", "S(1)", "P(sum)", "P(avg)"):
+        assert ar.check([2], [spec], [spec])[0] == "sound", spec
+    assert ar.check([2], ["P(max)"], ["P(max)"])[0] == "unsound"
+    mx = group("_c10d_functional.all_reduce.default", [_f(4, 5)], ["$0", "max", "0"], g=3)
+    assert mx.check([2], ["P(sum)"], ["P(sum)"])[0] == "unsound"
+    assert mx.check([3], ["P(max)"], ["P(max)"])[0] == "sound"
+    rsc = group("_c10d_functional.reduce_scatter_tensor.default", [_f(8, 3)], ["$0", "sum", 2, "0"])
+    assert rsc.check([2], ["_S(0, 2)"], ["S(0)"])[0] == "sound"
+    assert rsc.check([2], ["S(0)"], ["S(0)"])[0] == "unsound"
+    ag = group("_c10d_functional.all_gather_into_tensor.default", [_f(4, 3)], ["$0", 2, "0"])
+    assert ag.check([2], ["S(0)"], ["_S(0, 2)"])[0] == "sound"
+    assert ag.check([2], ["S(0)"], ["S(0)"])[0] == "unsound"
+    assert ag.check([2, 2], ["S(0)S(0)"], ["_S(0, 2)_S(0, 2)"])[0] == "sound"
