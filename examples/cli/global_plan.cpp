@@ -340,12 +340,15 @@ class Builder {
   Plan plan_of(const std::vector<std::uint32_t>& labels, std::vector<bool>& changed, std::map<std::string, Spec>& inputs, double& compute_us) const {
     Plan p = greedy_;
     p.total_cost_us = 0;
+    p.nodes_repaired = 0;  // the dead-end repair is the greedy plan's; a labelling is a plan of its own
     changed.assign(p.nodes.size(), false);
     compute_us = 0;
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const OpInfo& op = ops_[i];
       PlannedNode& n = p.nodes[i];
       n.cost_us = 0;
+      n.repaired = false;
+      n.repair.clear();
       const auto src = [&](std::size_t k) { return specs_[source_spec(op.inputs[k], labels)]; };
       if (const auto it = op_var_.find(i); it != op_var_.end()) {
         const Var& v = vars_[it->second];
@@ -802,8 +805,11 @@ Plan repair_dead_ends(const fx::Graph& graph, const PlanOptions& options, const 
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + std::chrono::duration<double, std::milli>(std::max(0.0, options.repair_time_limit_ms));
   const auto remaining_s = [&] { return std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count()); };
-  // The candidate rows: those `plan --global` offers, built from the unrepaired pass.
-  Builder b(graph, options, GlobalOptions{}, registry);
+  // The candidate rows: those `plan --global --every-candidate` offers, built from the unrepaired
+  // pass (every row of each op's table, filled with the shard kinds its producers deliver).
+  GlobalOptions every;
+  every.every_candidate = true;
+  Builder b(graph, options, every, registry);
   b.build([&](const PlanObserver& obs) { return greedy_pass(graph, options, registry, &obs, {}); }, false);
   using Status = Builder::SuffixAnswer::Status;
   std::map<std::string, ForcedRow> forced;
@@ -841,7 +847,7 @@ Plan repair_dead_ends(const fx::Graph& graph, const PlanOptions& options, const 
     if (!start_checked) {
       if (!completes(-1))
         throw error("ctshard plan: no finite plan for " + graph.source_name + ": " + dead_text +
-                    ", and no plan over the candidate rows of plan --global is finite (the exact solver proves it)");
+                    ", and no plan over the candidate rows of plan --global --every-candidate is finite (the exact solver proves it)");
       start_checked = true;
     }
     // The repair point: j in (lo, v] with C(j - 1) true and C(j) false (C(lo) holds; C(v) fails,
@@ -930,6 +936,7 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
   j["proven_optimal"] = g.result.optimal;
   j["status"] = g.result.status;
   j["greedy_total_cost_us"] = cost_value(g.greedy.total_cost_us);
+  j["greedy_nodes_repaired"] = g.greedy.nodes_repaired;
   j["objective_us"] = cost_value(g.objective_us);
   j["greedy_objective_us"] = cost_value(g.greedy_objective_us);
   std::size_t changed = 0;

@@ -156,8 +156,9 @@ inline constexpr std::int64_t first_symbol_hint = 8191;
 
 /// Plans `graph`: the greedy pass, repaired where it dead-ends (an op node whose every row costs
 /// inf given its inputs): the earliest node from which no finite completion exists takes the
-/// cheapest row that has one, over the candidate rows of `plan --global` (docs/semantics.md,
-/// "Dead ends": the plan is finite whenever a finite plan exists over those rows). Throws
+/// cheapest row that has one, over the candidate rows of `plan --global --every-candidate`
+/// (docs/semantics.md, "Dead ends": the plan is finite whenever a finite plan exists over those
+/// rows). Throws
 /// ctshard::error when a `placements` name is not a tensor placeholder of the graph or its spec
 /// has the wrong mesh rank, when a `symbols` name is not a symbol of the graph or its value is
 /// below 1, when a size expression of the graph does not parse, or when no finite plan exists
