@@ -210,8 +210,8 @@ class Builder {
   /// How a suffix of the graph can be completed (solve_suffix).
   struct SuffixAnswer {
     enum class Status { feasible, infeasible, unknown } status = Status::unknown;
-    bool is_var = false;        ///< the first node of the suffix is a variable (else its model is the fallback)
-    std::vector<Spec> row;      ///< with `price_first` and a feasible answer: the first node's cheapest row
+    bool is_var = false;    ///< the first node of the suffix is a variable (else its model is the fallback)
+    std::vector<Spec> row;  ///< with `price_first` and a feasible answer: the first node's cheapest row
   };
 
   /// Whether the op nodes `first`, `first + 1`, ... have a finite labelling over the candidate rows
@@ -319,7 +319,8 @@ class Builder {
         src = actual[it->second][in.output];
       const Spec dst = parse_spec(targets[k]);
       if (std::isfinite(redistribute_cost(src, dst, op.in_metas.at(k), mesh_))) continue;
-      out += (out.empty() ? "" : ", ") + std::string("input ") + std::to_string(k) + " ('" + in.node + "') " + to_string(src) + " -> " + to_string(dst);
+      out +=
+          (out.empty() ? "" : ", ") + std::string("input ") + std::to_string(k) + " ('" + in.node + "') " + to_string(src) + " -> " + to_string(dst);
     }
     return out;
   }
@@ -831,9 +832,10 @@ Plan repair_dead_ends(const fx::Graph& graph, const PlanOptions& options, const 
     }
     const PlannedNode& dead = pass.nodes[static_cast<std::size_t>(v)];
     const std::string why_dead = b.infinite_inputs(static_cast<std::size_t>(v), actual, dead.inputs);
-    const std::string dead_text = "node '" + dead.name + "' (" + dead.op + ") has no finite row: DTensor's choice " + row_text(dead) +
-                                  (why_dead.empty() ? std::string(" costs inf") : " needs " + why_dead + ", no finite redistribution under the " +
-                                                                                       to_string(options.cost_model) + " cost model");
+    const std::string dead_text =
+        "node '" + dead.name + "' (" + dead.op + ") has no finite row: DTensor's choice " + row_text(dead) +
+        (why_dead.empty() ? std::string(" costs inf")
+                          : " needs " + why_dead + ", no finite redistribution under the " + to_string(options.cost_model) + " cost model");
     const auto timeout = [&] {
       return error("ctshard plan: " + graph.source_name + ": " + dead_text + "; the search for a finite plan did not finish within " +
                    std::to_string(static_cast<long long>(options.repair_time_limit_ms)) + " ms (--repair-time-limit-ms)");

@@ -559,7 +559,9 @@ Plan greedy_pass(const fx::Graph& graph, const PlanOptions& options, const OpReg
   return Planner(graph, options, registry, observer, forced.empty() ? nullptr : &forced).run();
 }
 
-DataParallelInputs data_parallel_inputs(const fx::Graph& graph, const PlanOptions& options) { return Planner(graph, options, builtin_registry()).data_parallel(); }
+DataParallelInputs data_parallel_inputs(const fx::Graph& graph, const PlanOptions& options) {
+  return Planner(graph, options, builtin_registry()).data_parallel();
+}
 
 PlanOptions resolve_inputs(const fx::Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp) {
   dp.reset();
@@ -583,7 +585,9 @@ Plan plan_with_repair(const fx::Graph& graph, const PlanOptions& options, const 
 }
 }  // namespace
 
-Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) { return plan_with_repair(graph, options, registry, nullptr); }
+Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
+  return plan_with_repair(graph, options, registry, nullptr);
+}
 
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
   return plan_with_repair(graph, options, registry, &observer);
@@ -615,7 +619,8 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   j["nodes_repaired"] = plan.nodes_repaired;
   if (plan.data_parallel) {
     const DataParallelInputs& dp = *plan.data_parallel;
-    j["data_parallel"] = {{"batch_size", dp.value}, {"batch_size_text", dp.batch}, {"inferred", dp.inferred}, {"inputs", dp.inputs}, {"note", dp.note}};
+    j["data_parallel"] = {
+        {"batch_size", dp.value}, {"batch_size_text", dp.batch}, {"inferred", dp.inferred}, {"inputs", dp.inputs}, {"note", dp.note}};
   }
   return j;
 }
@@ -651,13 +656,12 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
       outs += n.outputs[i];
     }
     out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   " << std::fixed
-        << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "") << (n.repaired ? "   [repaired: " + n.repair + "]" : "")
-        << '\n';
+        << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
+        << (n.repaired ? "   [repaired: " + n.repair + "]" : "") << '\n';
   }
   out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
   out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';
-  if (plan.nodes_repaired > 0)
-    out << "nodes repaired (dead ends of the greedy pass, docs/semantics.md): " << plan.nodes_repaired << '\n';
+  if (plan.nodes_repaired > 0) out << "nodes repaired (dead ends of the greedy pass, docs/semantics.md): " << plan.nodes_repaired << '\n';
   for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
 }
 

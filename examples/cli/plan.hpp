@@ -57,11 +57,11 @@ struct SymbolValue {
 
 /// What `--data-parallel` did: the batch size and the inputs it placed.
 struct DataParallelInputs {
-  std::string batch;        ///< the batch size as written in the graph ("8", or a size expression such as "s77")
-  std::int64_t value = 0;   ///< its value (a symbol's bound value or prime hint)
-  bool inferred = false;    ///< inferred from the graph, not given (PlanOptions::batch_size)
+  std::string batch;                ///< the batch size as written in the graph ("8", or a size expression such as "s77")
+  std::int64_t value = 0;           ///< its value (a symbol's bound value or prime hint)
+  bool inferred = false;            ///< inferred from the graph, not given (PlanOptions::batch_size)
   std::vector<std::string> inputs;  ///< the inputs placed S(0) on mesh dim 0, in graph order
-  std::string note;         ///< why no input was placed, when none was
+  std::string note;                 ///< why no input was placed, when none was
 };
 
 /// The plan of a whole graph.

@@ -251,8 +251,8 @@ struct RandomGraph {
 
 RandomGraph random_graph(std::mt19937& rng, std::size_t mesh_dims, std::size_t max_nodes) {
   static const std::vector<std::pair<std::string, int>> ops = {
-      {"aten.relu.default", 1},  {"aten.neg.default", 1},       {"aten.add.Tensor", 2},           {"aten.mul.Tensor", 2},
-      {"test.psum_only.default", 1}, {"test.pmax_only.default", 1}, {"test.shard0_or_psum.default", 1}};
+      {"aten.relu.default", 1},      {"aten.neg.default", 1},           {"aten.add.Tensor", 2}, {"aten.mul.Tensor", 2}, {"test.psum_only.default", 1},
+      {"test.pmax_only.default", 1}, {"test.shard0_or_psum.default", 1}};
   static const std::vector<std::string> specs = {"R", "R", "S(0)", "S(1)", "P(sum)", "P(max)"};
   const auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
   RandomGraph g;
@@ -374,7 +374,7 @@ TEST_CASE("dead ends on random graphs (meshes 2, 2x2): the plan is finite exactl
     }
   }
   WARN("random graphs: " << plans << " plans, " << dead_ends << " dead ends of the greedy pass, " << repaired << " repaired, " << impossible
-                          << " with no finite plan (brute force agrees on each)");
+                         << " with no finite plan (brute force agrees on each)");
   CHECK(plans == 1000);
   CHECK(dead_ends >= 200);  // the generator makes dead ends often enough to test the repair
   CHECK(repaired >= 50);

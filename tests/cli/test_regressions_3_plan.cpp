@@ -130,10 +130,10 @@ TEST_CASE("plan --data-parallel: the batch size inferred, the inputs whose dim 0
   CHECK(dp["note"] == "");
   CHECK(j["placements"]["tangents_1"] == "S(0)R");
   CHECK(j["placements"]["primals_153"] == "S(0)R");
-  CHECK(j["placements"]["mul"] == "RR");                // --place wins
-  CHECK_FALSE(j["placements"].contains("view_1"));      // [1576, 768]: batch x tokens flattened, not dim 0 = 8
-  CHECK_FALSE(j["placements"].contains("primals_3"));   // a parameter [768, 3, 16, 16]
-  CHECK(j["placements"].size() == 113);                 // mul is one of the 113
+  CHECK(j["placements"]["mul"] == "RR");               // --place wins
+  CHECK_FALSE(j["placements"].contains("view_1"));     // [1576, 768]: batch x tokens flattened, not dim 0 = 8
+  CHECK_FALSE(j["placements"].contains("primals_3"));  // a parameter [768, 3, 16, 16]
+  CHECK(j["placements"].size() == 113);                // mul is one of the 113
   const auto b = nlohmann::json::parse(run_tool_status("plan '" + graph + "' --mesh 2x4 --data-parallel --batch-size 1576 --json", status));
   REQUIRE(status == 0);
   CHECK(b["data_parallel"]["inferred"] == false);
@@ -155,7 +155,8 @@ TEST_CASE("plan --data-parallel: the batch size inferred, the inputs whose dim 0
   CHECK(status == 1);
 }
 
-TEST_CASE("R17: a batch-sharded gradient through the q/k/v gradient cat stays sharded at no cost (the smallest graph of the mechanism)", "[regression][R17]") {
+TEST_CASE("R17: a batch-sharded gradient through the q/k/v gradient cat stays sharded at no cost (the smallest graph of the mechanism)",
+          "[regression][R17]") {
   // ViT's attention backward in miniature: three batch-sharded gradients concatenated along the
   // batch dim, then viewed as [3, B, ...] and laid out for the qkv weight gradient. Before the cat
   // row [_S(0, 3), S(0) * 3] the cat moved every piece off dim 0 (an all-to-all), sharding mesh
@@ -175,15 +176,15 @@ TEST_CASE("R17: a batch-sharded gradient through the q/k/v gradient cat stays sh
          "        return (mm, view_1)\n";
   }
   int status = -1;
-  const auto j = nlohmann::json::parse(run_tool_status(
-      "plan '" + path + "' --mesh 2x4 --place 'gq=S(0)R' --place 'gk=S(0)R' --place 'gv=S(0)R' --place 'x=S(0)R' --json", status));
+  const auto j = nlohmann::json::parse(
+      run_tool_status("plan '" + path + "' --mesh 2x4 --place 'gq=S(0)R' --place 'gk=S(0)R' --place 'gv=S(0)R' --place 'x=S(0)R' --json", status));
   REQUIRE(status == 0);
   CHECK(number(j["total_cost_us"]) == 0.0);
   REQUIRE(j["nodes"].size() == 7);
   CHECK(j["nodes"][0]["name"] == "cat");
   CHECK(j["nodes"][0]["outputs"] == nlohmann::json::array({"_S(0, 3)R"}));
-  CHECK(j["nodes"][1]["outputs"] == nlohmann::json::array({"S(1)R"}));  // [3, B, ...]: the batch dim
-  CHECK(j["nodes"][4]["outputs"] == nlohmann::json::array({"S(0)R"}));  // [B * T, 3 * H * D]
+  CHECK(j["nodes"][1]["outputs"] == nlohmann::json::array({"S(1)R"}));    // [3, B, ...]: the batch dim
+  CHECK(j["nodes"][4]["outputs"] == nlohmann::json::array({"S(0)R"}));    // [B * T, 3 * H * D]
   CHECK(j["nodes"][6]["outputs"] == nlohmann::json::array({"P(sum)R"}));  // the weight gradient, summed over the batch
   std::filesystem::remove(path);
 }
