@@ -608,8 +608,10 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
     nlohmann::json node = {{"name", n.name},        {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"cost_us", cost_value(n.cost_us)},
                            {"fallback", n.fallback}};
     if (n.fallback) node["reason"] = n.reason;
-    node["repaired"] = n.repaired;
-    if (n.repaired) node["repair"] = n.repair;
+    if (n.repaired) {  // as `reason` of a fallback: only where it applies
+      node["repaired"] = true;
+      node["repair"] = n.repair;
+    }
     j["nodes"].push_back(std::move(node));
   }
   j["total_cost_us"] = cost_value(plan.total_cost_us);

@@ -169,7 +169,7 @@ Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegi
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
 
 /// The `plan --json` document: source, mesh, placements, symbols ([{name, value, bound}]), nodes
-/// ({name, op, inputs, outputs, cost_us, fallback[, reason], repaired[, repair]}), total_cost_us,
+/// ({name, op, inputs, outputs, cost_us, fallback[, reason][, repaired: true, repair]}), total_cost_us,
 /// nodes_with_rule, nodes_fallback, fallback_ops, nodes_repaired, and with --data-parallel
 /// data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);

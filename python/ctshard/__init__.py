@@ -174,7 +174,7 @@ def plan(
         DTensor's own op dispatch executes, e.g. ``ctshard.torch.run_plan(..., mode="dtensor")``).
 
     Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
-    ``fallback``, ``repaired``), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``,
+    ``fallback``; ``repaired`` and ``repair`` on repaired nodes), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``,
     ``fallback_ops``, ``nodes_repaired``, ``mesh``, ``placements`` and ``symbols`` (``name``,
     ``value``, ``bound``), with ``data_parallel`` also ``data_parallel`` (``batch_size``,
     ``batch_size_text``, ``inferred``, ``inputs``, ``note``); with
