@@ -94,7 +94,7 @@ using Strings = std::vector<std::string>;
 
 }  // namespace
 
-TEST_CASE("dead end: a Partial-only consumer of a sharded value; the latest producer replicates, the rest stays DTensor's choice", "[plan][repair]") {
+TEST_CASE("dead end: a Partial-only consumer of a sharded value: the latest producer replicates, the rest stays DTensor's choice", "[plan][repair]") {
   const fx::Graph g = graph_of("x: \"f32[8, 4]\"",
                                "        relu: \"f32[8, 4]\" = torch.ops.aten.relu.default(x)\n"
                                "        neg: \"f32[8, 4]\" = torch.ops.aten.neg.default(relu)\n"
@@ -187,7 +187,7 @@ TEST_CASE("dead end: the only row left by shardability needs a Partial", "[plan]
   CHECK(node(p, "s").inputs == Strings{"P(sum)"});
 }
 
-TEST_CASE("no finite plan: an error naming the node and why; JSON of a repaired plan", "[plan][repair]") {
+TEST_CASE("no finite plan: an error naming the node and why, and the JSON of a repaired plan", "[plan][repair]") {
   const fx::Graph g = graph_of("x: \"f32[8, 4]\"",
                                "        psum: \"f32[8, 4]\" = torch.ops.test.psum_only.default(x)\n"
                                "        return (psum,)\n");
