@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "ctshard/registry.hpp"
 #include "ctshard/solve/candidates.hpp"
+#include "plan_repair.hpp"
 
 namespace ctshard::cli {
 namespace {
@@ -169,8 +170,15 @@ class Builder {
     replicate_ = specs_.id(Spec(o.mesh.size()));
   }
 
-  /// Runs the greedy plan with the observer, then builds the variables and the cost graph.
+  /// Runs the greedy plan (plan_graph, dead ends repaired) with the observer, then builds the
+  /// variables and the cost graph.
   void build() {
+    build([&](const PlanObserver& obs) { return plan_graph(graph_, options_, registry_, obs); }, true);
+  }
+
+  /// Runs `pass` with the observer and builds the variables, and the cost graph when `costs`.
+  template <class Pass>
+  void build(Pass&& pass, bool costs) {
     PlanObserver obs;
     obs.on_source = [&](const fx::Node& node, const Spec& spec, const TensorMeta& meta, bool known) {
       SourceInfo s{spec, meta, known, node.kind == "placeholder", options_.placements.count(node.name) != 0};
@@ -188,9 +196,133 @@ class Builder {
       op_index_[node.name] = ops_.size();
       ops_.push_back(std::move(info));
     };
-    greedy_ = plan_graph(graph_, options_, registry_, obs);
+    obs.on_restart = [&] {
+      sources_.clear();
+      sources_order_.clear();
+      ops_.clear();
+      op_index_.clear();
+    };
+    greedy_ = pass(obs);
     make_variables();
-    make_graph();
+    if (costs) make_graph();
+  }
+
+  /// How a suffix of the graph can be completed (solve_suffix).
+  struct SuffixAnswer {
+    enum class Status { feasible, infeasible, unknown } status = Status::unknown;
+    bool is_var = false;    ///< the first node of the suffix is a variable (else its model is the fallback)
+    std::vector<Spec> row;  ///< with `price_first` and a feasible answer: the first node's cheapest row
+  };
+
+  /// Whether the op nodes `first`, `first + 1`, ... have a finite labelling over the candidate rows
+  /// when every earlier op node's outputs are fixed to `actual[i]` (sources at their specs, nodes
+  /// outside the variables replicated, as in the cost graph): a 0 / forbidden cost graph of the
+  /// suffix, solved exactly within `time_limit_s`. With `price_first`, node `first` is priced by
+  /// its rows' redistribution costs from the fixed inputs and `row` is its cheapest row that
+  /// leaves the rest a finite labelling.
+  SuffixAnswer solve_suffix(std::size_t first, const std::vector<std::vector<Spec>>& actual, bool price_first, double time_limit_s) {
+    SuffixAnswer answer;
+    solve::CostGraph g;
+    std::vector<int> node_of(vars_.size(), -1);
+    for (std::size_t v = 0; v < vars_.size(); ++v)
+      if (vars_[v].is_op && vars_[v].info >= first) node_of[v] = static_cast<int>(g.add_node(std::vector<cost_t>(vars_[v].count(), 0)));
+    const auto fixed = [&](const ValueSource& s) {
+      if (const auto it = op_index_.find(s.node); it != op_index_.end() && it->second < first) {
+        const auto& outs = actual.at(it->second);
+        return s.output < outs.size() ? specs_.id(outs[s.output]) : replicate_;
+      }
+      return fixed_spec(s);
+    };
+    const auto suffix_var = [&](const ValueSource& s) {
+      const int v = var_of(s);
+      return v >= 0 && node_of[static_cast<std::size_t>(v)] >= 0 ? v : -1;
+    };
+    const auto feasibility = [](cost_t c) { return solve::is_forbidden(c) ? forbidden : cost_t{0}; };
+    bool impossible = false;
+    for (std::size_t i = first; i < ops_.size() && !impossible; ++i) {
+      const OpInfo& op = ops_[i];
+      const auto it = op_var_.find(i);
+      if (it == op_var_.end()) {  // outside the variables: the inputs are replicated
+        for (const auto& in : op.inputs) {
+          if (!in.known) continue;
+          const std::uint32_t meta = metas_.id(in.meta);
+          if (const int pv = suffix_var(in); pv >= 0) {
+            const Var& p = vars_[static_cast<std::size_t>(pv)];
+            auto& unary = g.unary[static_cast<std::size_t>(node_of[static_cast<std::size_t>(pv)])];
+            for (std::size_t c = 0; c < p.count(); ++c)
+              unary[c] = solve::add_costs(unary[c], feasibility(pair_cost(meta, p.spec(c, in.output), replicate_, UnevenInputs::reject, false)));
+          } else {
+            impossible = solve::is_forbidden(pair_cost(meta, fixed(in), replicate_, UnevenInputs::reject, false));
+          }
+        }
+        continue;
+      }
+      const std::size_t ci = it->second;
+      const Var& cv = vars_[ci];
+      const UnevenInputs mode = op.rule->uneven_inputs;
+      auto& unary = g.unary[static_cast<std::size_t>(node_of[ci])];
+      std::map<std::size_t, std::vector<std::size_t>> groups;  // suffix producer var -> input positions
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        if (const int pv = suffix_var(op.inputs[k]); pv >= 0) {
+          groups[static_cast<std::size_t>(pv)].push_back(k);
+          continue;
+        }
+        const std::uint32_t meta = metas_.id(op.in_metas[k]), src = fixed(op.inputs[k]);
+        for (std::size_t c = 0; c < cv.count(); ++c) {
+          const cost_t cost = pair_cost(meta, src, cv.spec(c, cv.nout + k), mode, (cv.bypass[c] >> k) & 1);
+          unary[c] = solve::add_costs(unary[c], price_first && i == first ? cost : feasibility(cost));
+        }
+      }
+      for (const auto& [pv, ks] : groups) {
+        solve::CostEdge e = make_edge(pv, ci, ks, mode, true);
+        e.u = static_cast<std::uint32_t>(node_of[pv]);
+        e.v = static_cast<std::uint32_t>(node_of[ci]);
+        g.add_edge(std::move(e));
+      }
+    }
+    const auto first_var = op_var_.find(first);
+    answer.is_var = first_var != op_var_.end();
+    if (impossible) {
+      answer.status = SuffixAnswer::Status::infeasible;
+      return answer;
+    }
+    std::vector<std::uint32_t> labels;
+    if (g.num_nodes() > 0) {
+      solve::SolveOptions so;
+      so.time_limit_s = std::max(0.0, time_limit_s);
+      const solve::SolveResult r = solve::solve(g, so);
+      if (!r.feasible) {
+        answer.status = r.status == "infeasible" ? SuffixAnswer::Status::infeasible : SuffixAnswer::Status::unknown;
+        return answer;
+      }
+      labels = r.labels;
+    }
+    answer.status = SuffixAnswer::Status::feasible;
+    if (price_first && answer.is_var) {
+      const Var& v = vars_[first_var->second];
+      const std::uint32_t c = labels.at(static_cast<std::size_t>(node_of[first_var->second]));
+      for (std::size_t k = 0; k < v.width; ++k) answer.row.push_back(specs_[v.spec(c, k)]);
+    }
+    return answer;
+  }
+
+  /// The inputs of op node `i` whose redistribution from their value under `actual` to `targets`
+  /// (spec texts, one per input) is infinite: "input 0 ('amax') P(max) -> P(sum)", joined.
+  std::string infinite_inputs(std::size_t i, const std::vector<std::vector<Spec>>& actual, const std::vector<std::string>& targets) const {
+    const OpInfo& op = ops_.at(i);
+    std::string out;
+    for (std::size_t k = 0; k < op.inputs.size() && k < targets.size(); ++k) {
+      const ValueSource& in = op.inputs[k];
+      if (!in.known) continue;
+      Spec src = specs_[fixed_spec(in)];
+      if (const auto it = op_index_.find(in.node); it != op_index_.end() && it->second < actual.size() && in.output < actual[it->second].size())
+        src = actual[it->second][in.output];
+      const Spec dst = parse_spec(targets[k]);
+      if (std::isfinite(redistribute_cost(src, dst, op.in_metas.at(k), mesh_))) continue;
+      out +=
+          (out.empty() ? "" : ", ") + std::string("input ") + std::to_string(k) + " ('" + in.node + "') " + to_string(src) + " -> " + to_string(dst);
+    }
+    return out;
   }
 
   Plan greedy_;
@@ -209,12 +341,15 @@ class Builder {
   Plan plan_of(const std::vector<std::uint32_t>& labels, std::vector<bool>& changed, std::map<std::string, Spec>& inputs, double& compute_us) const {
     Plan p = greedy_;
     p.total_cost_us = 0;
+    p.nodes_repaired = 0;  // the dead-end repair is the greedy plan's; a labelling is a plan of its own
     changed.assign(p.nodes.size(), false);
     compute_us = 0;
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const OpInfo& op = ops_[i];
       PlannedNode& n = p.nodes[i];
       n.cost_us = 0;
+      n.repaired = false;
+      n.repair.clear();
       const auto src = [&](std::size_t k) { return specs_[source_spec(op.inputs[k], labels)]; };
       if (const auto it = op_var_.find(i); it != op_var_.end()) {
         const Var& v = vars_[it->second];
@@ -489,7 +624,7 @@ class Builder {
         for (std::size_t c = 0; c < cv.count(); ++c)
           cg_.unary[ci][c] = solve::add_costs(cg_.unary[ci][c], pair_cost(meta, src, cv.spec(c, cv.nout + k), mode, (cv.bypass[c] >> k) & 1));
       }
-      for (const auto& [pv, ks] : groups) add_edge(pv, ci, ks, mode);
+      for (const auto& [pv, ks] : groups) cg_.add_edge(make_edge(pv, ci, ks, mode, false));
       if (global_.free_inputs)
         for (std::size_t c = 0; c < cv.count(); ++c)
           cg_.unary[ci][c] = solve::add_costs(cg_.unary[ci][c], static_cast<cost_t>(std::llround(compute_time(i, cv, c) * units_per_us)));
@@ -498,8 +633,9 @@ class Builder {
     add_budget();
   }
 
-  /// The edge between producer variable `pv` and consumer `ci` for the consumer's inputs `ks`.
-  void add_edge(std::size_t pv, std::size_t ci, const std::vector<std::size_t>& ks, UnevenInputs mode) {
+  /// The edge between producer variable `pv` and consumer `ci` for the consumer's inputs `ks`
+  /// (nodes numbered as the variables); with `feasibility`, every finite cost is 0.
+  solve::CostEdge make_edge(std::size_t pv, std::size_t ci, const std::vector<std::size_t>& ks, UnevenInputs mode, bool feasibility) {
     const Var& p = vars_[pv];
     const Var& c = vars_[ci];
     const OpInfo& op = ops_[c.info];
@@ -537,6 +673,7 @@ class Builder {
     // repeated blocks give identical matrices: key = metas, mode, row and column spec tuples
     std::string key(reinterpret_cast<const char*>(meta.data()), meta.size() * sizeof(std::uint32_t));
     key += static_cast<char>(mode);
+    key += feasibility ? 'f' : 'c';
     for (const auto& t : row_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
     key += '|';
     for (const auto& t : col_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
@@ -549,13 +686,13 @@ class Builder {
           cost_t total = 0;
           for (std::size_t j = 0; j < ks.size() && !solve::is_forbidden(total); ++j)
             total = solve::add_costs(total, pair_cost(meta[j], row_specs[r][j], col_specs[q][2 * j], mode, col_specs[q][2 * j + 1] != 0));
-          e.matrix[std::size_t{r} * e.cols + q] = total;
+          e.matrix[std::size_t{r} * e.cols + q] = feasibility && !solve::is_forbidden(total) ? 0 : total;
         }
       e.shared = std::make_shared<const std::vector<cost_t>>(std::move(e.matrix));
       e.matrix.clear();
       matrices_.emplace(std::move(key), e.shared);
     }
-    cg_.add_edge(std::move(e));
+    return e;
   }
 
   /// The value a name refers to: (defining node, output), looking through getitem nodes.
@@ -654,17 +791,113 @@ class Builder {
 
 double us_of(cost_t c) { return solve::is_forbidden(c) ? INFINITY : static_cast<double>(c) / units_per_us; }
 
+std::string join_specs(const std::vector<std::string>& specs) {
+  std::string s;
+  for (std::size_t i = 0; i < specs.size(); ++i) s += (i ? ", " : "") + specs[i];
+  return s;
+}
+
+/// "(S(1)) -> P(max)": a planned node's row.
+std::string row_text(const PlannedNode& n) { return "(" + join_specs(n.inputs) + ") -> " + join_specs(n.outputs); }
+
 }  // namespace
 
-solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry) {
+Plan repair_dead_ends(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer, Plan first) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration<double, std::milli>(std::max(0.0, options.repair_time_limit_ms));
+  const auto remaining_s = [&] { return std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count()); };
+  // The candidate rows: those `plan --global --every-candidate` offers, built from the unrepaired
+  // pass (every row of each op's table, filled with the shard kinds its producers deliver).
+  GlobalOptions every;
+  every.every_candidate = true;
+  Builder b(graph, options, every, registry);
+  b.build([&](const PlanObserver& obs) { return greedy_pass(graph, options, registry, &obs, {}); }, false);
+  using Status = Builder::SuffixAnswer::Status;
+  std::map<std::string, ForcedRow> forced;
+  Plan pass = std::move(first);
+  // `lo`: the last op node up to which the pass is known to leave a finite completion (the last
+  // repaired node; -1 before the first check of the empty prefix).
+  long lo = -1;
+  bool start_checked = false;
+  for (;;) {
+    long v = -1;
+    for (std::size_t i = static_cast<std::size_t>(lo + 1); i < pass.nodes.size() && v < 0; ++i)
+      if (!std::isfinite(pass.nodes[i].cost_us)) v = static_cast<long>(i);
+    if (v < 0) break;
+    std::vector<std::vector<Spec>> actual;
+    actual.reserve(pass.nodes.size());
+    for (const auto& n : pass.nodes) {
+      actual.emplace_back();
+      for (const auto& o : n.outputs) actual.back().push_back(parse_spec(o));
+    }
+    const PlannedNode& dead = pass.nodes[static_cast<std::size_t>(v)];
+    const std::string why_dead = b.infinite_inputs(static_cast<std::size_t>(v), actual, dead.inputs);
+    const std::string dead_text =
+        "node '" + dead.name + "' (" + dead.op + ") has no finite row: DTensor's choice " + row_text(dead) +
+        (why_dead.empty() ? std::string(" costs inf")
+                          : " needs " + why_dead + ", no finite redistribution under the " + to_string(options.cost_model) + " cost model");
+    const auto timeout = [&] {
+      return error("ctshard plan: " + graph.source_name + ": " + dead_text + "; the search for a finite plan did not finish within " +
+                   std::to_string(static_cast<long long>(options.repair_time_limit_ms)) + " ms (--repair-time-limit-ms)");
+    };
+    // C(k): the op nodes after k have a finite labelling given the pass's outputs up to k.
+    const auto completes = [&](long k) {
+      const Status st = b.solve_suffix(static_cast<std::size_t>(k + 1), actual, false, remaining_s()).status;
+      if (st == Status::unknown) throw timeout();
+      return st == Status::feasible;
+    };
+    if (!start_checked) {
+      if (!completes(-1))
+        throw error("ctshard plan: no finite plan for " + graph.source_name + ": " + dead_text +
+                    ", and no plan over the candidate rows of plan --global --every-candidate is finite (the exact solver proves it)");
+      start_checked = true;
+    }
+    // The repair point: j in (lo, v] with C(j - 1) true and C(j) false (C(lo) holds; C(v) fails,
+    // v's choice costs inf). Usually v itself: try C(v - 1) first, then bisect.
+    long good = lo, bad = v;
+    const auto probe = [&](long k) {
+      if (completes(k)) good = k;
+      else bad = k;
+    };
+    if (v - 1 > good) probe(v - 1);
+    while (bad - good > 1) probe(good + (bad - good) / 2);
+    const auto j = static_cast<std::size_t>(bad);
+    const Builder::SuffixAnswer row = b.solve_suffix(j, actual, true, remaining_s());
+    if (row.status == Status::unknown) throw timeout();
+    if (row.status != Status::feasible)
+      throw error("ctshard plan: internal error: " + graph.source_name + ": the dead-end repair found no row for '" + pass.nodes[j].name + "'");
+    ForcedRow f;
+    f.fallback = !row.is_var;
+    f.specs = row.row;
+    const PlannedNode& n = pass.nodes[j];
+    f.why = (static_cast<long>(j) == v ? "DTensor's choice " + row_text(n) + " costs inf" + (why_dead.empty() ? "" : " (" + why_dead + ")")
+                                       : "DTensor's choice " + row_text(n) + " leaves '" + dead.name + "' with no finite row" +
+                                             (why_dead.empty() ? "" : " (" + why_dead + ")")) +
+            "; took the cheapest row after which the rest of the graph has a finite plan";
+    forced[n.name] = std::move(f);
+    pass = greedy_pass(graph, options, registry, nullptr, forced);
+    lo = bad;
+  }
+  if (observer != nullptr) {
+    if (observer->on_restart) observer->on_restart();
+    pass = greedy_pass(graph, options, registry, observer, forced);
+  }
+  return pass;
+}
+
+solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global, const OpRegistry& registry) {
+  std::optional<DataParallelInputs> dp;
+  const PlanOptions options = resolve_inputs(graph, unresolved, dp);
   Builder b(graph, options, global, registry);
   b.build();
   return std::move(b.cg_);
 }
 
-GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry) {
+GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global, const OpRegistry& registry) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
+  std::optional<DataParallelInputs> dp;
+  const PlanOptions options = resolve_inputs(graph, unresolved, dp);  // the builder counts the data-parallel inputs as pinned
   Builder b(graph, options, global, registry);
   b.build();
   GlobalPlan out;
@@ -705,6 +938,7 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
   j["proven_optimal"] = g.result.optimal;
   j["status"] = g.result.status;
   j["greedy_total_cost_us"] = cost_value(g.greedy.total_cost_us);
+  j["greedy_nodes_repaired"] = g.greedy.nodes_repaired;
   j["objective_us"] = cost_value(g.objective_us);
   j["greedy_objective_us"] = cost_value(g.greedy_objective_us);
   std::size_t changed = 0;
@@ -763,7 +997,7 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
   std::istringstream lines(body.str());
   std::string line;
   std::size_t node = 0;
-  const std::size_t header = 2 + (g.plan.symbols.empty() ? 0 : 1);
+  const std::size_t header = 2 + (g.plan.symbols.empty() ? 0 : 1) + (g.plan.data_parallel ? 1 : 0);
   std::size_t row = 0;
   while (std::getline(lines, line)) {
     if (row >= header && node < g.plan.nodes.size()) {

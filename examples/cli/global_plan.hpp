@@ -74,6 +74,7 @@ solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& opt
 
 /// The `plan --global --json` document: `plan --json`'s fields (nodes with a `changed` flag)
 /// plus algo, lower_bound_us, optimality_gap, proven_optimal, greedy_total_cost_us,
+/// greedy_nodes_repaired (the greedy plan's dead-end repairs; the global plan's own nodes are never "repaired"),
 /// nodes_changed, changes (per changed node: greedy and global inputs, outputs, cost), solver
 /// statistics, and with free inputs objective_us, compute_us and the input placements chosen.
 nlohmann::json global_plan_json(const GlobalPlan& plan, const PlanOptions& options, const GlobalOptions& global);

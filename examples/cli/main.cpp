@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -130,6 +131,17 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
                        "report rule coverage for every *.fx.txt in DIR (an unreadable file is an error line; exit 1 only when no file "
                        "could be read)");
   plan_cmd->add_flag("--json", json, "machine-readable output");
+  bool data_parallel = false;
+  std::int64_t batch_size = 0;
+  plan_cmd->add_flag("--data-parallel", data_parallel,
+                     "data-parallel inputs: every tensor input whose dim 0 is the batch size is S(0) on mesh dim 0 (--place wins); the batch "
+                     "size is --batch-size or the most common dim 0 of the graph's tensors of rank >= 3");
+  plan_cmd->add_option("--batch-size", batch_size, "--data-parallel: the batch size (default: inferred)");
+  double repair_limit_ms = PlanOptions{}.repair_time_limit_ms;
+  plan_cmd
+      ->add_option("--repair-time-limit-ms", repair_limit_ms,
+                   "budget of the exact checks that repair a dead end of the greedy plan (a node with no finite row), ms")
+      ->capture_default_str();
   bool global = false;
   GlobalOptions global_options;
   std::vector<std::string> ties;
@@ -321,6 +333,15 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
         throw error("ctshard plan: --place names '" + p.substr(0, eq) + "' twice");
     }
     options.symbols = parse_symbols(syms);
+    options.data_parallel = data_parallel;
+    if (plan_cmd->count("--batch-size") > 0) {
+      if (!data_parallel) throw error("ctshard plan: --batch-size needs --data-parallel");
+      if (batch_size < 1) throw error("ctshard plan: --batch-size " + std::to_string(batch_size) + ": a batch size must be at least 1");
+      options.batch_size = batch_size;
+    }
+    if (!(repair_limit_ms >= 0) || !std::isfinite(repair_limit_ms))
+      throw error("ctshard plan: --repair-time-limit-ms must be a finite number >= 0, got " + std::to_string(repair_limit_ms));
+    options.repair_time_limit_ms = repair_limit_ms;
     if (!coverage_dir.empty()) {
       return print_coverage(coverage_dir, options, registry_for(plan_linearity, plan_passthrough), json) ? 0 : 1;
     }

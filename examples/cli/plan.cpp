@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "ctshard/registry.hpp"
 #include "default_graph.hpp"
+#include "plan_repair.hpp"
 
 namespace ctshard::cli {
 namespace {
@@ -88,8 +89,9 @@ std::int64_t next_prime(std::int64_t n, const std::unordered_set<std::int64_t>& 
 
 class Planner {
  public:
-  Planner(const fx::Graph& g, const PlanOptions& o, const OpRegistry& r, const PlanObserver* observer = nullptr)
-      : graph_(g), options_(o), registry_(r), observer_(observer) {
+  Planner(const fx::Graph& g, const PlanOptions& o, const OpRegistry& r, const PlanObserver* observer = nullptr,
+          const std::map<std::string, ForcedRow>* forced = nullptr)
+      : graph_(g), options_(o), registry_(r), observer_(observer), forced_(forced) {
     std::size_t n = o.mesh.size();
     mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), n), o.devices_per_host, {}, o.cost_model);
   }
@@ -101,6 +103,7 @@ class Planner {
     Plan plan;
     plan.nodes.reserve(graph_.nodes.size());
     plan.source = graph_.source_name;
+    plan.placements = options_.placements;
     for (const auto& name : symbol_order_) plan.symbols.push_back({name, symbol_values_.at(name), options_.symbols.count(name) != 0});
     for (const auto& node : graph_.nodes) {
       if (!node.sym_expr.empty()) {
@@ -113,6 +116,7 @@ class Planner {
       } else if (node.kind == "call_function") {
         PlannedNode p = plan_node(node);
         plan.total_cost_us += p.cost_us;
+        if (p.repaired) ++plan.nodes_repaired;
         if (p.fallback) {
           ++plan.nodes_fallback;
           ++plan.fallback_ops[p.op];
@@ -125,9 +129,61 @@ class Planner {
     return plan;
   }
 
+  /// The data-parallel inputs (data_parallel_inputs).
+  DataParallelInputs data_parallel() {
+    bind_symbols();
+    DataParallelInputs dp;
+    const auto dim0_text = [](const fx::TensorType& t) {
+      return !t.dim_exprs.empty() && !t.dim_exprs[0].empty() ? t.dim_exprs[0] : std::to_string(t.shape[0]);
+    };
+    const auto value_of = [&](const std::string& text) {
+      const Evaluated& e = size_of(text);
+      if (!e.ok) throw error("ctshard plan --data-parallel: " + graph_.source_name + ": " + e.problem);
+      return e.value;
+    };
+    if (options_.batch_size) {
+      if (*options_.batch_size < 1)
+        throw error("ctshard plan: --batch-size " + std::to_string(*options_.batch_size) + ": a batch size must be at least 1");
+      dp.value = *options_.batch_size;
+      dp.batch = std::to_string(dp.value);
+    } else {
+      std::map<std::string, std::size_t> counts;  // dim-0 text of the tensors of rank >= 3 -> how many
+      for (const auto& node : graph_.nodes)
+        for (const auto& t : node.outputs)
+          if (t.known() && t.shape.size() >= 3) ++counts[dim0_text(t)];
+      std::size_t best = 0;
+      for (const auto& [text, count] : counts) {
+        const std::int64_t v = value_of(text);
+        if (count > best || (count == best && v < dp.value)) {
+          best = count;
+          dp.batch = text;
+          dp.value = v;
+        }
+      }
+      dp.inferred = true;
+      if (best == 0) {
+        dp.note = "no tensor of rank >= 3 to infer the batch size from (give --batch-size): no input placed";
+        return dp;
+      }
+    }
+    if (dp.value < options_.mesh[0]) {
+      dp.note = "batch size " + dp.batch + " is below the size of mesh dim 0 (" + std::to_string(options_.mesh[0]) + "): no input placed";
+      return dp;
+    }
+    for (const auto& node : graph_.nodes) {
+      if (node.kind != "placeholder" || !node.sym_expr.empty() || node.outputs.empty()) continue;
+      const fx::TensorType& t = node.outputs[0];
+      if (t.known() && !t.shape.empty() && value_of(dim0_text(t)) == dp.value) dp.inputs.push_back(node.name);
+    }
+    if (dp.inputs.empty()) dp.note = "no input has dim 0 of size " + dp.batch;
+    return dp;
+  }
+
  private:
   /// Checks PlanOptions::symbols against the graph and gives every unbound symbol its hint.
   void bind_symbols() {
+    if (symbols_bound_) return;
+    symbols_bound_ = true;
     try {
       symbol_order_ = graph_.symbols();
     } catch (const std::invalid_argument& e) {
@@ -373,6 +429,9 @@ class Planner {
     for (const auto& in : inputs) current.push_back(in.spec);
     Value out = replicated(node);
     bool planned = false;
+    const ForcedRow* forced = nullptr;
+    if (forced_ != nullptr)
+      if (const auto it = forced_->find(node.name); it != forced_->end()) forced = &it->second;
     std::optional<OpRule> used_rule;
     const OpCall* observed_call = &call;  // moves into the enumerator cache below
     if (!node.unreadable.empty()) {
@@ -392,14 +451,31 @@ class Planner {
         if (e.num_outputs() < out.outs.size())
           throw error("rule has " + std::to_string(e.num_outputs()) + " outputs, node has " + std::to_string(out.outs.size()));
         while (out.outs.size() < e.num_outputs()) out.outs.push_back(Resolved{Spec(mesh_.size()), TensorMeta{}, false, "", "", 0});
-        const Choice choice = e.choose(cached.tensors, current, options_.algo);
-        for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(choice, e.num_outputs() + i)));
-        for (std::size_t k = 0; k < out.outs.size(); ++k) out.outs[k].spec = e.spec_of(choice, k);
-        p.cost_us = choice.total_us;
-        planned = true;
+        if (forced == nullptr) {
+          const Choice choice = e.choose(cached.tensors, current, options_.algo);
+          for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(choice, e.num_outputs() + i)));
+          for (std::size_t k = 0; k < out.outs.size(); ++k) out.outs[k].spec = e.spec_of(choice, k);
+          p.cost_us = choice.total_us;
+        } else if (!forced->fallback) {
+          if (forced->specs.size() != e.num_outputs() + inputs.size())
+            throw error("ctshard plan: internal error: the repaired row of '" + node.name + "' has " + std::to_string(forced->specs.size()) +
+                        " specs for " + std::to_string(e.num_outputs() + inputs.size()) + " operands");
+          for (std::size_t i = 0; i < inputs.size(); ++i) {
+            const Spec& target = forced->specs[e.num_outputs() + i];
+            p.inputs.push_back(to_string(target));
+            p.cost_us += redistribute_cost(current[i], target, cached.tensors[i], mesh_);
+          }
+          for (std::size_t k = 0; k < out.outs.size(); ++k) out.outs[k].spec = forced->specs[k];
+        }
+        planned = forced == nullptr || !forced->fallback;
       } catch (const error& ex) {
         p.reason = ex.what();
       }
+    }
+    if (forced != nullptr) {
+      p.repaired = true;
+      p.repair = forced->why;
+      if (forced->fallback && p.reason.empty()) p.reason = "replicated by the dead-end repair";
     }
     if (!planned) {
       used_rule.reset();
@@ -502,6 +578,8 @@ class Planner {
   const PlanOptions& options_;
   const OpRegistry& registry_;
   const PlanObserver* observer_ = nullptr;
+  const std::map<std::string, ForcedRow>* forced_ = nullptr;  // rows the dead-end repair imposes
+  bool symbols_bound_ = false;
   std::map<std::string, std::vector<std::pair<std::string, std::size_t>>> origins_;  // value -> defining (node, output) per output
   MeshTopology mesh_;
   std::unordered_map<std::string, Value> values_;
@@ -522,10 +600,43 @@ class Planner {
 
 }  // namespace
 
-Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) { return Planner(graph, options, registry).run(); }
+Plan greedy_pass(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
+                 const std::map<std::string, ForcedRow>& forced) {
+  return Planner(graph, options, registry, observer, forced.empty() ? nullptr : &forced).run();
+}
+
+DataParallelInputs data_parallel_inputs(const fx::Graph& graph, const PlanOptions& options) {
+  return Planner(graph, options, builtin_registry()).data_parallel();
+}
+
+PlanOptions resolve_inputs(const fx::Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp) {
+  dp.reset();
+  if (!options.data_parallel) return options;
+  PlanOptions out = options;
+  dp = data_parallel_inputs(graph, options);
+  Spec s(options.mesh.size());
+  s[0] = Shard(0);
+  for (const auto& name : dp->inputs) out.placements.emplace(name, s);  // a --place of the same input wins
+  return out;
+}
+
+namespace {
+Plan plan_with_repair(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer) {
+  std::optional<DataParallelInputs> dp;
+  const PlanOptions resolved = resolve_inputs(graph, options, dp);
+  Plan plan = greedy_pass(graph, resolved, registry, observer, {});
+  if (!std::isfinite(plan.total_cost_us)) plan = repair_dead_ends(graph, resolved, registry, observer, std::move(plan));
+  plan.data_parallel = std::move(dp);
+  return plan;
+}
+}  // namespace
+
+Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
+  return plan_with_repair(graph, options, registry, nullptr);
+}
 
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
-  return Planner(graph, options, registry, &observer).run();
+  return plan_with_repair(graph, options, registry, &observer);
 }
 
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
@@ -535,7 +646,7 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   j["cost_model"] = to_string(options.cost_model);
   j["algo"] = options.algo == SelectAlgo::search ? "search" : "enumerate";
   j["placements"] = nlohmann::json::object();
-  for (const auto& [name, spec] : options.placements) j["placements"][name] = to_string(spec);
+  for (const auto& [name, spec] : plan.placements) j["placements"][name] = to_string(spec);
   j["symbols"] = nlohmann::json::array();
   for (const auto& s : plan.symbols) j["symbols"].push_back({{"name", s.name}, {"value", s.value}, {"bound", s.bound}});
   j["nodes"] = nlohmann::json::array();
@@ -543,12 +654,22 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
     nlohmann::json node = {{"name", n.name},        {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"cost_us", cost_value(n.cost_us)},
                            {"fallback", n.fallback}};
     if (n.fallback) node["reason"] = n.reason;
+    if (n.repaired) {  // as `reason` of a fallback: only where it applies
+      node["repaired"] = true;
+      node["repair"] = n.repair;
+    }
     j["nodes"].push_back(std::move(node));
   }
   j["total_cost_us"] = cost_value(plan.total_cost_us);
   j["nodes_with_rule"] = plan.nodes_with_rule;
   j["nodes_fallback"] = plan.nodes_fallback;
   j["fallback_ops"] = plan.fallback_ops;
+  j["nodes_repaired"] = plan.nodes_repaired;
+  if (plan.data_parallel) {
+    const DataParallelInputs& dp = *plan.data_parallel;
+    j["data_parallel"] = {
+        {"batch_size", dp.value}, {"batch_size_text", dp.batch}, {"inferred", dp.inferred}, {"inputs", dp.inputs}, {"note", dp.note}};
+  }
   return j;
 }
 
@@ -559,8 +680,13 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
     out << options.mesh[i];
   }
   out << "\ninput placements:";
-  for (const auto& [name, spec] : options.placements) out << ' ' << name << '=' << to_string(spec);
-  out << (options.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
+  for (const auto& [name, spec] : plan.placements) out << ' ' << name << '=' << to_string(spec);
+  out << (plan.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
+  if (plan.data_parallel) {
+    const DataParallelInputs& dp = *plan.data_parallel;
+    out << "data parallel: batch size " << dp.batch << (dp.inferred ? " (inferred)" : "") << ", " << dp.inputs.size() << " inputs S(0) on mesh dim 0"
+        << (dp.note.empty() ? "" : " (" + dp.note + ")") << '\n';
+  }
   if (!plan.symbols.empty()) {
     out << "symbols:";
     for (const auto& s : plan.symbols) out << ' ' << s.name << '=' << s.value << (s.bound ? "" : " (unbound: prime hint)");
@@ -578,10 +704,12 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
       outs += n.outputs[i];
     }
     out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   " << std::fixed
-        << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "") << '\n';
+        << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
+        << (n.repaired ? "   [repaired: " + n.repair + "]" : "") << '\n';
   }
   out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
   out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';
+  if (plan.nodes_repaired > 0) out << "nodes repaired (dead ends of the greedy pass, docs/semantics.md): " << plan.nodes_repaired << '\n';
   for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
 }
 

@@ -41,6 +41,11 @@ struct PlannedNode {
   double cost_us = 0;                ///< redistribution cost of the inputs (µs)
   bool fallback = false;             ///< no rule applied: inputs replicated
   std::string reason;                ///< why it fell back ("no rule", or the rule's error)
+  /// The dead-end repair changed this node: DTensor's choice had an infinite cost here, or left a
+  /// later node with no finite row (docs/semantics.md, "Dead ends"); `repair` says which and
+  /// what it took instead.
+  bool repaired = false;
+  std::string repair;
 };
 
 /// The value a symbol took in a plan.
@@ -48,6 +53,15 @@ struct SymbolValue {
   std::string name;
   std::int64_t value = 0;  ///< the bound value, or the prime hint of an unbound symbol
   bool bound = false;      ///< given in PlanOptions::symbols
+};
+
+/// What `--data-parallel` did: the batch size and the inputs it placed.
+struct DataParallelInputs {
+  std::string batch;                ///< the batch size as written in the graph ("8", or a size expression such as "s77")
+  std::int64_t value = 0;           ///< its value (a symbol's bound value or prime hint)
+  bool inferred = false;            ///< inferred from the graph, not given (PlanOptions::batch_size)
+  std::vector<std::string> inputs;  ///< the inputs placed S(0) on mesh dim 0, in graph order
+  std::string note;                 ///< why no input was placed, when none was
 };
 
 /// The plan of a whole graph.
@@ -59,6 +73,9 @@ struct Plan {
   std::size_t nodes_with_rule = 0;
   std::size_t nodes_fallback = 0;
   std::map<std::string, std::size_t> fallback_ops;  ///< op name -> count
+  std::size_t nodes_repaired = 0;                   ///< nodes the dead-end repair changed (PlannedNode::repaired)
+  std::map<std::string, Spec> placements;           ///< every pinned input: PlanOptions::placements and the data-parallel ones
+  std::optional<DataParallelInputs> data_parallel;  ///< set when PlanOptions::data_parallel
 };
 
 /// Options of `ctshard plan`.
@@ -76,6 +93,13 @@ struct PlanOptions {
   /// the rules' own; docs/semantics.md); unset, each rule's own (OpRule::placeholder_fill). The
   /// global planner (`--global`) lists the plain-Shard rows of every op either way.
   std::optional<PlaceholderFill> greedy_fill = PlaceholderFill::dtensor;
+  /// Data-parallel inputs (`--data-parallel`): every tensor input whose dim 0 is the batch size
+  /// is S(0) on mesh dim 0 (Replicate on the other mesh dims) unless `placements` names it; see
+  /// data_parallel_inputs.
+  bool data_parallel = false;
+  std::optional<std::int64_t> batch_size;  ///< the batch size (`--batch-size`); inferred when absent
+  /// Budget of the dead-end repair's exact feasibility checks (ms, all of them together).
+  double repair_time_limit_ms = 10000;
 };
 
 /// Where a tensor input of an op node comes from: the node that defines the value (a placeholder,
@@ -98,21 +122,63 @@ struct PlanObserver {
   /// An op node (not getitem, not symbolic).
   std::function<void(const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned)>
       on_op;
+  /// Called before the graph is planned again from its start (the dead-end repair re-plans it):
+  /// what was reported so far is superseded.
+  std::function<void()> on_restart;
 };
+
+/// A row a node must take in a greedy pass (the dead-end repair): the specs of its outputs, then
+/// of its tensor inputs; or `fallback` (inputs replicated, as a node without a rule). `why` is
+/// the node's PlannedNode::repair text.
+struct ForcedRow {
+  std::vector<Spec> specs;
+  bool fallback = false;
+  std::string why;
+};
+
+/// One greedy pass: every op node takes DTensor's choice given its inputs' current specs, except
+/// the nodes named in `forced`, which take their row; no dead-end repair. `options.placements`
+/// must already hold the data-parallel inputs (resolve_inputs). Throws like plan_graph, except
+/// for dead ends (an infinite total is returned as is).
+Plan greedy_pass(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
+                 const std::map<std::string, ForcedRow>& forced);
+
+/// `options` with the data-parallel inputs added to `placements` when `options.data_parallel`
+/// (inputs `placements` names keep their spec), and what was placed in `dp` (set only then).
+/// Throws like data_parallel_inputs.
+PlanOptions resolve_inputs(const fx::Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp);
+
+/// The data-parallel inputs of `graph` (docs/semantics.md, "Data-parallel inputs"): the batch
+/// size B is `options.batch_size` or, inferred, the most common size of dim 0 among the graph's
+/// tensors of rank >= 3 (inputs and op results: activations such as [batch, tokens, hidden],
+/// [batch, channels, h, w], [batch, heads, tokens, dim]; the smaller value on a tie, sizes
+/// compared as written, so a symbolic "s77" is its own size). Every tensor input (placeholder)
+/// of rank >= 1 whose dim 0 is B is listed, unless B's value is below the size of mesh dim 0
+/// (then nothing is, and `note` says why). Symbols take their values as in plan_graph. Throws
+/// ctshard::error for a batch size below 1 or a size expression that does not evaluate.
+DataParallelInputs data_parallel_inputs(const fx::Graph& graph, const PlanOptions& options);
 
 /// The first hint prime of an unbound symbol (the next ones are the following primes).
 inline constexpr std::int64_t first_symbol_hint = 8191;
 
-/// Plans `graph`. Throws ctshard::error when a `placements` name is not a tensor placeholder of
-/// the graph or its spec has the wrong mesh rank, when a `symbols` name is not a symbol of the
-/// graph or its value is below 1, or when a size expression of the graph does not parse.
+/// Plans `graph`: the greedy pass, repaired where it dead-ends (an op node whose every row costs
+/// inf given its inputs): the earliest node from which no finite completion exists takes the
+/// cheapest row that has one, over the candidate rows of `plan --global --every-candidate`
+/// (docs/semantics.md, "Dead ends": the plan is finite whenever a finite plan exists over those
+/// rows). Throws
+/// ctshard::error when a `placements` name is not a tensor placeholder of the graph or its spec
+/// has the wrong mesh rank, when a `symbols` name is not a symbol of the graph or its value is
+/// below 1, when a size expression of the graph does not parse, or when no finite plan exists
+/// (naming the node with no finite row and why) or none was found within
+/// `repair_time_limit_ms`.
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry);
 /// The same plan, reporting every source and op node to `observer` as it is planned.
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
 
 /// The `plan --json` document: source, mesh, placements, symbols ([{name, value, bound}]), nodes
-/// ({name, op, inputs, outputs, cost_us, fallback[, reason]}), total_cost_us, nodes_with_rule,
-/// nodes_fallback, fallback_ops.
+/// ({name, op, inputs, outputs, cost_us, fallback[, reason][, repaired: true, repair]}), total_cost_us,
+/// nodes_with_rule, nodes_fallback, fallback_ops, nodes_repaired, and with --data-parallel
+/// data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
 
 /// Text rendering of a plan: one line per op node, then totals and the fallback ops.

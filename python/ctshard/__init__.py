@@ -129,6 +129,9 @@ def plan(
     memory_budget_gib: float = 0,
     ties: Sequence[tuple[str, str]] | None = None,
     every_candidate: bool = False,
+    data_parallel: bool = False,
+    batch_size: int | None = None,
+    repair_time_limit_ms: float = 10000,
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -159,20 +162,31 @@ def plan(
         problem with, on the shared graphs, the same optimum; ``solver["undelivered_rows"]``
         counts the rows the rule leaves out), ``ties`` (pairs of value names that must share a
         placement, e.g. a parameter and its gradient).
+    data_parallel: data-parallel inputs, as ``--data-parallel``: every tensor input whose dim 0 is
+        the batch size starts ``S(0)`` on mesh dim 0 (Replicate on the others; ``place`` wins for
+        the inputs it names). The batch size is ``batch_size``, or inferred: the most common dim 0
+        of the graph's tensors of rank >= 3 (docs/semantics.md, "Data-parallel inputs"); the
+        result's ``data_parallel`` says which and lists the inputs.
+    repair_time_limit_ms: budget of the exact checks that repair a dead end of the greedy plan
+        (a node with no finite row; docs/semantics.md, "Dead ends"). A repaired node has
+        ``repaired: True`` and a ``repair`` text; when no finite plan exists, ValueError names the
+        node and why.
     partial_passthrough: ``"ctshard"`` (default: a Partial input passes through the ops linear in
         it — clone, casts, the activation backwards' gradient, native_layer_norm_backward) or
         ``"dtensor"`` (those ops take no Partial input, as in DTensor 2.13: for plans that
         DTensor's own op dispatch executes, e.g. ``ctshard.torch.run_plan(..., mode="dtensor")``).
 
     Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
-    ``fallback``), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``, ``fallback_ops``,
-    ``mesh``, ``placements`` and ``symbols`` (``name``, ``value``, ``bound``); with
+    ``fallback``; ``repaired`` and ``repair`` on repaired nodes), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``,
+    ``fallback_ops``, ``nodes_repaired``, ``mesh``, ``placements`` and ``symbols`` (``name``,
+    ``value``, ``bound``), with ``data_parallel`` also ``data_parallel`` (``batch_size``,
+    ``batch_size_text``, ``inferred``, ``inputs``, ``note``); with
     ``algo="global"`` also ``lower_bound_us``, ``optimality_gap`` (0 = proven optimal),
     ``proven_optimal``, ``greedy_total_cost_us``, ``nodes_changed``, ``changes`` (per changed
     node: the greedy and the global strategy), a ``changed`` flag per node, ``input_placements``
     and ``solver`` statistics. Raises ValueError for unreadable graphs, bad placements, an
     unknown ``algo``, or a ``sym`` name that is not a symbol of the graph or whose value is not
-    a positive integer.
+    a positive integer, and when the graph has no finite plan (docs/semantics.md, "Dead ends").
     """
     if algo not in ("search", "enumerate", "greedy", "global"):
         raise ValueError(f"ctshard.plan: algo must be 'search', 'enumerate', 'greedy' or 'global', got {algo!r}")
@@ -188,20 +202,23 @@ def plan(
             "memory_budget_gib": float(memory_budget_gib),
             "ties": [(str(a), str(b)) for a, b in (ties or [])],
         }
+    if batch_size is not None and not data_parallel:
+        raise ValueError("ctshard.plan: batch_size needs data_parallel=True")
+    extra = {"data_parallel": bool(data_parallel), "batch_size": batch_size, "repair_time_limit_ms": float(repair_time_limit_ms)}
     mesh = list(mesh)
     place = dict(place) if place is not None else {}
     if sym is not None and not isinstance(sym, Mapping):
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
     if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
     if isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
         if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
         raise ValueError(
             "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
             + repr(graph[:200])
@@ -210,7 +227,7 @@ def plan(
         from ._graph import node_records
 
         name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough)
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
     raise ValueError(
         "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
         + type(graph).__name__

@@ -412,9 +412,36 @@ std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
   return o;
 }
 
+/// The greedy plan's options beyond the common ones, from a dict (None: the defaults):
+/// data_parallel (bool), batch_size (int or None), repair_time_limit_ms (float >= 0).
+void plan_options_of(nb::handle extra, cli::PlanOptions& o) {
+  if (extra.is_none()) return;
+  if (!nb::isinstance<nb::dict>(extra)) throw error("ctshard.plan: plan options must be a dict");
+  for (auto [k, v] : nb::borrow<nb::dict>(extra)) {
+    const std::string key = nb::cast<std::string>(k);
+    if (key == "data_parallel") {
+      o.data_parallel = nb::cast<bool>(v);
+    } else if (key == "batch_size") {
+      if (v.is_none()) continue;
+      if (!nb::isinstance<nb::int_>(v) || nb::isinstance<nb::bool_>(v))
+        throw error("ctshard.plan: batch_size must be an integer, got " + nb::cast<std::string>(nb::repr(v)));
+      const std::int64_t b = int64_of(v);
+      if (b < 1) throw error("ctshard.plan: batch_size " + std::to_string(b) + ": a batch size must be at least 1");
+      o.batch_size = b;
+    } else if (key == "repair_time_limit_ms") {
+      const double ms = nb::cast<double>(v);
+      if (!(ms >= 0) || !std::isfinite(ms)) throw error("ctshard.plan: repair_time_limit_ms must be a finite number >= 0");
+      o.repair_time_limit_ms = ms;
+    } else {
+      throw error("ctshard.plan: unknown plan option '" + key + "'");
+    }
+  }
+  if (o.batch_size && !o.data_parallel) throw error("ctshard.plan: batch_size needs data_parallel=True");
+}
+
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t devices_per_host,
                 const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model, nb::handle global, const std::string& algo,
-                const std::string& partial_passthrough) {
+                const std::string& partial_passthrough, nb::handle extra) {
   const std::optional<cli::GlobalOptions> global_options = global_options_of(global);
   cli::PlanOptions options;
   options.algo = cli::parse_algo(algo);
@@ -423,6 +450,7 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   options.placements = placements_of(place);
   options.symbols = symbols_of(sym);
   options.cost_model = cli::parse_cost_model(cost_model);
+  plan_options_of(extra, options);
   const OpRegistry& registry = cli::registry_for(einsum_linearity, partial_passthrough);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
@@ -457,13 +485,13 @@ void def_plan(nb::module_& m, const char* name, GraphArgs... graph_args) {
   m.def(
       name,
       [](Graph... graph, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
-         nb::handle global, const std::string& algo, const std::string& pp) {
+         nb::handle global, const std::string& algo, const std::string& pp, nb::handle extra) {
         const GraphInput in = graph_input(graph...);
-        return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp);
+        return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp, extra);
       },
       graph_args..., nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
       nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-      nb::arg("partial_passthrough") = "ctshard");
+      nb::arg("partial_passthrough") = "ctshard", nb::arg("plan_options").none() = nb::none());
 }
 
 /// Placements of a spec as (kind, dim, split_factor, reduce_op) tuples for ctshard.torch.

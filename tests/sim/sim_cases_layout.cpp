@@ -79,6 +79,10 @@ void add_layout_cases(std::vector<SampleCall>& v) {
   list_op("aten.cat.default", {R({2, 4}), R({3, 4})}, 0);
   list_op("aten.cat.default", {R({4, 2}), R({4, 3})}, 1);
   list_op("aten.cat.default", {R({4, 5}), R({0})}, 0);
+  // equal pieces along the cat dim: [_S(dim, n), S(dim) * n] (uneven chunks on mesh 3, 2x2 nested)
+  list_op("aten.cat.default", {R({4, 3}), R({4, 3})}, 0);
+  list_op("aten.cat.default", {R({6, 2}), R({6, 2}), R({6, 2})}, 0);
+  list_op("aten.cat.default", {R({3, 5}), R({3, 5})}, -1);
   list_op("aten.stack.default", {R({4, 5}), R({4, 5})}, 0);
   list_op("aten.stack.default", {R({3, 4}), R({3, 4}), R({3, 4})}, 2);
   for (const char* op : {"aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default", "aten.empty_like.default",

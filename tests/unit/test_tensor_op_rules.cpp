@@ -82,8 +82,8 @@ struct Picked {
   double total_us = 0;
   std::size_t strategies = 0;
 };
-Picked pick(const OpCall& call, std::vector<std::int64_t> mesh, const std::vector<std::string>& current) {
-  const OpRule rule = rule_of(call);
+Picked pick(const OpCall& call, std::vector<std::int64_t> mesh, const std::vector<std::string>& current, const OpRule* given = nullptr) {
+  const OpRule rule = given != nullptr ? *given : rule_of(call);
   StrategyEnumerator e(rule.rules, MeshTopology::build(std::span<const std::int64_t>(mesh)), rule.uneven_inputs, rule.filter, rule.placeholder_fill);
   std::vector<Spec> specs;
   specs.reserve(current.size());
@@ -108,7 +108,9 @@ Picked pick(const OpCall& call, std::vector<std::int64_t> mesh, const std::vecto
 
 // The generators are constant expressions.
 constexpr std::array<TensorShape, 2> cat_inputs{TensorShape{8, 8, 8}, TensorShape{8, 8, 8}};
-static_assert(cat_single_dim_strategy(cat_inputs, 0).size() == 6);
+static_assert(cat_single_dim_strategy(cat_inputs, 0).size() == 6);  // DTensor's rows (CatPieces::dtensor)
+static_assert(cat_single_dim_strategy(cat_inputs, 0, CatPieces::strided_shard).size() == 7);
+static_assert(cat_single_dim_strategy(cat_inputs, 0, CatPieces::strided_shard).at(6, 0) == StridedShard(0, 2));
 static_assert(cat_single_dim_strategy(cat_inputs, 0).at(0, 2) == ShardingPlaceholder(1));
 static_assert(unbind_single_dim_strategy(TensorShape{3, 4, 5}, 0).num_outputs() == 3);
 static_assert(slice_single_dim_strategy(TensorShape{4, 8}, 1, 0, 4, 1).size() == 5);
@@ -123,18 +125,33 @@ TEST_CASE("tensor op rules: cat rows and DTensor's 2x2x2 counts", "[view]") {
   CHECK(rows(cat_single_dim_strategy(legacy, 0)) ==
         std::vector<std::string>{"[S?(1), R, S?(1)]", "[P(sum), R, P(sum)]", "[P(avg), R, P(avg)]", "[P(max), R, P(max)]", "[P(min), R, P(min)]"});
 
-  // test_single_dim_strategy.py: cat dim 0 of (8, 8, 8) tensors on 2x2x2.
+  // test_single_dim_strategy.py: cat dim 0 of (8, 8, 8) tensors on 2x2x2, with DTensor's rows
+  // (CatPieces::dtensor); the registry's rule adds [_S(0, 2), S(0), S(0)] for the equal pieces
+  // (8 single-dim rules per mesh dim instead of 7), and the choices stay DTensor's.
+  const std::array<TensorShape, 2> eights{TensorShape{8, 8, 8}, TensorShape{8, 8, 8}};
+  const std::array<TensorShape, 2> narrows{TensorShape{8, 4, 8}, TensorShape{8, 4, 8}};
+  const OpRule dtensor_rule{cat_single_dim_strategy(eights, 0, CatPieces::dtensor), UnevenInputs::keep_existing_shards, {}};
+  const OpRule dtensor_narrow{cat_single_dim_strategy(narrows, 0, CatPieces::dtensor), UnevenInputs::keep_existing_shards, {}};
   const OpCall cat = call_of("aten.cat.default", {TensorShape{8, 8, 8}, TensorShape{8, 8, 8}}, {integer(0)}, true);
-  const Picked a = pick(cat, {2, 2, 2}, {"RRS(1)", "S(1)S(1)S(1)"});
-  CHECK(a.strategies == 199);
-  CHECK(a.outputs == std::vector<std::string>{"S(1)S(1)S(1)"});
-  const Picked b = pick(cat, {2, 2, 2}, {"P(sum)RS(1)", "P(sum)S(1)S(1)"});
-  CHECK(b.strategies == 199);
-  CHECK(b.outputs == std::vector<std::string>{"P(sum)S(1)S(1)"});
   const OpCall narrow = call_of("aten.cat.default", {TensorShape{8, 4, 8}, TensorShape{8, 4, 8}}, {integer(0)}, true);
-  const Picked c = pick(narrow, {2, 2, 2}, {"RRS(1)", "S(1)S(1)R"});
-  CHECK(c.strategies == 198);
-  CHECK(c.outputs == std::vector<std::string>{"S(1)S(1)R"});
+  CHECK(rule_of(cat).uneven_inputs == UnevenInputs::keep_existing_shards);
+  for (const OpRule* rule : {&dtensor_rule, static_cast<const OpRule*>(nullptr)}) {
+    const bool dtensor = rule != nullptr;
+    INFO((dtensor ? "DTensor's rows" : "the registry's rule"));
+    const Picked a = pick(cat, {2, 2, 2}, {"RRS(1)", "S(1)S(1)S(1)"}, rule);
+    CHECK(a.strategies == (dtensor ? 199u : 338u));
+    CHECK(a.outputs == std::vector<std::string>{"S(1)S(1)S(1)"});
+    const Picked b = pick(cat, {2, 2, 2}, {"P(sum)RS(1)", "P(sum)S(1)S(1)"}, rule);
+    CHECK(b.strategies == (dtensor ? 199u : 338u));
+    CHECK(b.outputs == std::vector<std::string>{"P(sum)S(1)S(1)"});
+    const Picked c = pick(narrow, {2, 2, 2}, {"RRS(1)", "S(1)S(1)R"}, dtensor ? &dtensor_narrow : nullptr);
+    CHECK(c.strategies == (dtensor ? 198u : 337u));
+    CHECK(c.outputs == std::vector<std::string>{"S(1)S(1)R"});
+  }
+  // the equal pieces sharded on the cat dim: the StridedShard row, no data moved
+  const Picked d = pick(cat, {2, 2, 2}, {"S(0)RS(0)", "S(0)RS(0)"});
+  CHECK(d.outputs == std::vector<std::string>{"_S(0, 2)R_S(0, 2)"});
+  CHECK(d.total_us == 0.0);
 }
 
 TEST_CASE("tensor op rules: split and unbind have one output per piece", "[view]") {

@@ -50,7 +50,8 @@ inline TensorShape factory_size(const OpCall& call) {
 /// - `aten.unbind.int` (self, dim=0): self.size(dim) outputs, unbind_single_dim_strategy;
 /// - `aten.select.int` (self, dim, index), `aten.slice.Tensor` (self, dim=0, start, end, step=1),
 ///   `aten.slice_scatter.default` (self, src, dim=0, start, end, step=1);
-/// - `aten.cat.default` (tensors, dim=0), `aten.stack.default` (tensors, dim=0);
+/// - `aten.cat.default` (tensors, dim=0): cat_single_dim_strategy with CatPieces::strided_shard (pieces of
+///   one size along dim keep their shard as a StridedShard); `aten.stack.default` (tensors, dim=0);
 /// - `aten.clone/alias/detach/lift_fresh_copy.default`, `aten.empty_like.default`,
 ///   `prims.device_put.default` (a, device) and `tg.log_tensor.default` (a, name: an identity
 ///   logging op): same layout;
@@ -126,7 +127,7 @@ inline void register_tensor_ops(OpRegistry& r) {
   r.add({"aten.cat.default"}, tensor_op_factory(detail::any_tensor_count, follows_input, [](const OpCall& c) {
           const auto shapes = tensor_list_shapes(c, 0, "tensors");
           expect_tensor_inputs(c, shapes.size());
-          return cat_single_dim_strategy(shapes, int_or(c, 1, "dim", 0));
+          return cat_single_dim_strategy(shapes, int_or(c, 1, "dim", 0), CatPieces::strided_shard);
         }));
   r.add({"aten.stack.default"}, tensor_op_factory(detail::any_tensor_count, follows_input, [](const OpCall& c) {
           const auto shapes = tensor_list_shapes(c, 0, "tensors");

@@ -155,11 +155,23 @@ constexpr void add_repeated(RuleSet& rules, Placement out, Placement in) {
   return rules;
 }
 
+/// Rows of `cat` for pieces of one size along the cat dim (cat_single_dim_strategy).
+enum class CatPieces : std::uint8_t {
+  dtensor,        ///< DTensor 2.13's rows only
+  strided_shard,  ///< also `[_S(dim, n), S(dim) * n]` when the n >= 2 pieces have one size along `dim`
+};
+
 /// `cat(tensors, dim)` (DTensor `cat_single_dim_strategy`): `[S?(i)] * (1 + n)` for every dim i
 /// != dim of the common rank, then `[P(r)] * (1 + n)` for the four pass-through ops; a legacy
-/// empty 1-D input (shape [0]) is Replicate in every row. Throws ctshard::error for no inputs,
+/// empty 1-D input (shape [0]) is Replicate in every row. With `CatPieces::strided_shard` (the
+/// registry's rule), when the n >= 2 inputs have the same size N along `dim`, also
+/// `[_S(dim, n), S(dim) * n]`: every device holds chunk r of each input and concatenates them,
+/// which is chunk r of each of the n blocks of the output's dim read as [n, N] — the StridedShard,
+/// with no data moved, where DTensor moves the inputs off `dim` first (a batch-sharded backward
+/// paid it at every q/k/v gradient cat: R17, docs/rules.md). Throws ctshard::error for no inputs,
 /// inputs of different ranks (legacy empties aside) or a bad dim.
-[[nodiscard]] constexpr RuleSet cat_single_dim_strategy(std::span<const TensorShape> inputs, std::int64_t dim) {
+[[nodiscard]] constexpr RuleSet cat_single_dim_strategy(std::span<const TensorShape> inputs, std::int64_t dim,
+                                                        CatPieces pieces = CatPieces::dtensor) {
   if (inputs.empty()) throw error("ctshard::cat: needs at least one tensor");
   auto legacy_empty = [](const TensorShape& s) { return s.rank == 1 && s[0] == 0; };
   int ndim = -1;
@@ -182,6 +194,13 @@ constexpr void add_repeated(RuleSet& rules, Placement out, Placement in) {
   for (std::size_t i = 0; i < rank; ++i)
     if (i != at) emit(ShardingPlaceholder(static_cast<int>(i)));
   for (ReduceOp r : pass_through_reduce_ops) emit(Partial(r));
+  bool equal_pieces = pieces == CatPieces::strided_shard && inputs.size() >= 2 && inputs.size() <= 65535;  // the largest split factor
+  for (const auto& s : inputs) equal_pieces = equal_pieces && !legacy_empty(s) && s[at] == inputs[0][at];
+  if (equal_pieces) {  // each device's pieces, concatenated, are the output's StridedShard (see above)
+    row[0] = StridedShard(static_cast<int>(at), static_cast<int>(inputs.size()));
+    for (std::size_t k = 0; k < inputs.size(); ++k) row[k + 1] = Shard(static_cast<int>(at));
+    rules.add(row);
+  }
   return rules;
 }
 
