@@ -626,7 +626,8 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
 
 /// Solves `g` (see the file comment). Throws ctshard::error for a malformed graph (costs outside
 /// the exact range and usage sums beyond 2^60 included, CostGraph::validate), a start labelling
-/// of the wrong size, a NaN or negative time limit, or a graph above `o.max_memory_bytes`.
+/// of the wrong size, a NaN or negative time limit; memory_limit_reached (a ctshard::error) for a
+/// graph above `o.max_memory_bytes`.
 [[nodiscard]] inline SolveResult solve(const CostGraph& g, const SolveOptions& o = {}) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -636,8 +637,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   g.validate();
   const std::size_t bytes = g.memory_bytes();
   if (bytes > o.max_memory_bytes / 3)
-    throw error("ctshard::solve: the graph (" + std::to_string(bytes >> 20) + " MiB) and the solver's working copy need about " +
-                std::to_string((3 * bytes) >> 20) + " MiB, above the memory budget of " + std::to_string(o.max_memory_bytes >> 20) + " MiB");
+    throw memory_limit_reached("ctshard::solve: the graph (" + std::to_string(bytes >> 20) + " MiB) and the solver's working copy need about " +
+                               std::to_string((3 * bytes) >> 20) + " MiB, above the memory budget of " + std::to_string(o.max_memory_bytes >> 20) +
+                               " MiB");
   SolveResult r;
   r.stats.nodes = g.num_nodes();
   r.stats.labels = g.total_labels();
