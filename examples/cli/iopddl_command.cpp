@@ -39,7 +39,9 @@ std::string read_maybe_gzip(const std::string& path, std::size_t max_bytes, cons
   if (too_long)
     throw error("cannot read '" + path + "': it holds more than " + std::to_string(max_bytes) + " bytes (inflated), the input limit (at most " +
                 std::to_string(max_input_bytes) + " bytes, and within --max-memory-mib)");
-  if (late) throw solve::time_limit_reached("ctshard iopddl: reading '" + path + "' (" + std::to_string(text.size()) + " bytes read)");
+  if (late)
+    throw solve::time_limit_reached("ctshard iopddl: reading '" + path + "' (" + std::to_string(text.size()) +
+                                    " bytes read): the time limit was reached");
   if (failed) throw error("cannot read '" + path + "' (corrupt gzip data?)");
   return text;
 }

@@ -117,12 +117,12 @@ TEST_CASE("issue 22: costs outside the solver's exact range are errors naming th
 }
 
 TEST_CASE("issue 22: usage sums that could wrap are errors, not a feasible answer", "[harden][solve]") {
-  // four usages of 2^61 against a limit: the 64-bit sum wrapped negative, so this infeasible
+  // four usages of 2^62 against a limit: the 64-bit sum wrapped negative, so this infeasible
   // instance was reported feasible and optimal
   const std::string text = R"({"problem": {"nodes": {"intervals": [[0, 1], [0, 1], [0, 1], [0, 1]],
-    "costs": [[0], [0], [0], [0]], "usages": [[2305843009213693952], [2305843009213693952], [2305843009213693952], [2305843009213693952]]},
+    "costs": [[0], [0], [0], [0]], "usages": [[4611686018427387904], [4611686018427387904], [4611686018427387904], [4611686018427387904]]},
     "edges": {"nodes": [], "costs": []}, "usage_limit": 10}})";
-  CHECK_THROWS_WITH(read_iopddl(text), Contains("nodes.usages[0][0] = 2305843009213693952 is outside [-2^60, 2^60]"));
+  CHECK_THROWS_WITH(read_iopddl(text), Contains("nodes.usages[0][0] = 4611686018427387904 is outside [-2^60, 2^60]"));
   // within the per-usage range, but their sum at one step is not
   CostGraph g;
   for (int u = 0; u < 4; ++u) g.add_node({0});

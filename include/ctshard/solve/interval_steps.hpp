@@ -142,11 +142,9 @@ class IntervalSteps {
         --count_diff[hi_[u]];
       }
     std::vector<std::uint32_t> picked;
-    std::uint64_t h = 0;
     std::int64_t count = 0;
     std::size_t next = 0;
     for (std::size_t i = 0; i < S; ++i) {
-      h ^= x[i];
       count += count_diff[i];
       if (among != nullptr) {
         if (next >= among->size()) break;
@@ -158,7 +156,7 @@ class IntervalSteps {
       picked.push_back(static_cast<std::uint32_t>(i));
     }
     if (!distinct || picked.size() < 2) return picked;
-    // one per distinct live set: equal (hash, count) pairs are compared member by member
+    // one per distinct live set: segments whose sets hash alike are compared member by member
     std::vector<std::uint64_t> key(picked.size());
     {
       std::uint64_t hh = 0;

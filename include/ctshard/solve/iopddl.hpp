@@ -218,7 +218,8 @@ class JsonCursor {
 
  private:
   void tick() {
-    if (poll_.passed()) throw time_limit_reached("ctshard iopddl: reading the instance (at byte " + std::to_string(pos_) + ")");
+    if (poll_.passed())
+      throw time_limit_reached("ctshard iopddl: reading the instance (at byte " + std::to_string(pos_) + "): the time limit was reached");
   }
   std::string_view s_;
   std::size_t pos_ = 0;
