@@ -5,14 +5,15 @@
 # target in build-fuzz/fuzz_corpus/<target> from the seeds (tests/fuzz/corpus, ../shared graphs).
 # Prints per target: executions, seconds, corpus files, coverage, crashes; exits 1 on a crash
 # (the input is saved as build-fuzz/fuzz_artifacts/<target>-crash-*).
-# FX_MAX_LEN (default 32768) bounds the inputs of the graph targets (fuzz_fx_graph, fuzz_plan).
+# FX_MAX_LEN (default 32768) bounds the inputs of the graph targets (fuzz_fx_graph, fuzz_plan),
+# GLOBAL_MAX_LEN (default 8192) those of fuzz_global_plan (the whole-graph plan).
 #   RUNS=1000000 MAX_TIME=0 TARGETS="fuzz_spec fuzz_rules" bash scripts/fuzz.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${CTSHARD_FUZZ_BUILD_DIR:-$root/build-fuzz}
 runs=${RUNS:-1000000}
 max_time=${MAX_TIME:-0}
-targets=${TARGETS:-fuzz_spec fuzz_einsum fuzz_fx_graph fuzz_plan fuzz_rules fuzz_table_args}
+targets=${TARGETS:-fuzz_spec fuzz_einsum fuzz_fx_graph fuzz_plan fuzz_rules fuzz_table_args fuzz_iopddl fuzz_global_plan}
 shared=${CTSHARD_SHARED_DIR:-$root/../shared}
 bash "$root/scripts/setup-debian.sh" || exit 1
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCTSHARD_BUILD_FUZZERS=ON \
@@ -29,6 +30,10 @@ for t in $targets; do
       seeds=("$root/tests/fuzz/corpus/fx_graph")
       for d in "$shared/graphs" "$shared/cases/graphs"; do [ -d "$d" ] && seeds+=("$d"); done
       max_len=${FX_MAX_LEN:-32768} ;;  # longer seeds (real graphs) are cut; 256 KiB runs ~300 exec/s
+    fuzz_global_plan)
+      seeds=("$root/tests/fuzz/corpus/global_plan" "$root/tests/fuzz/corpus/fx_graph")
+      for d in "$shared/cases/graphs"; do [ -d "$d" ] && seeds+=("$d"); done
+      max_len=${GLOBAL_MAX_LEN:-8192} ;;  # every input is a whole-graph solve under a 0.5 s deadline
   esac
   corpus="$build/fuzz_corpus/$t"
   mkdir -p "$corpus"

@@ -105,16 +105,26 @@ const OpRegistry& registry_for(const std::string& einsum_linearity, const std::s
 inline constexpr std::size_t max_arg_nesting = 64;
 /// Longest --args / --kwargs JSON text, in bytes (64 MiB).
 inline constexpr std::size_t max_arg_text_bytes = std::size_t{64} << 20;
+/// Most values (numbers, strings, lists, ... each counted once) in one --args / --kwargs
+/// document or Python args / kwargs: 2^18 (262,144). With the text limit alone, the reader's
+/// memory grew ~110 bytes per input byte (a 24 MB `[1,1,...]` took 2.7 GB); with this bound and
+/// max_arg_count it stays below ~100 MB whatever the text (docs/robustness.md).
+inline constexpr std::size_t max_arg_values = std::size_t{1} << 18;
+/// Most arguments of one table call (positional plus keyword), as the FX reader's
+/// max_call_arguments: each is a full argument record (~100 bytes) copied into the op call.
+inline constexpr std::size_t max_arg_count = 4096;
 
 /// A JSON value as an op argument: integer, float, bool, null (None), string, "$i" (tensor input
-/// i: `integer` holds i), or a list of these (int_list, tensor_list, or a mixed `list`). Throws
-/// ctshard::error naming the value otherwise (objects, integers beyond int64, lists nested deeper
-/// than max_arg_nesting).
+/// i: `integer` holds i), or a list of these (int_list, tensor_list, or a mixed `list`; a list of
+/// integers or of tensor references is read straight into `ints`). Throws ctshard::error naming
+/// the value otherwise (objects, integers beyond int64, lists nested deeper than
+/// max_arg_nesting).
 OpArg op_arg_from_json(const nlohmann::ordered_json& value);
 
 /// Parses the JSON text of `table --args` / `--kwargs` (`option` names it in errors). Throws
 /// ctshard::error for invalid JSON (message cut to 200 characters of the text), nesting deeper
-/// than max_arg_nesting, or text longer than max_arg_text_bytes.
+/// than max_arg_nesting, more than max_arg_values values, or text longer than
+/// max_arg_text_bytes.
 nlohmann::ordered_json parse_arg_json(std::string_view option, const std::string& text);
 
 /// A cost as JSON: a number, or the string "inf" (reference-case convention).

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -15,12 +16,36 @@
 #include "ctshard/registry.hpp"
 #include "ctshard/solve/candidates.hpp"
 #include "plan_repair.hpp"
+#include "option_checks.hpp"
 
 namespace ctshard::cli {
 namespace {
 
 using solve::cost_t;
 using solve::forbidden;
+
+/// A cost in microseconds as the graph's fixed point (ns): forbidden when infinite (DTensor's
+/// impossible redistributions), else rounded and within the solver's exact range. Throws
+/// ctshard::error naming `what` and the value otherwise (a redistribution of an exabyte tensor,
+/// a compute term at a vanishing rate).
+cost_t units_of(double us, const std::string& what) {
+  if (std::isinf(us) && us > 0) return forbidden;
+  const double u = std::round(us * units_per_us);
+  if (!std::isfinite(u) || u > static_cast<double>(solve::max_exact_cost) || u < -static_cast<double>(solve::max_exact_cost))
+    throw error("ctshard plan --global: " + what + " of " + solve::number_text(us) + " us is outside the solver's exact range (|cost| <= 2^56 ns, " +
+                solve::number_text(static_cast<double>(solve::max_exact_cost) / units_per_us) + " us)");
+  return static_cast<cost_t>(u);
+}
+
+/// a + b for costs within the exact range (forbidden when either is): throws ctshard::error naming
+/// `what` when the sum leaves the range.
+cost_t add_checked(cost_t a, cost_t b, const char* what) {
+  if (solve::is_forbidden(a) || solve::is_forbidden(b)) return forbidden;
+  const cost_t c = a + b;  // both within 2^56: no overflow
+  if (c > solve::max_exact_cost || c < -solve::max_exact_cost)
+    throw error(std::string("ctshard plan --global: ") + what + " sums to " + std::to_string(c) + " ns, outside the solver's exact range (2^56 ns)");
+  return c;
+}
 
 /// Distinct values of some type, numbered by first appearance.
 template <class T, class KeyOf>
@@ -58,6 +83,58 @@ std::string meta_key(const TensorMeta& m) {
   for (std::size_t d = 0; d < m.shape.rank; ++d) k += std::to_string(m.shape[d]) + ",";
   return k;
 }
+
+/// The memo of pair costs: an open-addressing table (linear probing, one allocation), so that
+/// tens of millions of entries cost 16 bytes each at half load and are freed at once (node-based
+/// maps took ~64 bytes an entry and seconds to free past the deadline). Its growth is charged to
+/// the request's memory budget.
+class CostMemo {
+ public:
+  /// The value of `key`, or nullptr.
+  [[nodiscard]] const cost_t* find(std::uint64_t key) const noexcept {
+    if (slots_.empty()) return nullptr;
+    for (std::size_t i = slot_of(key);; i = (i + 1) & mask_) {
+      if (slots_[i].value == empty) return nullptr;
+      if (slots_[i].key == key) return &slots_[i].value;
+    }
+  }
+  /// Adds `key` (absent) with `value`, growing (and charging `budget`) at half load.
+  void insert(std::uint64_t key, cost_t value, solve::MemoryBudget& budget) {
+    if (2 * (size_ + 1) > slots_.size()) grow(budget);
+    std::size_t i = slot_of(key);
+    while (slots_[i].value != empty) i = (i + 1) & mask_;
+    slots_[i] = {key, value};
+    ++size_;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key;
+    cost_t value;
+  };
+  static constexpr cost_t empty = std::numeric_limits<cost_t>::min();  // no cost is this low (|cost| <= 2^56 or forbidden)
+  [[nodiscard]] std::size_t slot_of(std::uint64_t key) const noexcept {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 17) & mask_;
+  }
+  void grow(solve::MemoryBudget& budget) {
+    const std::size_t n = slots_.empty() ? 1024 : 2 * slots_.size();
+    budget.charge(n * sizeof(Slot), "ctshard plan --global: the memo of redistribution costs");
+    std::vector<Slot> old(n, Slot{0, empty});
+    old.swap(slots_);
+    mask_ = n - 1;
+    size_ = 0;
+    for (const Slot& x : old)
+      if (x.value != empty) {
+        std::size_t i = slot_of(x.key);
+        while (slots_[i].value != empty) i = (i + 1) & mask_;
+        slots_[i] = x;
+        ++size_;
+      }
+    budget.release(old.size() * sizeof(Slot));
+  }
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0, size_ = 0;
+};
 
 using SpecPool = Pool<Spec, std::string (*)(const Spec&)>;
 using MetaPool = Pool<TensorMeta, std::string (*)(const TensorMeta&)>;
@@ -165,7 +242,14 @@ class DeliveredPlacements {
 class Builder {
  public:
   Builder(const fx::Graph& g, const PlanOptions& o, const GlobalOptions& go, const OpRegistry& r)
-      : graph_(g), options_(o), global_(go), registry_(r), specs_(&spec_key), metas_(&meta_key) {
+      : graph_(g),
+        options_(o),
+        global_(go),
+        registry_(r),
+        specs_(&spec_key),
+        metas_(&meta_key),
+        budget_(memory_budget_bytes(go.max_memory_mib)),
+        poll_(go.deadline, 256) {
     mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), o.mesh.size()), o.devices_per_host, {}, o.cost_model);
     replicate_ = specs_.id(Spec(o.mesh.size()));
   }
@@ -186,6 +270,8 @@ class Builder {
       sources_order_.push_back(node.name);
     };
     obs.on_op = [&](const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned) {
+      // the greedy plan is the first part of the request: no plan at all when time runs out here
+      global_.deadline.check("ctshard plan --global: the greedy plan (at node '" + node.name + "')");
       OpInfo info;
       info.name = node.name;
       info.in_metas = call.tensors;
@@ -203,6 +289,7 @@ class Builder {
       op_index_.clear();
     };
     greedy_ = pass(obs);
+    greedy_done_ = true;
     make_variables();
     if (costs) make_graph();
   }
@@ -325,6 +412,22 @@ class Builder {
     return out;
   }
 
+  bool greedy_done_ = false;  ///< the greedy plan is complete (time may run out after it)
+
+  /// The memory charged (MiB) and the budget, for messages.
+  [[nodiscard]] const solve::MemoryBudget& budget() const noexcept { return budget_; }
+
+  /// Every tensor input's placement under the greedy plan (the plan to return when time runs out
+  /// before the cost graph is complete).
+  std::map<std::string, Spec> greedy_inputs() const {
+    std::map<std::string, Spec> out;
+    for (const auto& name : sources_order_) {
+      const SourceInfo& s = sources_.at(name);
+      if (s.placeholder && s.known) out[name] = s.spec;
+    }
+    return out;
+  }
+
   Plan greedy_;
   solve::CostGraph cg_;
   std::vector<Var> vars_;
@@ -441,6 +544,7 @@ class Builder {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const OpInfo& op = ops_[i];
       if (!op.rule) continue;
+      global_.deadline.check("ctshard plan --global: the candidates (at node '" + op.name + "')");
       const OpRule& rule = *op.rule;
       Var v;
       v.info = i;
@@ -488,10 +592,13 @@ class Builder {
       bool enumerated = false;
       for (const ShardKinds* k : {&kinds, &greedy_kinds}) {
         try {
-          cands = solve::enumerate_candidates(rule.rules, mesh_, op.in_metas, *k, rule.uneven_inputs, rule.filter);
+          cands = solve::enumerate_candidates(rule.rules, mesh_, op.in_metas, *k, rule.uneven_inputs, rule.filter, std::size_t{1} << 20, &budget_,
+                                              global_.deadline);
           enumerated = true;
           break;
-        } catch (const error&) {}
+        } catch (const solve::memory_limit_reached&) {
+          throw;
+        } catch (const error&) {}  // above the row limit: the greedy kinds, else the greedy row only
       }
       std::unordered_set<std::string> seen;
       const auto add_row = [&](std::span<const Spec> row, std::uint64_t bypass) {
@@ -535,6 +642,9 @@ class Builder {
           break;
         }
       }
+      budget_.release(cands.charged);
+      budget_.charge(v.specs.size() * sizeof(std::uint32_t) + v.bypass.size() * sizeof(std::uint64_t),
+                     "ctshard plan --global: the candidates of node '" + op.name + "'");
       op_var_[i] = vars_.size();
       vars_.push_back(std::move(v));
     }
@@ -547,7 +657,7 @@ class Builder {
     const std::uint64_t key =
         (std::uint64_t{meta} << 42) | (std::uint64_t{src} << 22) | (std::uint64_t{dst} << 2) | (bypass ? (static_cast<std::uint64_t>(mode) + 1) : 0);
     if (meta >= (1u << 22) || src >= (1u << 20) || dst >= (1u << 20)) throw error("ctshard plan --global: too many distinct specs or shapes");
-    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    if (const cost_t* hit = memo_.find(key)) return *hit;
     const TensorMeta& m = metas_[meta];
     const Spec& s = specs_[src];
     const Spec& d = specs_[dst];
@@ -561,11 +671,8 @@ class Builder {
     if (allowed && bypass)
       allowed =
           (mode != UnevenInputs::reject && s == d) || (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
-    if (allowed) {
-      const double us = redistribute_cost(s, d, m, mesh_);
-      if (std::isfinite(us)) c = static_cast<cost_t>(std::llround(us * units_per_us));
-    }
-    memo_.emplace(key, c);
+    if (allowed) c = units_of(redistribute_cost(s, d, m, mesh_), "a redistribution " + to_string(s) + " -> " + to_string(d));
+    memo_.insert(key, c, budget_);
     return c;
   }
 
@@ -591,9 +698,13 @@ class Builder {
   }
 
   void make_graph() {
-    for (const auto& v : vars_) cg_.add_node(std::vector<cost_t>(v.count(), 0));
+    for (const auto& v : vars_) {
+      budget_.charge(sizeof(std::vector<cost_t>) + v.count() * sizeof(cost_t), "ctshard plan --global: the cost graph's unary costs");
+      cg_.add_node(std::vector<cost_t>(v.count(), 0));
+    }
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const OpInfo& op = ops_[i];
+      global_.deadline.check("ctshard plan --global: the cost graph (at node '" + op.name + "')");
       const auto it = op_var_.find(i);
       if (it == op_var_.end()) {  // fallback: every known input is replicated
         for (const auto& in : op.inputs) {
@@ -602,10 +713,11 @@ class Builder {
           if (const int pv = var_of(in); pv >= 0) {
             const Var& p = vars_[static_cast<std::size_t>(pv)];
             for (std::size_t c = 0; c < p.count(); ++c)
-              cg_.unary[static_cast<std::size_t>(pv)][c] = solve::add_costs(
-                  cg_.unary[static_cast<std::size_t>(pv)][c], pair_cost(meta, p.spec(c, in.output), replicate_, UnevenInputs::reject, false));
+              cg_.unary[static_cast<std::size_t>(pv)][c] =
+                  add_checked(cg_.unary[static_cast<std::size_t>(pv)][c],
+                              pair_cost(meta, p.spec(c, in.output), replicate_, UnevenInputs::reject, false), "a unary cost");
           } else {
-            cg_.constant = solve::add_costs(cg_.constant, pair_cost(meta, fixed_spec(in), replicate_, UnevenInputs::reject, false));
+            cg_.constant = add_checked(cg_.constant, pair_cost(meta, fixed_spec(in), replicate_, UnevenInputs::reject, false), "the constant cost");
           }
         }
         continue;
@@ -622,12 +734,14 @@ class Builder {
         }
         const std::uint32_t meta = metas_.id(op.in_metas[k]), src = fixed_spec(in);
         for (std::size_t c = 0; c < cv.count(); ++c)
-          cg_.unary[ci][c] = solve::add_costs(cg_.unary[ci][c], pair_cost(meta, src, cv.spec(c, cv.nout + k), mode, (cv.bypass[c] >> k) & 1));
+          cg_.unary[ci][c] =
+              add_checked(cg_.unary[ci][c], pair_cost(meta, src, cv.spec(c, cv.nout + k), mode, (cv.bypass[c] >> k) & 1), "a unary cost");
       }
       for (const auto& [pv, ks] : groups) cg_.add_edge(make_edge(pv, ci, ks, mode, false));
       if (global_.free_inputs)
         for (std::size_t c = 0; c < cv.count(); ++c)
-          cg_.unary[ci][c] = solve::add_costs(cg_.unary[ci][c], static_cast<cost_t>(std::llround(compute_time(i, cv, c) * units_per_us)));
+          cg_.unary[ci][c] =
+              add_checked(cg_.unary[ci][c], units_of(compute_time(i, cv, c), "the compute term of node '" + op.name + "'"), "a unary cost");
     }
     add_ties();
     add_budget();
@@ -677,16 +791,24 @@ class Builder {
     for (const auto& t : row_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
     key += '|';
     for (const auto& t : col_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
+    const std::string what = "the edge " + ops_[p.info].name + " -> " + op.name;
+    const std::string budget_what = "ctshard plan --global: " + what;
+    budget_.charge((e.row_class.size() + e.col_class.size()) * sizeof(std::uint32_t) + sizeof(solve::CostEdge), budget_what);
     if (const auto it = matrices_.find(key); it != matrices_.end()) {
       e.shared = it->second;
     } else {
-      e.matrix.assign(std::size_t{e.rows} * e.cols, 0);
+      // charged before it is allocated: a 5-dim mesh with every candidate asked for 32,768 x
+      // 32,768 entries here (8 GiB) and ran out of memory after a minute
+      budget_.charge(std::size_t{e.rows} * e.cols * sizeof(cost_t) + key.size() + 64,
+                     budget_what + " (" + std::to_string(e.rows) + " x " + std::to_string(e.cols) + " cost classes)");
+      e.matrix.reserve(std::size_t{e.rows} * e.cols);
       for (std::uint32_t r = 0; r < e.rows; ++r)
         for (std::uint32_t q = 0; q < e.cols; ++q) {
+          poll_.check("ctshard plan --global: " + what);
           cost_t total = 0;
           for (std::size_t j = 0; j < ks.size() && !solve::is_forbidden(total); ++j)
-            total = solve::add_costs(total, pair_cost(meta[j], row_specs[r][j], col_specs[q][2 * j], mode, col_specs[q][2 * j + 1] != 0));
-          e.matrix[std::size_t{r} * e.cols + q] = feasibility && !solve::is_forbidden(total) ? 0 : total;
+            total = add_checked(total, pair_cost(meta[j], row_specs[r][j], col_specs[q][2 * j], mode, col_specs[q][2 * j + 1] != 0), "an edge cost");
+          e.matrix.push_back(feasibility && !solve::is_forbidden(total) ? 0 : total);
         }
       e.shared = std::make_shared<const std::vector<cost_t>>(std::move(e.matrix));
       e.matrix.clear();
@@ -749,7 +871,8 @@ class Builder {
 
   void add_budget() {
     if (!global_.free_inputs || global_.memory_budget_gib <= 0) return;
-    std::int64_t limit = static_cast<std::int64_t>(global_.memory_budget_gib * 1073741824.0);
+    // memory_budget_gib <= 2^30 (check_global_options): the limit fits 2^60
+    std::int64_t limit = static_cast<std::int64_t>(std::min(global_.memory_budget_gib, max_memory_budget_gib) * 1073741824.0);
     solve::UsageLimit l;
     cg_.usage.assign(cg_.num_nodes(), {});
     for (std::size_t v = 0; v < vars_.size(); ++v) cg_.usage[v].assign(vars_[v].count(), 0);
@@ -757,7 +880,11 @@ class Builder {
       const SourceInfo& s = sources_.at(name);
       if (!s.placeholder || !s.known) continue;
       const auto local = [&](const Spec& x) {
-        return static_cast<std::int64_t>(std::ceil(s.meta.bytes() / static_cast<double>(num_shards(x, mesh_.sizes))));
+        const double b = std::ceil(static_cast<double>(s.meta.bytes()) / static_cast<double>(num_shards(x, mesh_.sizes)));
+        if (!(b <= static_cast<double>(solve::max_usage_total)))
+          throw error("ctshard plan --global: input '" + name + "' has " + solve::number_text(b) + " bytes per device as " + to_string(x) +
+                      ", beyond the usage range of 2^60 bytes");
+        return static_cast<std::int64_t>(b);
       };
       if (const auto it = source_var_.find(name); it != source_var_.end()) {
         const Var& v = vars_[it->second];
@@ -765,6 +892,8 @@ class Builder {
         l.nodes.push_back(static_cast<std::uint32_t>(it->second));
       } else {
         limit -= local(s.spec);
+        if (limit < -solve::max_usage_total)
+          throw error("ctshard plan --global: the pinned inputs' bytes per device (at '" + name + "') are beyond the usage range of 2^60 bytes");
       }
     }
     l.limit = limit;
@@ -785,8 +914,10 @@ class Builder {
   std::map<std::string, std::size_t> op_index_;
   std::map<std::size_t, std::size_t> op_var_;      // op index -> variable
   std::map<std::string, std::size_t> source_var_;  // free input -> variable
-  std::unordered_map<std::uint64_t, cost_t> memo_;
+  CostMemo memo_;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<cost_t>>> matrices_;  // edge matrices by content key
+  solve::MemoryBudget budget_;
+  solve::DeadlinePoll poll_;  ///< polled once per edge-matrix cell (each a memoised redistribution cost)
 };
 
 double us_of(cost_t c) { return solve::is_forbidden(c) ? INFINITY : static_cast<double>(c) / units_per_us; }
@@ -893,17 +1024,45 @@ solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& unr
   return std::move(b.cg_);
 }
 
-GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global, const OpRegistry& registry) {
+GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global_in, const OpRegistry& registry) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   std::optional<DataParallelInputs> dp;
   const PlanOptions options = resolve_inputs(graph, unresolved, dp);  // the builder counts the data-parallel inputs as pinned
+  GlobalOptions global = global_in;
+  // one deadline for the request: the caller's (set at start-up), else the time limit from now
+  global.deadline = solve::Deadline::after(checked_time_limit_ms(global.time_limit_ms, "ctshard plan --global", "time_limit_ms") / 1000.0)
+                        .earlier(global_in.deadline);
   Builder b(graph, options, global, registry);
-  b.build();
   GlobalPlan out;
+  try {
+    b.build();
+  } catch (const solve::time_limit_reached&) {
+    if (!b.greedy_done_) throw;
+    // out of time while the cost graph was built: the greedy plan, its gap against the bound 0
+    // (every redistribution and compute cost is nonnegative)
+    out.built = false;
+    out.build_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    out.greedy = b.greedy_;
+    out.plan = b.greedy_;
+    out.changed.assign(out.plan.nodes.size(), false);
+    out.inputs = b.greedy_inputs();
+    out.result.status = "time_limit";
+    out.result.lower_bound = 0;
+    out.lower_bound_us = 0;
+    out.optimality_gap = out.plan.total_cost_us > 0 ? 1.0 : 0.0;
+    if (!global.free_inputs && out.plan.total_cost_us == 0) {  // nothing to redistribute: optimal all the same
+      out.result.status = "optimal";
+      out.result.optimal = true;
+    }
+    out.objective_us = out.greedy_objective_us = global.free_inputs ? NAN : out.plan.total_cost_us;
+    out.memory_bytes = b.budget().used();
+    return out;
+  }
   out.build_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   out.greedy = b.greedy_;
   out.graph = std::move(b.cg_);
+  out.memory_bytes = out.graph.memory_bytes();
   out.variables = b.vars_.size();
   for (const auto& v : b.vars_) {
     out.candidates += v.count();
@@ -912,7 +1071,9 @@ GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& unresolved, co
   out.greedy_rows_added = b.greedy_rows_added_;
   out.undelivered_rows = b.undelivered_rows_;
   solve::SolveOptions so;
-  so.time_limit_s = global.time_limit_ms / 1000.0;
+  so.time_limit_s = solve::max_time_limit_s;  // the request's deadline decides
+  so.deadline = global.deadline;
+  so.max_memory_bytes = memory_budget_bytes(global.max_memory_mib);
   so.start = b.greedy_labels();
   out.greedy_labels = so.start;
   const auto t1 = clock::now();
@@ -983,10 +1144,13 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
                  {"search_splits", s.search_splits},
                  {"elimination_work", s.elimination_work},
                  {"phase_ms", {{"reduce", s.reduce_ms}, {"dual", s.dual_ms}, {"elimination", s.elimination_ms}, {"search", s.search_ms}}},
+                 {"build_complete", g.built},
+                 {"memory_mib", static_cast<double>(g.memory_bytes) / 1048576.0},
                  {"build_ms", g.build_ms},
                  {"solve_ms", g.solve_ms},
                  {"solve_cpu_ms", g.result.cpu_seconds * 1000.0},
-                 {"time_limit_ms", global.time_limit_ms}};
+                 {"time_limit_ms", global.time_limit_ms},
+                 {"max_memory_mib", static_cast<double>(memory_budget_bytes(global.max_memory_mib)) / 1048576.0}};
   return j;
 }
 
@@ -1016,6 +1180,7 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
   if (global.free_inputs)
     out << "objective (redistribution + compute): " << g.objective_us << " us (greedy " << g.greedy_objective_us << " us); compute " << g.compute_us
         << " us (greedy " << g.greedy_compute_us << " us)\n";
+  if (!g.built) out << "the time limit (" << global.time_limit_ms << " ms) was reached while the cost graph was built: this is the greedy plan\n";
   out << "lower bound: " << g.lower_bound_us << " us, gap " << std::setprecision(6) << g.optimality_gap
       << (g.result.optimal ? " (proven optimal)" : (" (" + g.result.status + ")")) << std::setprecision(3) << '\n';
   out << "solver: " << g.variables << " variables, " << g.candidates << " candidates (max " << g.max_candidates << "), " << g.graph.edges.size()

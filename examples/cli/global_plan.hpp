@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctshard/solve/budget.hpp"
 #include "ctshard/solve/cost_graph.hpp"
 #include "ctshard/solve/solver.hpp"
 #include "fx_graph.hpp"
@@ -26,7 +27,17 @@ namespace ctshard::cli {
 
 /// Options of `ctshard plan --global` beyond PlanOptions.
 struct GlobalOptions {
-  double time_limit_ms = 10000;  ///< solver budget; the best plan so far is returned with its gap
+  /// Budget of the whole request (ms): the greedy plan, candidates, cost-graph build, reductions
+  /// and search share one deadline (`deadline` when set, else this from the call); the best plan
+  /// so far is returned with its gap. check_global_options: NaN or negative is an error, more
+  /// than 10^9 ms is clamped.
+  double time_limit_ms = 10000;
+  /// The request's deadline, when it started before the call (the CLI sets it at start-up, so
+  /// reading the graph counts); unset: time_limit_ms from the call.
+  solve::Deadline deadline{};
+  /// Memory budget of the cost graph and the solver's working copy (MiB; 0: default_max_memory_mib,
+  /// a quarter of the machine's memory). A problem that does not fit is a ctshard::error.
+  double max_memory_mib = 0;
   /// Unpinned inputs become variables (R or S(d) on each mesh dim); the objective then adds each
   /// op's compute time under its strategy, and the per-device memory budget applies.
   bool free_inputs = false;
@@ -63,13 +74,21 @@ struct GlobalPlan {
   std::size_t variables = 0, candidates = 0, greedy_rows_added = 0, max_candidates = 0;
   std::size_t undelivered_rows = 0;  ///< rows not offered: an input StridedShard / Partial no producer delivers
   double build_ms = 0, solve_ms = 0;
+  /// False when the deadline passed while the cost graph was built: the plan is then the greedy
+  /// one, with status "time_limit", lower bound 0 (every cost is nonnegative) and its gap.
+  bool built = true;
+  std::size_t memory_bytes = 0;  ///< the cost graph's memory estimate (CostGraph::memory_bytes)
 };
 
-/// Builds the cost graph of `graph` and solves it. Throws like plan_graph, or ctshard::error for a
-/// bad tie or budget.
+/// Builds the cost graph of `graph` and solves it, within one deadline (GlobalOptions::deadline,
+/// else time_limit_ms from the call). Throws like plan_graph, ctshard::error for a bad tie or
+/// budget or a cost outside the solver's exact range (naming the node and the value),
+/// solve::memory_limit_reached when the problem needs more than max_memory_mib, and
+/// solve::time_limit_reached when the deadline passes before the greedy plan is complete.
 GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
 
-/// Only the cost graph (for `--export-costgraph`): variables in graph order.
+/// Only the cost graph (for `--export-costgraph`): variables in graph order. Bounded by
+/// max_memory_mib and by `global.deadline` when set (then time_limit_reached once it passes).
 solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
 
 /// The `plan --global --json` document: `plan --json`'s fields (nodes with a `changed` flag)

@@ -10,50 +10,92 @@
 #include "ctshard/error.hpp"
 #include "ctshard/solve/iopddl.hpp"
 #include "ctshard/solve/solver.hpp"
+#include "option_checks.hpp"
+#include "output_file.hpp"
 
 namespace ctshard::cli {
 
-std::string read_maybe_gzip(const std::string& path) {
+std::string read_maybe_gzip(const std::string& path, std::size_t max_bytes, const solve::Deadline& deadline) {
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
   if (f == nullptr) throw error("cannot open '" + path + "'");
   std::string text;
   char buf[1 << 16];
   int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  std::size_t since_check = 0;
+  bool too_long = false, late = false;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) {
+    if (text.size() + static_cast<std::size_t>(n) > max_bytes) {
+      too_long = true;
+      break;
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+    if ((since_check += static_cast<std::size_t>(n)) >= (std::size_t{1} << 20)) {
+      since_check = 0;
+      if ((late = deadline.passed())) break;
+    }
+  }
   const bool failed = n < 0;
   gzclose(f);
+  if (too_long)
+    throw error("cannot read '" + path + "': it holds more than " + std::to_string(max_bytes) + " bytes (inflated), the input limit (at most " +
+                std::to_string(max_input_bytes) + " bytes, and within --max-memory-mib)");
+  if (late)
+    throw solve::time_limit_reached("ctshard iopddl: reading '" + path + "' (" + std::to_string(text.size()) +
+                                    " bytes read): the time limit was reached");
   if (failed) throw error("cannot read '" + path + "' (corrupt gzip data?)");
   return text;
 }
 
 void write_maybe_gzip(const std::string& path, const std::string& text, std::size_t chunk_bytes) {
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  // whole or nothing: written beside the target, renamed over it once complete
-  const std::string tmp = path + ".tmp";
-  gzFile f = gzopen(tmp.c_str(), gz ? "wb" : "wbT");  // T: no compression
-  if (f == nullptr) throw error("cannot write '" + path + "'");
+  // whole or nothing: a temporary file created exclusively beside the target, renamed over it
+  // once complete (only over a regular file)
+  OutputFile out(path);
   // gzwrite takes an unsigned length and returns an int: large texts (a 3-D mesh's cost graph
   // reaches gigabytes) go in chunks that fit both
   const std::size_t chunk = std::clamp<std::size_t>(chunk_bytes, 1, std::size_t{1} << 30);
+  if (!gz) {
+    for (std::size_t at = 0; at < text.size(); at += chunk) out.write(text.data() + at, std::min(chunk, text.size() - at));
+    out.commit();
+    return;
+  }
+  gzFile f = gzdopen(out.release(), "wb");  // gzclose closes the descriptor
+  if (f == nullptr) throw error("cannot write '" + path + "'");
   bool ok = true;
   for (std::size_t at = 0; at < text.size() && ok; at += chunk) {
     const auto len = static_cast<unsigned>(std::min(chunk, text.size() - at));
     ok = gzwrite(f, text.data() + at, len) == static_cast<int>(len);
   }
   ok = gzclose(f) == Z_OK && ok;
-  if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw error("cannot write '" + path + "'");
-  }
+  if (!ok) throw error("cannot write '" + path + "'");
+  out.commit();
 }
 
 nlohmann::json iopddl_json(const std::string& path, double time_limit_s) {
+  IopddlOptions o;
+  o.time_limit_s = time_limit_s;
+  return iopddl_json(path, o);
+}
+
+nlohmann::json iopddl_json(const std::string& path, const IopddlOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  const solve::IopddlInstance inst = solve::read_iopddl(read_maybe_gzip(path));
+  // one deadline from here (or from the caller's start-up): reading, the graph, the solve
+  const double limit_s = solve::checked_time_limit_s(options.time_limit_s, "ctshard iopddl: --time-limit-s");
+  const solve::Deadline deadline = solve::Deadline::after(limit_s).earlier(options.deadline);
+  const std::size_t budget = checked_memory_budget(options.max_memory_mib, "ctshard iopddl", OptionNames::cli);
+  solve::IopddlInstance inst;
+  {
+    const std::string text = read_maybe_gzip(path, std::min(max_input_bytes, budget), deadline);
+    solve::IopddlReadOptions ro;
+    ro.max_memory_bytes = budget - text.size();
+    ro.deadline = deadline;
+    inst = solve::read_iopddl(text, ro);
+  }
   const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   solve::SolveOptions o;
-  o.time_limit_s = std::max(0.0, time_limit_s - read_s);
+  o.time_limit_s = solve::max_time_limit_s;  // the deadline decides
+  o.deadline = deadline;
+  o.max_memory_bytes = budget;
   const solve::SolveResult r = solve::solve(inst.graph, o);
   const auto& s = r.stats;
   nlohmann::json j;
@@ -62,7 +104,7 @@ nlohmann::json iopddl_json(const std::string& path, double time_limit_s) {
   j["nodes"] = inst.graph.num_nodes();
   j["edges"] = inst.graph.edges.size();
   j["usage_limit"] = inst.usage_limit >= 0 ? nlohmann::json(inst.usage_limit) : nlohmann::json(nullptr);
-  j["limits"] = inst.graph.limits.size();
+  j["limits"] = inst.graph.interval_limit ? solve::count_interval_limits(inst.graph.intervals, false) : inst.graph.limits.size();
   j["feasible"] = r.feasible;
   j["cost"] = r.feasible ? nlohmann::json(r.cost) : nlohmann::json(nullptr);
   j["lower_bound"] = solve::is_forbidden(r.lower_bound) ? nlohmann::json("inf") : nlohmann::json(r.lower_bound);
@@ -71,7 +113,8 @@ nlohmann::json iopddl_json(const std::string& path, double time_limit_s) {
   j["status"] = r.status;
   j["seconds"] = read_s + r.seconds;
   j["read_seconds"] = read_s;
-  j["time_limit_s"] = time_limit_s;
+  j["time_limit_s"] = limit_s;
+  j["memory_mib"] = static_cast<double>(inst.graph.memory_bytes()) / 1048576.0;
   j["strategies"] = r.labels;
   j["solver"] = {{"live_after_reduction", {{"nodes", s.live_nodes}, {"labels", s.live_labels}, {"edges", s.live_edges}}},
                  {"search_core", {{"nodes", s.core_nodes}, {"labels", s.core_labels}}},

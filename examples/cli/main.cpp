@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,8 @@
 #include "fx_graph.hpp"
 #include "global_plan.hpp"
 #include "iopddl_command.hpp"
+#include "option_checks.hpp"
+#include "output_file.hpp"
 #include "plan.hpp"
 
 namespace {
@@ -112,7 +115,13 @@ nlohmann::ordered_json parse_json_option(const char* option, const std::string& 
 
 }  // namespace
 
-int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI11's option set-up runs outside the try below
+/// The tool; main() adds the check of standard output.
+int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI11's option set-up runs outside the try below
+  // the request's deadline counts from here: reading the graph or instance is part of it
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline_after = [&](double seconds) {
+    return solve::Deadline(started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds)));
+  };
   CLI::App app{"ctshard: sharding strategy tables, redistribution costs and placement propagation (DTensor semantics)"};
   app.require_subcommand(0, 1);
 
@@ -151,7 +160,13 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
                      "(0 = proven optimal), compared with the greedy plan");
   plan_cmd
       ->add_option("--time-limit-ms", global_options.time_limit_ms,
-                   "--global: solver time budget (ms); the best plan so far is returned with its gap")
+                   "--global: time budget of the whole request (ms): reading, the greedy plan, the cost graph and the solve; the best "
+                   "plan so far is returned with its gap (at most 10^9 ms)")
+      ->capture_default_str();
+  plan_cmd
+      ->add_option("--max-memory-mib", global_options.max_memory_mib,
+                   "--global / --export-costgraph: memory budget of the cost graph and the solver (MiB); 0: a quarter of the machine's "
+                   "memory; a problem that does not fit is an error")
       ->capture_default_str();
   plan_cmd->add_flag("--free-inputs", global_options.free_inputs,
                      "--global: unpinned inputs become variables; the objective adds each op's compute time and --memory-budget-gib applies");
@@ -261,7 +276,12 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
   bool iopddl_json_flag = false;
   auto* iopddl_cmd = app.add_subcommand("iopddl", "solve an IOPDDL contest instance (cost graph with per-time-step usage limits)");
   iopddl_cmd->add_option("file", iopddl_path, "instance: .json or .json.gz")->required();
-  iopddl_cmd->add_option("--time-limit-s", iopddl_time_limit, "time budget (s), reading included")->capture_default_str();
+  iopddl_cmd->add_option("--time-limit-s", iopddl_time_limit, "time budget (s), reading included (at most 10^6 s)")->capture_default_str();
+  double iopddl_memory_mib = 0;
+  iopddl_cmd
+      ->add_option("--max-memory-mib", iopddl_memory_mib,
+                   "memory budget (MiB) of the text, the instance and the solver; 0: a quarter of the machine's memory")
+      ->capture_default_str();
   iopddl_cmd->add_flag("--json", iopddl_json_flag, "machine-readable output (with the strategies)");
 
   bool ops_json = false;
@@ -291,7 +311,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
       return 0;
     }
     if (*iopddl_cmd) {
-      const auto doc = iopddl_json(iopddl_path, iopddl_time_limit);
+      IopddlOptions io;
+      io.time_limit_s = solve::checked_time_limit_s(iopddl_time_limit, "ctshard iopddl: --time-limit-s");
+      io.max_memory_mib = iopddl_memory_mib;
+      io.deadline = deadline_after(io.time_limit_s);
+      const auto doc = iopddl_json(iopddl_path, io);
       if (iopddl_json_flag) std::cout << doc.dump() << '\n';
       else print_iopddl(doc, std::cout);
       return 0;
@@ -342,6 +366,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
     if (!(repair_limit_ms >= 0) || !std::isfinite(repair_limit_ms))
       throw error("ctshard plan: --repair-time-limit-ms must be a finite number >= 0, got " + std::to_string(repair_limit_ms));
     options.repair_time_limit_ms = repair_limit_ms;
+    check_global_options(global_options, "ctshard plan", OptionNames::cli);
+    if (global) global_options.deadline = deadline_after(global_options.time_limit_ms / 1000.0);
     if (!coverage_dir.empty()) {
       return print_coverage(coverage_dir, options, registry_for(plan_linearity, plan_passthrough), json) ? 0 : 1;
     }
@@ -370,4 +396,14 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
     std::cerr << "error: " << e.what() << '\n';
     return 1;
   }
+}
+
+int main(int argc, char** argv) {
+  const int status = run(argc, argv);
+  // a failed write to standard output (a full disk, `> /dev/full`) is a failure of the command
+  if (!ctshard::cli::stdout_ok()) {
+    std::cerr << "error: cannot write to standard output\n";
+    return status == 0 ? 1 : status;
+  }
+  return status;
 }

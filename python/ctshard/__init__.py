@@ -132,6 +132,7 @@ def plan(
     data_parallel: bool = False,
     batch_size: int | None = None,
     repair_time_limit_ms: float = 10000,
+    max_memory_mib: float = 0,
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -161,7 +162,14 @@ def plan(
         placements" rule of docs/global_plan.md off, as ``--every-candidate``; a larger, slower
         problem with, on the shared graphs, the same optimum; ``solver["undelivered_rows"]``
         counts the rows the rule leaves out), ``ties`` (pairs of value names that must share a
-        placement, e.g. a parameter and its gradient).
+        placement, e.g. a parameter and its gradient), ``max_memory_mib`` (memory budget of the
+        cost graph and the solver; 0: a quarter of the machine's memory; a problem that does not
+        fit raises ValueError). ``time_limit_ms`` bounds the whole call (reading the graph, the
+        greedy plan, the cost graph and the search; at most 10^9 ms): when it runs out while the
+        cost graph is built, the greedy plan comes back with ``status`` ``"time_limit"`` and
+        ``solver["build_complete"]`` False. The numbers follow the command line's rules
+        (docs/robustness.md): NaN or negative time limits, rates that are not finite and
+        positive, budgets out of range raise ValueError naming the option and the value.
     data_parallel: data-parallel inputs, as ``--data-parallel``: every tensor input whose dim 0 is
         the batch size starts ``S(0)`` on mesh dim 0 (Replicate on the others; ``place`` wins for
         the inputs it names). The batch size is ``batch_size``, or inferred: the most common dim 0
@@ -193,14 +201,16 @@ def plan(
     greedy_algo = "enumerate" if algo == "enumerate" else "search"
     glob = None
     if algo == "global":
+        # numbers as given: the extension checks them by the command line's rules
         glob = {
-            "time_limit_ms": float(time_limit_ms),
+            "time_limit_ms": time_limit_ms,
             "free_inputs": bool(free_inputs),
             "every_candidate": bool(every_candidate),
-            "device_tflops": float(device_tflops),
-            "device_gbps": float(device_gbps),
-            "memory_budget_gib": float(memory_budget_gib),
-            "ties": [(str(a), str(b)) for a, b in (ties or [])],
+            "device_tflops": device_tflops,
+            "device_gbps": device_gbps,
+            "memory_budget_gib": memory_budget_gib,
+            "max_memory_mib": max_memory_mib,
+            "ties": list(ties or []),
         }
     if batch_size is not None and not data_parallel:
         raise ValueError("ctshard.plan: batch_size needs data_parallel=True")

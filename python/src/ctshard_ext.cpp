@@ -21,6 +21,7 @@
 #include "ctshard/registry.hpp"
 #include "fx_graph.hpp"
 #include "global_plan.hpp"
+#include "option_checks.hpp"
 #include "plan.hpp"
 
 namespace nb = nanobind;
@@ -30,40 +31,97 @@ namespace {
 
 using namespace ctshard;
 
+/// ascii(h): the object's repr with every non-ASCII character escaped (a lone surrogate
+/// included), at most 200 characters, for messages.
+std::string ascii_of(nb::handle h) {
+  PyObject* a = PyObject_ASCII(h.ptr());
+  if (a == nullptr) {
+    PyErr_Clear();
+    return "<unprintable object>";
+  }
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(a, &size);
+  std::string out = data != nullptr ? std::string(data, static_cast<std::size_t>(size)) : std::string("<unprintable object>");
+  if (data == nullptr) PyErr_Clear();
+  Py_DECREF(a);
+  return out.size() > 200 ? out.substr(0, 200) + "..." : out;
+}
+
+/// A Python str as UTF-8 text (`what` names the argument: "ctshard.table: op"). Raises
+/// ValueError (ctshard::error) naming the argument for another type, and for text that has no
+/// UTF-8 form (a lone surrogate such as "\ud800": nanobind's own conversion raised
+/// `RuntimeError: std::bad_cast`).
+std::string text_of(nb::handle h, const std::string& what) {
+  if (!nb::isinstance<nb::str>(h)) throw error(what + " must be a string, got " + ascii_of(h));
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    throw error(what + " is not valid text (it has no UTF-8 form, e.g. a lone surrogate): " + ascii_of(h));
+  }
+  return {data, static_cast<std::size_t>(size)};
+}
+
 /// A Python int as int64. Raises ValueError (ctshard::error) naming the value when it does not fit.
 std::int64_t int64_of(nb::handle h) {
   try {
     return nb::cast<std::int64_t>(h);
   } catch (const std::exception&) {
-    throw error("ctshard: integer argument " + nb::cast<std::string>(nb::repr(h)) + " does not fit in int64");
+    throw error("ctshard: integer argument " + ascii_of(h) + " does not fit in int64");
   }
 }
 
+/// A Python int argument (`what` names it) as int64: ValueError for another type (bool
+/// included) or a value beyond int64.
+std::int64_t int_field(nb::handle h, const std::string& what) {
+  if (!nb::isinstance<nb::int_>(h) || nb::isinstance<nb::bool_>(h)) throw error(what + " must be an integer, got " + ascii_of(h));
+  try {
+    return nb::cast<std::int64_t>(h);
+  } catch (const std::exception&) {
+    throw error(what + " = " + ascii_of(h) + " does not fit in int64");
+  }
+}
+
+/// A Python number argument (int or float; `what` names it) as a double: ValueError for another
+/// type (the range is checked by cli::check_global_options).
+double number_field(nb::handle h, const std::string& what) {
+  if (nb::isinstance<nb::bool_>(h) || !(nb::isinstance<nb::int_>(h) || nb::isinstance<nb::float_>(h)))
+    throw error(what + " must be a number, got " + ascii_of(h));
+  const double x = PyFloat_AsDouble(h.ptr());  // an int beyond double's range: OverflowError
+  if (x == -1.0 && PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    throw error(what + " = " + ascii_of(h) + " is beyond the range of a double");
+  }
+  return x;
+}
+
 /// Python value -> JSON (None, bool, int, float, str, list/tuple, dict in insertion order; at most
-/// cli::max_arg_nesting levels of lists). Raises ValueError naming
-/// the value for anything else.
-nlohmann::ordered_json to_json(nb::handle h, std::size_t depth = 0) {
+/// cli::max_arg_nesting levels of lists, cli::max_arg_values values in all, counted in
+/// `values`). Raises ValueError naming the value for anything else.
+nlohmann::ordered_json to_json(nb::handle h, std::size_t& values, std::size_t depth = 0) {
+  if (++values > cli::max_arg_values)
+    throw error("ctshard: arguments hold more than " + std::to_string(cli::max_arg_values) + " values (numbers, strings, lists)");
   if (h.is_none()) return nullptr;
   if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
   if (nb::isinstance<nb::int_>(h)) return int64_of(h);
   if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
-  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<nb::str>(h)) return text_of(h, "ctshard: a string argument");
   if ((nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::dict>(h)) && depth >= cli::max_arg_nesting)
     throw error("ctshard: arguments nest lists deeper than " + std::to_string(cli::max_arg_nesting) + " levels");
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
-    for (nb::handle item : h) a.push_back(to_json(item, depth + 1));
+    for (nb::handle item : h) a.push_back(to_json(item, values, depth + 1));
     return a;
   }
   if (nb::isinstance<nb::dict>(h)) {
     nlohmann::ordered_json o = nlohmann::ordered_json::object();
     for (auto [k, v] : nb::borrow<nb::dict>(h)) {
-      if (!nb::isinstance<nb::str>(k)) throw error("ctshard: keyword names must be strings, got " + nb::cast<std::string>(nb::repr(k)));
-      o[nb::cast<std::string>(k)] = to_json(v, depth + 1);
+      if (!nb::isinstance<nb::str>(k)) throw error("ctshard: keyword names must be strings, got " + ascii_of(k));
+      o[text_of(k, "ctshard: a keyword name")] = to_json(v, values, depth + 1);
     }
     return o;
   }
-  throw error("ctshard: unsupported argument " + nb::cast<std::string>(nb::repr(h)) +
+  throw error("ctshard: unsupported argument " + ascii_of(h) +
               " (use None, bools, numbers, strings, \"$i\" for tensor input i, lists, or a dict of keywords)");
 }
 
@@ -103,11 +161,11 @@ nb::object without_gil(Work&& work) {
 
 std::vector<std::int64_t> int_list(nb::handle h, const char* what) {
   if (nb::isinstance<nb::str>(h) || !(nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)))
-    throw error(std::string("ctshard: ") + what + " must be a list of integers, got " + nb::cast<std::string>(nb::repr(h)));
+    throw error(std::string("ctshard: ") + what + " must be a list of integers, got " + ascii_of(h));
   std::vector<std::int64_t> out;
   for (nb::handle x : h) {
     if (!nb::isinstance<nb::int_>(x) || nb::isinstance<nb::bool_>(x))
-      throw error(std::string("ctshard: ") + what + " must be a list of integers, got " + nb::cast<std::string>(nb::repr(h)));
+      throw error(std::string("ctshard: ") + what + " must be a list of integers, got " + ascii_of(h));
     out.push_back(int64_of(x));
   }
   return out;
@@ -115,52 +173,52 @@ std::vector<std::int64_t> int_list(nb::handle h, const char* what) {
 
 std::vector<std::string> string_list(nb::handle h, const char* what) {
   if (nb::isinstance<nb::str>(h) || !(nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)))
-    throw error(std::string("ctshard: ") + what + " must be a list of strings, got " + nb::cast<std::string>(nb::repr(h)));
+    throw error(std::string("ctshard: ") + what + " must be a list of strings, got " + ascii_of(h));
   std::vector<std::string> out;
   for (nb::handle x : h) {
-    if (!nb::isinstance<nb::str>(x))
-      throw error(std::string("ctshard: ") + what + " must be a list of strings, got " + nb::cast<std::string>(nb::repr(h)));
-    out.push_back(nb::cast<std::string>(x));
+    if (!nb::isinstance<nb::str>(x)) throw error(std::string("ctshard: ") + what + " must be a list of strings, got " + ascii_of(h));
+    out.push_back(text_of(x, std::string("ctshard: ") + what + " item"));
   }
   return out;
 }
 
-cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                                nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
-                                const std::string& algo = "enumerate", const std::string& partial_passthrough = "ctshard") {
+/// The table request of table() / choose() / _bench_choose(): every argument decoded and checked
+/// here (strings as text_of, ints as int_field; ValueError naming the argument).
+cli::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
+                                nb::handle dtype, nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model,
+                                const std::string& algo_default, nb::handle algo, nb::handle partial_passthrough) {
   cli::TableOptions o;
-  o.op = op;
+  o.op = text_of(op, "ctshard.table: op");
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
-    throw error("ctshard.table: shapes must be a list of shapes (lists of integers; [] for 0-d), got " + nb::cast<std::string>(nb::repr(shapes)));
+    throw error("ctshard.table: shapes must be a list of shapes (lists of integers; [] for 0-d), got " + ascii_of(shapes));
   for (nb::handle s : shapes) o.shapes.push_back(int_list(s, "table: each shape"));
   o.mesh = int_list(mesh, "table: mesh");
   o.inputs = string_list(inputs, "table: inputs");
-  o.dtypes = nb::isinstance<nb::str>(dtype) ? std::vector<std::string>{nb::cast<std::string>(dtype)} : string_list(dtype, "table: dtype");
-  o.devices_per_host = devices_per_host;
-  o.einsum_linearity = einsum_linearity;
-  o.partial_passthrough = partial_passthrough;
-  (void)cli::registry_for(einsum_linearity, partial_passthrough);  // a bad name is an error before any work
-  o.cost_model = cli::parse_cost_model(cost_model);
-  (void)cli::parse_algo(algo);  // a bad name is an error before any work
-  o.algo = algo;
-  o.args = args.is_none() ? nlohmann::ordered_json::array() : to_json(args);
-  o.kwargs = kwargs.is_none() ? nlohmann::ordered_json::object() : to_json(kwargs);
+  o.dtypes = nb::isinstance<nb::str>(dtype) ? std::vector<std::string>{text_of(dtype, "ctshard.table: dtype")} : string_list(dtype, "table: dtype");
+  o.devices_per_host = int_field(devices_per_host, "ctshard.table: devices_per_host");
+  o.einsum_linearity = text_of(einsum_linearity, "ctshard.table: einsum_linearity");
+  o.partial_passthrough = partial_passthrough.is_none() ? std::string("ctshard") : text_of(partial_passthrough, "ctshard.table: partial_passthrough");
+  (void)cli::registry_for(o.einsum_linearity, o.partial_passthrough);  // a bad name is an error before any work
+  o.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.table: cost_model"));
+  o.algo = algo.is_none() ? algo_default : text_of(algo, "ctshard.table: algo");
+  (void)cli::parse_algo(o.algo);  // a bad name is an error before any work
+  std::size_t values = 0;
+  o.args = args.is_none() ? nlohmann::ordered_json::array() : to_json(args, values);
+  o.kwargs = kwargs.is_none() ? nlohmann::ordered_json::object() : to_json(kwargs, values);
   return o;
 }
 
-nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
-                 std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
-                 const std::string& partial_passthrough) {
-  const cli::TableOptions o =
-      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
+nb::object table(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
+                 nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
+                                            "enumerate", algo, partial_passthrough);
   return without_gil([&] { return cli::table_json(o); });
 }
 
-nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
-                  std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
-                  const std::string& partial_passthrough) {
-  const cli::TableOptions o =
-      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
+nb::object choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
+                  nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, "search",
+                                            algo, partial_passthrough);
   return without_gil([&] { return cli::choice_json(o); });
 }
 
@@ -169,10 +227,10 @@ nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb:
 /// a caller pays with nothing cached; `warm_ns`: choose() on a kept enumerator whose per-input
 /// cost memo is cleared by alternating two input metas (DTensor-style repeated calls on new
 /// shapes); `repeat_ns`: the same query again (the enumerator's remembered answer).
-nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                        nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, std::int64_t repeat,
-                        const std::string& cost_model) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model);
+nb::object bench_choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
+                        nb::handle devices_per_host, nb::handle einsum_linearity, std::int64_t repeat, nb::handle cost_model) {
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
+                                            "enumerate", nb::none(), nb::none());
   return without_gil([&] {
     const cli::PreparedTable t = cli::prepare_table(o);
     using clock = std::chrono::steady_clock;
@@ -198,16 +256,16 @@ nb::object bench_choose(const std::string& op, nb::handle shapes, nb::handle mes
   });
 }
 
-nb::object cost(nb::handle shape, nb::handle mesh, const std::string& src, const std::string& dst, const std::string& dtype,
-                std::int64_t devices_per_host, const std::string& cost_model) {
+nb::object cost(nb::handle shape, nb::handle mesh, nb::handle src, nb::handle dst, nb::handle dtype, nb::handle devices_per_host,
+                nb::handle cost_model) {
   cli::CostOptions o;
   o.shape = int_list(shape, "cost: shape");
   o.mesh = int_list(mesh, "cost: mesh");
-  o.from = src;
-  o.to = dst;
-  o.dtype = dtype;
-  o.devices_per_host = devices_per_host;
-  o.cost_model = cli::parse_cost_model(cost_model);
+  o.from = text_of(src, "ctshard.cost: src");
+  o.to = text_of(dst, "ctshard.cost: dst");
+  o.dtype = text_of(dtype, "ctshard.cost: dtype");
+  o.devices_per_host = int_field(devices_per_host, "ctshard.cost: devices_per_host");
+  o.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.cost: cost_model"));
   return without_gil([&] { return cli::cost_json(o); });
 }
 
@@ -222,7 +280,7 @@ fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
   if (nb::isinstance<nb::bool_>(h)) return fx::Arg::make_bool(nb::cast<bool>(h));
   if (nb::isinstance<nb::int_>(h)) return fx::Arg::make_int(int64_of(h));
   if (nb::isinstance<nb::float_>(h)) return fx::Arg::make_float(nb::cast<double>(h));
-  if (nb::isinstance<nb::str>(h)) return fx::Arg::make_string(nb::cast<std::string>(h));
+  if (nb::isinstance<nb::str>(h)) return fx::Arg::make_string(text_of(h, "ctshard.plan: a node argument"));
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
     if (depth >= fx::max_nesting) throw error("ctshard.plan: node arguments nest lists deeper than " + std::to_string(fx::max_nesting) + " levels");
     std::vector<fx::Arg> items;
@@ -234,22 +292,22 @@ fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
     if (d.contains("node")) {
       std::optional<std::int64_t> index;
       if (d.contains("index")) index = int64_of(d["index"]);
-      return fx::Arg::make_node(nb::cast<std::string>(d["node"]), index);
+      return fx::Arg::make_node(text_of(d["node"], "ctshard.plan: a node reference"), index);
     }
-    if (d.contains("opaque")) return fx::Arg::make_opaque(nb::cast<std::string>(d["opaque"]));
+    if (d.contains("opaque")) return fx::Arg::make_opaque(text_of(d["opaque"], "ctshard.plan: a node argument"));
     if (d.contains("dict")) {
       if (depth >= fx::max_nesting) throw error("ctshard.plan: node arguments nest lists deeper than " + std::to_string(fx::max_nesting) + " levels");
       std::vector<std::pair<fx::Arg, fx::Arg>> entries;
       for (nb::handle kv : d["dict"]) {
         nb::sequence pair = nb::borrow<nb::sequence>(kv);
         if (nb::len(pair) != 2)
-          throw error("ctshard.plan: a dict argument's entries are [key, value] pairs, got " + nb::cast<std::string>(nb::repr(kv)));
+          throw error("ctshard.plan: a dict argument's entries are [key, value] pairs, got " + ascii_of(kv));
         entries.emplace_back(to_fx_arg(pair[0], depth + 1), to_fx_arg(pair[1], depth + 1));
       }
       return fx::Arg::make_dict(std::move(entries));
     }
   }
-  throw error("ctshard.plan: unsupported node argument " + nb::cast<std::string>(nb::repr(h)));
+  throw error("ctshard.plan: unsupported node argument " + ascii_of(h));
 }
 
 /// Checks a size expression of node `node` as the text reader does (fx::SizeExpr grammar).
@@ -265,15 +323,14 @@ void check_expression(const std::string& text, const std::string& node) {
 /// become the same symbolic dims (TensorType::dim_exprs) as the text reader's.
 void shape_from_record(nb::handle h, fx::TensorType& type, const std::string& node) {
   const auto bad = [&] {
-    return error("ctshard.plan: node '" + node + "': an output shape must be a list of integers and size expressions, got " +
-                 nb::cast<std::string>(nb::repr(h)));
+    return error("ctshard.plan: node '" + node + "': an output shape must be a list of integers and size expressions, got " + ascii_of(h));
   };
   if (nb::isinstance<nb::str>(h) || !(nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h))) throw bad();
   std::vector<std::string> exprs;
   bool symbolic = false;
   for (nb::handle x : h) {
     if (nb::isinstance<nb::str>(x)) {
-      std::string text = nb::cast<std::string>(x);
+      std::string text = text_of(x, "ctshard.plan: node '" + node + "': a size expression");
       check_expression(text, node);
       if (fx::SizeExpr::parse(text).symbols().empty())
         throw error("ctshard.plan: node '" + node + "': size '" + text + "' is neither an integer nor an expression of symbols");
@@ -307,22 +364,23 @@ fx::Graph graph_from_records(nb::handle records, const std::string& source, std:
     if (t.size() != 7 && t.size() != 8)
       throw error("ctshard.plan: a node record has 7 fields (name, op, target, args, kwargs, outputs, sym) and optionally the submodule's records");
     fx::Node n;
-    n.name = nb::cast<std::string>(t[0]);
-    n.kind = nb::cast<std::string>(t[1]);
-    n.target = nb::cast<std::string>(t[2]);
+    n.name = text_of(t[0], "ctshard.plan: a node name");
+    n.kind = text_of(t[1], "ctshard.plan: node '" + n.name + "': its op");
+    n.target = text_of(t[2], "ctshard.plan: node '" + n.name + "': its target");
     n.line = ++line;
     for (nb::handle a : t[3]) n.args.push_back(to_fx_arg(a));
-    for (auto [k, v] : nb::borrow<nb::dict>(t[4])) n.kwargs.emplace_back(nb::cast<std::string>(k), to_fx_arg(v));
+    for (auto [k, v] : nb::borrow<nb::dict>(t[4]))
+      n.kwargs.emplace_back(text_of(k, "ctshard.plan: node '" + n.name + "': a keyword name"), to_fx_arg(v));
     for (nb::handle o : t[5]) {
       nb::tuple ot = nb::cast<nb::tuple>(o);
       fx::TensorType type;
-      type.dtype = nb::cast<std::string>(ot[0]);
+      type.dtype = text_of(ot[0], "ctshard.plan: node '" + n.name + "': a dtype");
       if (!type.dtype.empty() && !fx::is_known_dtype(type.dtype))
         throw error("ctshard.plan: node '" + n.name + "' has an unknown dtype '" + type.dtype + "'");
       shape_from_record(ot[1], type, n.name);
       n.outputs.push_back(std::move(type));
     }
-    n.sym_expr = nb::cast<std::string>(t[6]);
+    n.sym_expr = text_of(t[6], "ctshard.plan: node '" + n.name + "': its symbolic expression");
     if (!n.sym_expr.empty()) {
       check_expression(n.sym_expr, n.name);
       if (!n.outputs.empty()) throw error("ctshard.plan: node '" + n.name + "' is a symbolic value and has tensor outputs");
@@ -351,17 +409,16 @@ fx::Graph graph_from_records(nb::handle records, const std::string& source, std:
 std::map<std::string, std::int64_t> symbols_of(nb::handle sym) {
   std::map<std::string, std::int64_t> out;
   if (sym.is_none()) return out;
-  if (!nb::isinstance<nb::dict>(sym)) throw error("ctshard.plan: sym must map symbol names to integers, got " + nb::cast<std::string>(nb::repr(sym)));
+  if (!nb::isinstance<nb::dict>(sym)) throw error("ctshard.plan: sym must map symbol names to integers, got " + ascii_of(sym));
   for (auto [k, v] : nb::borrow<nb::dict>(sym)) {
     if (!nb::isinstance<nb::str>(k) || !nb::isinstance<nb::int_>(v) || nb::isinstance<nb::bool_>(v))
-      throw error("ctshard.plan: sym must map symbol names to integers, got " + nb::cast<std::string>(nb::repr(k)) + ": " +
-                  nb::cast<std::string>(nb::repr(v)));
-    const std::string name = nb::cast<std::string>(k);
+      throw error("ctshard.plan: sym must map symbol names to integers, got " + ascii_of(k) + ": " + ascii_of(v));
+    const std::string name = text_of(k, "ctshard.plan: a sym name");
     std::int64_t value = 0;
     try {
       value = nb::cast<std::int64_t>(v);
     } catch (const std::exception&) {
-      throw error("ctshard.plan: sym " + name + "=" + nb::cast<std::string>(nb::repr(v)) + " does not fit 64 bits");
+      throw error("ctshard.plan: sym " + name + "=" + ascii_of(v) + " does not fit 64 bits");
     }
     out.emplace(name, value);
   }
@@ -374,9 +431,9 @@ std::map<std::string, Spec> placements_of(nb::handle place) {
   if (!nb::isinstance<nb::dict>(place)) throw error("ctshard.plan: place must map input names to spec strings");
   for (auto [k, v] : nb::borrow<nb::dict>(place)) {
     if (!nb::isinstance<nb::str>(k) || !nb::isinstance<nb::str>(v))
-      throw error("ctshard.plan: place must map input names to spec strings, got " + nb::cast<std::string>(nb::repr(k)) + ": " +
-                  nb::cast<std::string>(nb::repr(v)));
-    out.emplace(nb::cast<std::string>(k), parse_spec(nb::cast<std::string>(v)));
+      throw error("ctshard.plan: place must map input names to spec strings, got " + ascii_of(k) + ": " + ascii_of(v));
+    const std::string name = text_of(k, "ctshard.plan: a place name");
+    out.emplace(name, parse_spec(text_of(v, "ctshard.plan: place['" + name + "']")));
   }
   return out;
 }
@@ -384,31 +441,39 @@ std::map<std::string, Spec> placements_of(nb::handle place) {
 /// What `graph` is: the embedded default (None), graph text, a path, or node records.
 enum class GraphSource { embedded_default, text, path, records };
 
-/// The options of algo="global" from a dict (None: the greedy plan).
+/// The options of algo="global" from a dict (None: the greedy plan): numbers checked by the
+/// command line's rules (cli::check_global_options), every value's type too. Raises ValueError
+/// naming the option and the value.
 std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
   if (global.is_none()) return std::nullopt;
   if (!nb::isinstance<nb::dict>(global)) throw error("ctshard.plan: global options must be a dict");
   cli::GlobalOptions o;
+  const auto flag = [](nb::handle v, const std::string& what) {
+    if (!nb::isinstance<nb::bool_>(v)) throw error(what + " must be True or False, got " + ascii_of(v));
+    return nb::cast<bool>(v);
+  };
   for (auto [k, v] : nb::borrow<nb::dict>(global)) {
-    const std::string key = nb::cast<std::string>(k);
-    if (key == "time_limit_ms") o.time_limit_ms = nb::cast<double>(v);
-    else if (key == "free_inputs") o.free_inputs = nb::cast<bool>(v);
-    else if (key == "every_candidate") o.every_candidate = nb::cast<bool>(v);
-    else if (key == "device_tflops") o.device_tflops = nb::cast<double>(v);
-    else if (key == "device_gbps") o.device_gbps = nb::cast<double>(v);
-    else if (key == "memory_budget_gib") o.memory_budget_gib = nb::cast<double>(v);
+    const std::string key = text_of(k, "ctshard.plan: a global option name");
+    const std::string what = "ctshard.plan: " + key;
+    if (key == "time_limit_ms") o.time_limit_ms = number_field(v, what);
+    else if (key == "free_inputs") o.free_inputs = flag(v, what);
+    else if (key == "every_candidate") o.every_candidate = flag(v, what);
+    else if (key == "device_tflops") o.device_tflops = number_field(v, what);
+    else if (key == "device_gbps") o.device_gbps = number_field(v, what);
+    else if (key == "memory_budget_gib") o.memory_budget_gib = number_field(v, what);
+    else if (key == "max_memory_mib") o.max_memory_mib = number_field(v, what);
     else if (key == "ties") {
-      for (nb::handle t : nb::borrow<nb::list>(v)) {
-        const nb::tuple pair = nb::cast<nb::tuple>(t);
-        if (pair.size() != 2) throw error("ctshard.plan: ties must be pairs of value names");
-        o.ties.emplace_back(nb::cast<std::string>(pair[0]), nb::cast<std::string>(pair[1]));
+      if (!nb::isinstance<nb::list>(v) && !nb::isinstance<nb::tuple>(v)) throw error("ctshard.plan: ties must be a list of pairs of value names");
+      for (nb::handle t : v) {
+        if (!(nb::isinstance<nb::list>(t) || nb::isinstance<nb::tuple>(t)) || nb::len(t) != 2)
+          throw error("ctshard.plan: ties must be pairs of value names, got " + ascii_of(t));
+        o.ties.emplace_back(text_of(t[0], "ctshard.plan: a tie's first name"), text_of(t[1], "ctshard.plan: a tie's second name"));
       }
     } else {
       throw error("ctshard.plan: unknown global option '" + key + "'");
     }
   }
-  if (!(o.time_limit_ms >= 0)) throw error("ctshard.plan: time_limit_ms must be >= 0");
-  if (!(o.device_tflops > 0) || !(o.device_gbps > 0)) throw error("ctshard.plan: device_tflops and device_gbps must be > 0");
+  cli::check_global_options(o, "ctshard.plan", cli::OptionNames::python);
   return o;
 }
 
@@ -418,13 +483,13 @@ void plan_options_of(nb::handle extra, cli::PlanOptions& o) {
   if (extra.is_none()) return;
   if (!nb::isinstance<nb::dict>(extra)) throw error("ctshard.plan: plan options must be a dict");
   for (auto [k, v] : nb::borrow<nb::dict>(extra)) {
-    const std::string key = nb::cast<std::string>(k);
+    const std::string key = text_of(k, "ctshard.plan: a plan option name");
     if (key == "data_parallel") {
       o.data_parallel = nb::cast<bool>(v);
     } else if (key == "batch_size") {
       if (v.is_none()) continue;
       if (!nb::isinstance<nb::int_>(v) || nb::isinstance<nb::bool_>(v))
-        throw error("ctshard.plan: batch_size must be an integer, got " + nb::cast<std::string>(nb::repr(v)));
+        throw error("ctshard.plan: batch_size must be an integer, got " + ascii_of(v));
       const std::int64_t b = int64_of(v);
       if (b < 1) throw error("ctshard.plan: batch_size " + std::to_string(b) + ": a batch size must be at least 1");
       o.batch_size = b;
@@ -439,22 +504,28 @@ void plan_options_of(nb::handle extra, cli::PlanOptions& o) {
   if (o.batch_size && !o.data_parallel) throw error("ctshard.plan: batch_size needs data_parallel=True");
 }
 
-nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t devices_per_host,
-                const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model, nb::handle global, const std::string& algo,
-                const std::string& partial_passthrough, nb::handle extra) {
-  const std::optional<cli::GlobalOptions> global_options = global_options_of(global);
+nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place, nb::handle devices_per_host,
+                nb::handle einsum_linearity, nb::handle sym, nb::handle cost_model, nb::handle global, nb::handle algo,
+                nb::handle partial_passthrough, nb::handle extra) {
+  std::optional<cli::GlobalOptions> global_options = global_options_of(global);
+  if (global_options) {  // one deadline for the request, from here (reading the graph included)
+    global_options->deadline = solve::Deadline::after(global_options->time_limit_ms / 1000.0);
+  }
   cli::PlanOptions options;
-  options.algo = cli::parse_algo(algo);
+  options.algo = cli::parse_algo(text_of(algo, "ctshard.plan: algo"));
   options.mesh = int_list(mesh, "plan: mesh");
-  options.devices_per_host = devices_per_host;
+  options.devices_per_host = int_field(devices_per_host, "ctshard.plan: devices_per_host");
   options.placements = placements_of(place);
   options.symbols = symbols_of(sym);
-  options.cost_model = cli::parse_cost_model(cost_model);
+  options.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.plan: cost_model"));
   plan_options_of(extra, options);
-  const OpRegistry& registry = cli::registry_for(einsum_linearity, partial_passthrough);
+  const OpRegistry& registry = cli::registry_for(text_of(einsum_linearity, "ctshard.plan: einsum_linearity"),
+                                                 text_of(partial_passthrough, "ctshard.plan: partial_passthrough"));
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
-  const std::string text = kind == GraphSource::text || kind == GraphSource::path ? nb::cast<std::string>(graph) : std::string();
+  const std::string text = kind == GraphSource::text   ? text_of(graph, "ctshard.plan: graph text")
+                           : kind == GraphSource::path ? text_of(graph, "ctshard.plan: graph path")
+                                                       : std::string();
   return without_gil([&] {
     fx::Graph g = kind == GraphSource::embedded_default ? cli::default_graph()
                   : kind == GraphSource::text           ? fx::parse_fx_graph(text, source)
@@ -474,7 +545,7 @@ struct GraphInput {
 };
 GraphInput graph_input() { return {}; }
 GraphInput graph_input(nb::handle graph) { return {nb::borrow(graph), std::string()}; }
-GraphInput graph_input(nb::handle graph, const std::string& source) { return {nb::borrow(graph), source}; }
+GraphInput graph_input(nb::handle graph, nb::handle source) { return {nb::borrow(graph), text_of(source, "ctshard.plan: source")}; }
 
 /// Binds `name` as a plan_* function: its own graph arguments first (C++ types `Graph...`, named
 /// by `graph_args`: what differs between the bindings), then the options every plan_* function
@@ -484,8 +555,8 @@ void def_plan(nb::module_& m, const char* name, GraphArgs... graph_args) {
   static_assert(sizeof...(Graph) == sizeof...(GraphArgs), "one nb::arg per graph argument");
   m.def(
       name,
-      [](Graph... graph, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
-         nb::handle global, const std::string& algo, const std::string& pp, nb::handle extra) {
+      [](Graph... graph, nb::handle mesh, nb::handle place, nb::handle dph, nb::handle lin, nb::handle sym, nb::handle cm, nb::handle global,
+         nb::handle algo, nb::handle pp, nb::handle extra) {
         const GraphInput in = graph_input(graph...);
         return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp, extra);
       },
@@ -495,8 +566,8 @@ void def_plan(nb::module_& m, const char* name, GraphArgs... graph_args) {
 }
 
 /// Placements of a spec as (kind, dim, split_factor, reduce_op) tuples for ctshard.torch.
-nb::list spec_placements(const std::string& text) {
-  const Spec spec = parse_spec(text);
+nb::list spec_placements(nb::handle text) {
+  const Spec spec = parse_spec(text_of(text, "ctshard.torch: spec"));
   nb::list out;
   for (const Placement& p : spec) {
     const std::string kind = p.is_replicate() ? "R" : p.is_strided_shard() ? "_S" : p.is_shard() ? "S" : "P";
@@ -536,13 +607,13 @@ NB_MODULE(_ext, m) {
   m.def("cost", &cost, nb::arg("shape"), nb::arg("mesh"), nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("devices_per_host"),
         nb::arg("cost_model") = "dtensor");
   def_plan<GraphSource::embedded_default>(m, "plan_default");
-  def_plan<GraphSource::text, nb::handle, const std::string&>(m, "plan_text", nb::arg("text"), nb::arg("source"));
+  def_plan<GraphSource::text, nb::handle, nb::handle>(m, "plan_text", nb::arg("text"), nb::arg("source"));
   def_plan<GraphSource::path, nb::handle>(m, "plan_file", nb::arg("path"));
-  def_plan<GraphSource::records, nb::handle, const std::string&>(m, "plan_records", nb::arg("records"), nb::arg("source"));
+  def_plan<GraphSource::records, nb::handle, nb::handle>(m, "plan_records", nb::arg("records"), nb::arg("source"));
   m.def("ops", [] { return to_python(cli::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.
   m.def("_gil_held_during_work", [] { return without_gil([] { return json(PyGILState_Check() != 0); }); });
   m.def(
-      "format_spec", [](const std::string& text) { return to_string(parse_spec(text)); }, nb::arg("spec"));
+      "format_spec", [](nb::handle text) { return to_string(parse_spec(text_of(text, "ctshard.format_spec: spec"))); }, nb::arg("spec"));
 }

@@ -28,6 +28,7 @@
 #include "ctshard/rules/uneven_inputs.hpp"
 #include "ctshard/select/enumerator.hpp"
 #include "ctshard/select/filters.hpp"
+#include "ctshard/solve/budget.hpp"
 
 namespace ctshard::solve {
 
@@ -39,6 +40,7 @@ struct CandidateSet {
   std::vector<Spec> specs;
   std::vector<std::uint64_t> needs_bypass;
   std::size_t rows_enumerated = 0;  ///< S^N rows walked before filtering
+  std::size_t charged = 0;          ///< bytes charged to the enumeration's MemoryBudget
 
   [[nodiscard]] std::size_t width() const noexcept { return num_outputs + num_inputs; }
   [[nodiscard]] std::size_t size() const noexcept { return needs_bypass.size(); }
@@ -51,10 +53,14 @@ struct CandidateSet {
 /// order (mesh dim 0 slowest), keeping rows that pass the mixed-Partial filter, the op filter, and
 /// input shardability — or, when `uneven` is not `reject`, rows whose unshardable inputs are
 /// flagged in `needs_bypass`. Throws ctshard::error when the table exceeds `max_rows` rows, has
-/// more than 255 filled rules, or the input count differs from the rules'.
+/// more than 255 filled rules, or the input count differs from the rules'; memory_limit_reached
+/// when the rows kept need more than `budget` allows (each row is charged to it: the caller
+/// releases CandidateSet::bytes() when it drops the set); time_limit_reached once `deadline`
+/// passes (polled every 4096 rows walked).
 [[nodiscard]] inline CandidateSet enumerate_candidates(const RuleSet& raw_rules, const MeshTopology& mesh, std::span<const TensorMeta> inputs,
                                                        const ShardKinds& kinds, UnevenInputs uneven, const FullMeshFilter& filter = {},
-                                                       std::size_t max_rows = std::size_t{1} << 20) {
+                                                       std::size_t max_rows = std::size_t{1} << 20, MemoryBudget* budget = nullptr,
+                                                       const Deadline& deadline = {}) {
   if (inputs.size() != raw_rules.num_inputs())
     throw error("ctshard::solve::enumerate_candidates: the op takes " + std::to_string(raw_rules.num_inputs()) + " tensor inputs, got " +
                 std::to_string(inputs.size()));
@@ -79,9 +85,12 @@ struct CandidateSet {
   std::vector<unsigned> masks((n + 1) * width, 0);
   std::vector<Spec> row(width, Spec(n));
   std::size_t depth = 0;
+  DeadlinePoll poll(deadline, 4096);
+  const std::size_t row_bytes = width * sizeof(Spec) + sizeof(std::uint64_t);
   // depth-first over mesh dims; a prefix with mixed Partial kinds prunes its subtree
   while (true) {
     if (depth == n) {
+      poll.check("ctshard::solve::enumerate_candidates");
       std::uint64_t bypass = 0;
       bool ok = true;
       for (std::size_t i = 0; i < nin && ok; ++i) {
@@ -91,6 +100,10 @@ struct CandidateSet {
       }
       if (ok && filter) ok = filter(row, inputs, mesh.dim_sizes());
       if (ok) {
+        if (budget != nullptr) {
+          budget->charge(row_bytes, "the candidate rows of one op");
+          out.charged += row_bytes;
+        }
         out.specs.insert(out.specs.end(), row.begin(), row.end());
         out.needs_bypass.push_back(bypass);
       }

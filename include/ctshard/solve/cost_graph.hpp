@@ -13,16 +13,20 @@
 /// matrix is the special case of one class per label.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "ctshard/error.hpp"
+#include "ctshard/solve/interval_steps.hpp"
 
 namespace ctshard::solve {
 
@@ -33,6 +37,16 @@ using cost_t = std::int64_t;
 /// A forbidden label or pair (DTensor's infinite redistributions, IOPDDL's 1e18 entries). Any
 /// cost at or above it is forbidden.
 inline constexpr cost_t forbidden = std::numeric_limits<cost_t>::max() / 4;
+
+/// The solver's exact range: every finite cost lies in [-max_exact_cost, max_exact_cost] (2^56),
+/// and so does the sum of their magnitudes (the fixed-point scale multiplies them and the dual's
+/// messages add them in 64-bit integers). CostGraph::validate refuses a cost outside it, naming
+/// the node or edge and the value.
+inline constexpr cost_t max_exact_cost = cost_t{1} << 56;
+
+/// The usage range: per limit (and per time step of an interval limit), |limit| plus the sum of
+/// the members' largest |usage| stays within 2^60, so no usage sum wraps (they are 64-bit).
+inline constexpr std::int64_t max_usage_total = std::int64_t{1} << 60;
 
 /// True for a forbidden cost.
 [[nodiscard]] constexpr bool is_forbidden(cost_t c) noexcept { return c >= forbidden; }
@@ -74,6 +88,11 @@ struct CostGraph {
   std::vector<UsageLimit> limits;
   /// IOPDDL only: per node [start, end) lifetime, kept to write the instance back.
   std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
+  /// IOPDDL's usage limit over time: at every time step t, the usages of the nodes whose interval
+  /// [start, end) contains t sum to at most this (needs `intervals` and `usage` for every node).
+  /// Kept implicit (IntervalSteps): listing one UsageLimit per step is quadratic in the nodes on
+  /// a staircase of intervals; the solver turns the steps a round's optimum breaks into limits.
+  std::optional<std::int64_t> interval_limit;
 
   [[nodiscard]] std::size_t num_nodes() const noexcept { return unary.size(); }
   [[nodiscard]] std::size_t num_labels(std::size_t u) const noexcept { return unary[u].size(); }
@@ -126,7 +145,8 @@ struct CostGraph {
     return total;
   }
 
-  /// True when the assignment meets every usage limit.
+  /// True when the assignment meets every usage limit (and every time step of the interval
+  /// limit). Throws ctshard::error for a malformed assignment.
   [[nodiscard]] bool feasible(std::span<const std::uint32_t> labels) const {
     check_assignment(labels);
     for (const auto& l : limits) {
@@ -134,7 +154,30 @@ struct CostGraph {
       for (auto u : l.nodes) sum += usage[u][labels[u]];
       if (sum > l.limit) return false;
     }
+    if (interval_limit) {
+      const IntervalSteps steps(intervals);
+      for (const std::int64_t sum : steps.sums<std::int64_t>([&](std::size_t u) { return usage[u][labels[u]]; }))
+        if (sum > *interval_limit) return false;
+    }
     return true;
+  }
+
+  /// An estimate of the graph's memory (bytes): its vectors' contents and headers, a shared edge
+  /// matrix counted once. What --max-memory-mib bounds (docs/robustness.md).
+  [[nodiscard]] std::size_t memory_bytes() const {
+    constexpr std::size_t vec = sizeof(std::vector<cost_t>);
+    std::size_t b = sizeof(CostGraph) + unary.size() * vec + edges.size() * sizeof(CostEdge);
+    for (const auto& u : unary) b += u.size() * sizeof(cost_t);
+    std::unordered_set<const void*> seen;
+    for (const auto& e : edges) {
+      b += (e.row_class.size() + e.col_class.size()) * sizeof(std::uint32_t) + e.matrix.size() * sizeof(cost_t);
+      if (e.shared && seen.insert(e.shared.get()).second) b += vec + e.shared->size() * sizeof(cost_t);
+    }
+    b += usage.size() * vec;
+    for (const auto& u : usage) b += u.size() * sizeof(std::int64_t);
+    for (const auto& l : limits) b += sizeof(UsageLimit) + l.nodes.size() * sizeof(std::uint32_t);
+    b += intervals.size() * sizeof(intervals[0]);
+    return b;
   }
 
   /// Total number of labels over all nodes.
@@ -164,6 +207,56 @@ struct CostGraph {
     for (const auto& l : limits)
       for (auto u : l.nodes)
         if (u >= num_nodes()) throw error("ctshard::solve::CostGraph: a usage limit names node " + std::to_string(u) + ", out of range");
+    if (interval_limit && (intervals.size() != num_nodes() || usage.size() != num_nodes()))
+      throw error("ctshard::solve::CostGraph: an interval limit needs an interval and a usage row per node");
+    validate_numbers();
+  }
+
+  /// The numeric half of validate(): every finite cost (unary, edge, constant) within
+  /// ±max_exact_cost, every usage sum a limit can take within max_usage_total. Throws
+  /// ctshard::error naming the node, label or edge and the value.
+  void validate_numbers() const {
+    const auto bad_cost = [](cost_t c) { return !is_forbidden(c) && (c > max_exact_cost || c < -max_exact_cost); };
+    const std::string range = " is outside the solver's exact range [-2^56, 2^56] (forbidden is " + std::to_string(forbidden) + " or more)";
+    if (bad_cost(constant)) throw error("ctshard::solve::CostGraph: the constant " + std::to_string(constant) + range);
+    for (std::size_t u = 0; u < num_nodes(); ++u)
+      for (std::size_t a = 0; a < unary[u].size(); ++a)
+        if (bad_cost(unary[u][a]))
+          throw error("ctshard::solve::CostGraph: node " + std::to_string(u) + " label " + std::to_string(a) + ": cost " +
+                      std::to_string(unary[u][a]) + range);
+    std::unordered_set<const void*> seen;
+    for (const auto& e : edges) {
+      if (e.shared && !seen.insert(e.shared.get()).second) continue;
+      for (const cost_t c : e.costs())
+        if (bad_cost(c))
+          throw error("ctshard::solve::CostGraph: edge " + std::to_string(e.u) + "-" + std::to_string(e.v) + ": cost " + std::to_string(c) + range);
+    }
+    // the largest |usage| per node (long double: exact far beyond the 2^60 bound checked)
+    std::vector<long double> big(usage.size(), 0);
+    for (std::size_t u = 0; u < usage.size(); ++u)
+      for (std::size_t a = 0; a < usage[u].size(); ++a) {
+        const long double x = std::fabs(static_cast<long double>(usage[u][a]));
+        if (x > static_cast<long double>(max_usage_total))
+          throw error("ctshard::solve::CostGraph: node " + std::to_string(u) + " label " + std::to_string(a) + ": usage " +
+                      std::to_string(usage[u][a]) + " is outside [-2^60, 2^60]");
+        big[u] = std::max(big[u], x);
+      }
+    const auto check_total = [&](long double total, std::int64_t limit, const std::string& which) {
+      if (total + std::fabs(static_cast<long double>(limit)) > static_cast<long double>(max_usage_total))
+        throw error("ctshard::solve::CostGraph: " + which + " (limit " + std::to_string(limit) +
+                    "): its usages and limit can sum beyond 2^60, outside the exact 64-bit range");
+    };
+    for (std::size_t k = 0; k < limits.size(); ++k) {
+      long double total = 0;
+      for (auto u : limits[k].nodes) total += big[u];
+      check_total(total, limits[k].limit, "usage limit " + std::to_string(k));
+    }
+    if (interval_limit) {
+      const IntervalSteps steps(intervals);
+      const std::vector<long double> per_step = steps.sums<long double>([&](std::size_t u) { return big[u]; });
+      for (std::size_t t = 0; t < per_step.size(); ++t)
+        check_total(per_step[t], *interval_limit, "the interval limit at time " + std::to_string(steps.start_time(t)));
+    }
   }
 
  private:

@@ -8,22 +8,26 @@
 /// time step the usages of the live nodes sum to at most `usage_limit` (absent: no limit).
 ///
 /// Reading: a cost of 10^18 or more is forbidden (the instances use 10^18 for impossible
-/// strategies and pairs); the time steps become usage limits, one per maximal set of live nodes
-/// (for intervals these are the steps where some interval starts and, before the next start,
-/// some interval ends; other steps' sets are subsets), unless some usage is negative, in which
-/// case every distinct set is kept. Parallel edges stay separate (the solver merges them); an
-/// edge [u, u] folds its diagonal into u's costs.
+/// strategies and pairs); other costs must lie in the solver's exact range (±2^56), usages and
+/// the limit in ±2^60, or the reader names the field and the value. The time steps stay one
+/// implicit limit (CostGraph::interval_limit); `limits_from_intervals` lists them as usage
+/// limits, one per maximal set of live nodes (the steps where some interval starts and, before
+/// the next start, some interval ends; other steps' sets are subsets), or every distinct set
+/// when some usage is negative. Parallel edges stay separate (the solver merges them); an edge
+/// [u, u] folds its diagonal into u's costs. Skipped values nest at most max_iopddl_nesting
+/// levels; the memory of the parsed arrays and the graph is bounded by IopddlReadOptions.
 /// Writing: edges are written dense; forbidden entries as 10^18; a nonzero constant becomes an
-/// extra node with one strategy; usage limits must be expressible as intervals (the graph's own
-/// intervals, or at most one limit, written as the time step [0, 1)).
+/// extra node with one strategy; usage limits must be expressible as intervals (an interval
+/// limit, the graph's own intervals, or at most one limit, written as the time step [0, 1)).
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <set>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -31,12 +35,25 @@
 #include <vector>
 
 #include "ctshard/error.hpp"
+#include "ctshard/solve/budget.hpp"
 #include "ctshard/solve/cost_graph.hpp"
+#include "ctshard/solve/interval_steps.hpp"
 
 namespace ctshard::solve {
 
 /// IOPDDL's infinity: costs at or above it are forbidden.
 inline constexpr std::int64_t iopddl_infinity = 1'000'000'000'000'000'000;
+
+/// The deepest nesting of a value the reader skips (a key it does not know): deeper is an error
+/// (it recursed without bound: a 2 KB `.json.gz` of nested lists crashed it).
+inline constexpr std::size_t max_iopddl_nesting = 64;
+
+/// How the reader may read: its memory (the parsed arrays plus the CostGraph, estimated) and its
+/// time. Defaults: no bound.
+struct IopddlReadOptions {
+  std::size_t max_memory_bytes = std::numeric_limits<std::size_t>::max();
+  Deadline deadline{};
+};
 
 /// An IOPDDL instance read into a CostGraph, with its name.
 struct IopddlInstance {
@@ -48,10 +65,12 @@ struct IopddlInstance {
 namespace detail {
 
 /// A minimal JSON reader for the IOPDDL schema: objects, arrays, integers (floats are accepted
-/// when integral), strings, true / false / null. Errors name the byte offset.
+/// when integral), strings, true / false / null. Errors name the byte offset. It counts the
+/// memory of the arrays it returns against `max_memory_bytes` and polls the deadline.
 class JsonCursor {
  public:
-  explicit JsonCursor(std::string_view text) : s_(text) {}
+  explicit JsonCursor(std::string_view text, const IopddlReadOptions& o = {})
+      : s_(text), max_bytes_(o.max_memory_bytes), poll_(o.deadline, 1 << 16) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     throw error("ctshard iopddl: malformed JSON at byte " + std::to_string(pos_) + ": " + what);
@@ -91,8 +110,12 @@ class JsonCursor {
     ++pos_;
     return out;
   }
+  /// An integer; a float when integral. Values above int64 read as its maximum (at or above
+  /// IOPDDL's infinity: forbidden as a cost, out of range elsewhere); values below it are an
+  /// error naming the text.
   std::int64_t integer() {
     ws();
+    tick();
     const std::size_t start = pos_;
     while (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '-' || s_[pos_] == '+' || s_[pos_] == '.' ||
                                 s_[pos_] == 'e' || s_[pos_] == 'E'))
@@ -102,16 +125,22 @@ class JsonCursor {
     std::int64_t v = 0;
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (ec == std::errc{} && end == t.data() + t.size()) return v;
-    // a float or an out-of-range integer: accept integral values, clamp huge ones (infinity)
+    // a float or an out-of-range integer: accept integral values, clamp huge positive ones
+    const std::string text(t.substr(0, 200));
     double d = 0;
     try {
-      d = std::stod(std::string(t));
-    } catch (...) {
-      fail("bad number '" + std::string(t) + "'");
+      std::size_t used = 0;
+      d = std::stod(std::string(t), &used);
+      if (used != t.size()) fail("bad number '" + text + "'");
+    } catch (const std::out_of_range&) {
+      d = t.front() == '-' ? -HUGE_VAL : HUGE_VAL;
+    } catch (const std::invalid_argument&) {
+      fail("bad number '" + text + "'");
     }
+    if (std::isnan(d)) fail("bad number '" + text + "'");
     if (d >= 9.2e18) return std::numeric_limits<std::int64_t>::max();
-    if (d <= -9.2e18) return std::numeric_limits<std::int64_t>::min();
-    if (d != static_cast<double>(static_cast<std::int64_t>(d))) fail("a non-integral number '" + std::string(t) + "'");
+    if (d <= -9.2e18) fail("the number '" + text + "' is below the 64-bit range");
+    if (d != static_cast<double>(static_cast<std::int64_t>(d))) fail("a non-integral number '" + text + "'");
     return static_cast<std::int64_t>(d);
   }
   /// An array whose elements `read()` reads, one call per element, in order.
@@ -119,10 +148,14 @@ class JsonCursor {
   std::vector<std::invoke_result_t<Read&>> array_of(Read&& read) {
     std::vector<std::invoke_result_t<Read&>> out;
     expect('[');
-    if (accept(']')) return out;
-    do out.push_back(read());
-    while (accept(','));
-    expect(']');
+    if (!accept(']')) {
+      do {
+        out.push_back(read());
+        if (out.size() == out.capacity()) charge(out.capacity() * sizeof(out[0]));  // a doubling: the next capacity's bytes
+      } while (accept(','));
+      expect(']');
+    }
+    charge(sizeof(out));
     return out;
   }
   std::vector<std::int64_t> int_array() {
@@ -131,22 +164,24 @@ class JsonCursor {
   std::vector<std::vector<std::int64_t>> int_arrays() {
     return array_of([this] { return int_array(); });
   }
-  /// Skips any value.
-  void skip() {
+  /// Skips any value, nested at most max_iopddl_nesting levels deep.
+  void skip(std::size_t depth = 0) {
     const char c = peek();
+    tick();
+    if ((c == '{' || c == '[') && depth >= max_iopddl_nesting) fail("a value nested deeper than " + std::to_string(max_iopddl_nesting) + " levels");
     if (c == '{') {
       ++pos_;
       if (accept('}')) return;
       do {
         string();
         expect(':');
-        skip();
+        skip(depth + 1);
       } while (accept(','));
       expect('}');
     } else if (c == '[') {
       ++pos_;
       if (accept(']')) return;
-      do skip();
+      do skip(depth + 1);
       while (accept(','));
       expect(']');
     } else if (c == '"') {
@@ -172,10 +207,24 @@ class JsonCursor {
   void end() {
     if (peek() != '\0') fail("text after the document");
   }
+  /// Adds `bytes` to the memory counted so far; throws ctshard::error past the budget.
+  void charge(std::size_t bytes) {
+    bytes_ += bytes;
+    if (bytes_ > max_bytes_)
+      throw error("ctshard iopddl: the instance needs more than " + std::to_string(max_bytes_ >> 20) + " MiB of memory to read (at byte " +
+                  std::to_string(pos_) + "; --max-memory-mib)");
+  }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 
  private:
+  void tick() {
+    if (poll_.passed())
+      throw time_limit_reached("ctshard iopddl: reading the instance (at byte " + std::to_string(pos_) + "): the time limit was reached");
+  }
   std::string_view s_;
   std::size_t pos_ = 0;
+  std::size_t bytes_ = 0, max_bytes_;
+  DeadlinePoll poll_;
 };
 
 inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbidden : c; }
@@ -183,44 +232,38 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
 }  // namespace detail
 
 /// The usage limits of per-node lifetimes: one per maximal set of live nodes (see the file
-/// comment); nodes with an empty interval are never live.
+/// comment; with `all_sets`, one per distinct set); nodes with an empty interval are never live.
+/// O(n log n) plus the output (IntervalSteps), which itself can be quadratic in the nodes: the
+/// reader keeps the limit implicit (CostGraph::interval_limit) and the solver lists only the
+/// steps it finds broken.
 [[nodiscard]] inline std::vector<UsageLimit> limits_from_intervals(const std::vector<std::pair<std::int64_t, std::int64_t>>& intervals,
                                                                    std::int64_t limit, bool all_sets) {
-  std::set<std::int64_t> points;
-  for (const auto& [s, e] : intervals)
-    if (s < e) {
-      points.insert(s);
-      points.insert(e);
-    }
-  std::vector<std::int64_t> p(points.begin(), points.end());
+  const IntervalSteps steps(intervals);
+  const std::vector<std::uint32_t> segs = all_sets ? steps.live_segments(true) : steps.maximal_segments(true);
   std::vector<UsageLimit> out;
-  std::set<std::vector<std::uint32_t>> seen;
-  for (std::size_t i = 0; i + 1 < p.size(); ++i) {
-    const std::int64_t a = p[i], b = p[i + 1];  // segment [a, b)
-    bool starts = false, ends = false;
-    std::vector<std::uint32_t> alive;
-    for (std::uint32_t u = 0; u < intervals.size(); ++u) {
-      const auto [s, e] = intervals[u];
-      if (s <= a && a < e) {
-        alive.push_back(u);
-        starts = starts || s == a;
-        ends = ends || e == b;
-      }
-    }
-    if (alive.empty()) continue;
-    if (!all_sets && !(starts && ends)) continue;
-    if (!seen.insert(alive).second) continue;
-    out.push_back({std::move(alive), limit});
-  }
+  out.reserve(segs.size());
+  for (auto& set : steps.live_sets(segs)) out.push_back({std::move(set), limit});
   return out;
 }
 
-/// Reads an IOPDDL instance from its JSON text. Throws ctshard::error naming the problem.
-[[nodiscard]] inline IopddlInstance read_iopddl(std::string_view text) {
-  detail::JsonCursor j(text);
+/// The number of distinct maximal sets of live nodes (the limits limits_from_intervals would
+/// list), without listing them. O(n log n).
+[[nodiscard]] inline std::size_t count_interval_limits(const std::vector<std::pair<std::int64_t, std::int64_t>>& intervals, bool all_sets) {
+  const IntervalSteps steps(intervals);
+  return (all_sets ? steps.live_segments(true) : steps.maximal_segments(true)).size();
+}
+
+/// Reads an IOPDDL instance from its JSON text. The usage limit becomes CostGraph::interval_limit
+/// (with `intervals` and `usage`). Throws ctshard::error naming the problem: malformed JSON (the
+/// byte offset), a count that does not match, a number outside the solver's range (the field and
+/// the value, e.g. `nodes.costs[3][1]`), a negative usage_limit, a skipped value nested deeper
+/// than max_iopddl_nesting, or more memory than `options.max_memory_bytes`; throws
+/// time_limit_reached when `options.deadline` passes.
+[[nodiscard]] inline IopddlInstance read_iopddl(std::string_view text, const IopddlReadOptions& options = {}) {
+  detail::JsonCursor j(text, options);
   IopddlInstance inst;
   std::vector<std::vector<std::int64_t>> intervals, node_costs, usages, edge_nodes, edge_costs;
-  bool has_problem = false;
+  bool has_problem = false, has_limit = false;
   j.object([&](const std::string& key) {
     if (key != "problem") {
       j.skip();
@@ -232,8 +275,12 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
         if (j.peek() == '"') inst.name = j.string();
         else j.skip();
       } else if (k == "usage_limit") {
-        if (j.peek() == 'n') j.skip();
-        else inst.usage_limit = j.integer();
+        if (j.peek() == 'n') {
+          j.skip();
+        } else {
+          inst.usage_limit = j.integer();
+          has_limit = true;
+        }
       } else if (k == "nodes") {
         j.object([&](const std::string& f) {
           if (f == "intervals") intervals = j.int_arrays();
@@ -254,6 +301,8 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
   });
   j.end();
   if (!has_problem) throw error("ctshard iopddl: no \"problem\" object");
+  if (has_limit && (inst.usage_limit < 0 || inst.usage_limit > max_usage_total))
+    throw error("ctshard iopddl: usage_limit " + std::to_string(inst.usage_limit) + " is outside [0, 2^60]");
   const std::size_t n = node_costs.size();
   if (!usages.empty() && usages.size() != n)
     throw error("ctshard iopddl: " + std::to_string(usages.size()) + " usage rows for " + std::to_string(n) + " nodes");
@@ -261,25 +310,51 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
     throw error("ctshard iopddl: " + std::to_string(intervals.size()) + " intervals for " + std::to_string(n) + " nodes");
   if (edge_costs.size() != edge_nodes.size())
     throw error("ctshard iopddl: " + std::to_string(edge_costs.size()) + " edge cost tables for " + std::to_string(edge_nodes.size()) + " edges");
+  // a cost: forbidden at or above IOPDDL's infinity, else within the solver's exact range
+  const auto cost_of = [](std::int64_t x, const auto& field) {
+    if (x >= iopddl_infinity) return forbidden;
+    if (x > max_exact_cost || x < -max_exact_cost)
+      throw error("ctshard iopddl: " + field() + " = " + std::to_string(x) +
+                  " is outside the solver's exact range [-2^56, 2^56] (costs of 10^18 and more are forbidden)");
+    return static_cast<cost_t>(x);
+  };
   CostGraph& g = inst.graph;
-  bool negative = false;
+  std::size_t graph_bytes = 0;
+  const auto charge = [&](std::size_t bytes) {
+    graph_bytes += bytes;
+    if (j.bytes() + graph_bytes > options.max_memory_bytes)
+      throw error("ctshard iopddl: the instance needs more than " + std::to_string(options.max_memory_bytes >> 20) + " MiB of memory (" +
+                  std::to_string(n) + " nodes, " + std::to_string(edge_nodes.size()) + " edges; --max-memory-mib)");
+  };
+  DeadlinePoll poll(options.deadline, 4096);
   for (std::size_t u = 0; u < n; ++u) {
     if (node_costs[u].empty()) throw error("ctshard iopddl: node " + std::to_string(u) + " has no strategy");
+    poll.check("ctshard iopddl: building the cost graph");
     std::vector<cost_t> c;
-    for (auto x : node_costs[u]) c.push_back(detail::iopddl_cost(x));
+    c.reserve(node_costs[u].size());
+    for (std::size_t a = 0; a < node_costs[u].size(); ++a)
+      c.push_back(cost_of(node_costs[u][a], [&] { return "nodes.costs[" + std::to_string(u) + "][" + std::to_string(a) + "]"; }));
+    charge(sizeof(c) + c.size() * sizeof(cost_t));
     g.add_node(std::move(c));
     if (!usages.empty()) {
       if (usages[u].size() != node_costs[u].size())
         throw error("ctshard iopddl: node " + std::to_string(u) + " has " + std::to_string(usages[u].size()) + " usages for " +
                     std::to_string(node_costs[u].size()) + " strategies");
-      for (auto x : usages[u]) negative = negative || x < 0;
+      for (std::size_t a = 0; a < usages[u].size(); ++a) {
+        const std::int64_t x = usages[u][a];
+        if (x > max_usage_total || x < -max_usage_total)
+          throw error("ctshard iopddl: nodes.usages[" + std::to_string(u) + "][" + std::to_string(a) + "] = " + std::to_string(x) +
+                      " is outside [-2^60, 2^60]");
+      }
     }
   }
-  for (const auto& iv : intervals) {
-    if (iv.size() != 2) throw error("ctshard iopddl: an interval is not [start, end]");
+  for (std::size_t u = 0; u < intervals.size(); ++u) {
+    const auto& iv = intervals[u];
+    if (iv.size() != 2) throw error("ctshard iopddl: nodes.intervals[" + std::to_string(u) + "] is not [start, end]");
     g.intervals.emplace_back(iv[0], iv[1]);
   }
   for (std::size_t e = 0; e < edge_nodes.size(); ++e) {
+    poll.check("ctshard iopddl: building the cost graph");
     if (edge_nodes[e].size() != 2) throw error("ctshard iopddl: edge " + std::to_string(e) + " is not [u, v]");
     const auto u = edge_nodes[e][0], v = edge_nodes[e][1];
     if (u < 0 || v < 0 || static_cast<std::size_t>(u) >= n || static_cast<std::size_t>(v) >= n)
@@ -288,22 +363,44 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
     if (edge_costs[e].size() != su * sv)
       throw error("ctshard iopddl: edge " + std::to_string(e) + " has " + std::to_string(edge_costs[e].size()) + " costs for " + std::to_string(su) +
                   " x " + std::to_string(sv) + " strategies");
+    const auto field = [&](std::size_t i) { return [&, i] { return "edges.costs[" + std::to_string(e) + "][" + std::to_string(i) + "]"; }; };
     if (u == v) {  // only the diagonal can be chosen
-      for (std::size_t a = 0; a < su; ++a)
-        g.unary[static_cast<std::size_t>(u)][a] = add_costs(g.unary[static_cast<std::size_t>(u)][a], detail::iopddl_cost(edge_costs[e][a * sv + a]));
+      for (std::size_t a = 0; a < su; ++a) {
+        const cost_t d = cost_of(edge_costs[e][a * sv + a], field(a * sv + a));
+        cost_t& c = g.unary[static_cast<std::size_t>(u)][a];
+        c = add_costs(c, d);
+        if (!is_forbidden(c) && (c > max_exact_cost || c < -max_exact_cost))
+          throw error("ctshard iopddl: node " + std::to_string(u) + " strategy " + std::to_string(a) + ": its cost plus edges.costs[" +
+                      std::to_string(e) + "] = " + std::to_string(c) + " is outside the solver's exact range [-2^56, 2^56]");
+      }
       continue;
     }
     std::vector<cost_t> c;
     c.reserve(edge_costs[e].size());
-    for (auto x : edge_costs[e]) c.push_back(detail::iopddl_cost(x));
+    for (std::size_t i = 0; i < edge_costs[e].size(); ++i) c.push_back(cost_of(edge_costs[e][i], field(i)));
+    charge(sizeof(CostEdge) + (su + sv) * sizeof(std::uint32_t) + c.size() * sizeof(cost_t));
     g.add_dense_edge(static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v), std::move(c));
+    std::vector<std::int64_t>().swap(edge_costs[e]);  // the parsed row is no longer needed
   }
-  if (inst.usage_limit >= 0 && !usages.empty()) {
+  if (has_limit && !usages.empty()) {
     if (g.intervals.size() != n) throw error("ctshard iopddl: a usage limit needs an interval per node");
-    for (auto& row : usages) g.usage.push_back(row);
-    g.limits = limits_from_intervals(g.intervals, inst.usage_limit, negative);
+    charge(usages.size() * sizeof(usages[0]));
+    g.usage = std::move(usages);
+    g.interval_limit = inst.usage_limit;
   }
+  g.validate_numbers();  // sums: a time step's usages, the magnitudes the solver adds
   return inst;
+}
+
+/// The usage limits an instance read by read_iopddl implies, listed (limits_from_intervals: one
+/// per maximal set of live nodes, every distinct set when some usage is negative). Empty without
+/// an interval limit. The output can be quadratic in the nodes.
+[[nodiscard]] inline std::vector<UsageLimit> explicit_limits(const CostGraph& g) {
+  if (!g.interval_limit) return {};
+  bool negative = false;
+  for (const auto& row : g.usage)
+    for (auto x : row) negative = negative || x < 0;
+  return limits_from_intervals(g.intervals, *g.interval_limit, negative);
 }
 
 /// Writes `g` in the IOPDDL JSON format (see the file comment). Throws ctshard::error when its
@@ -314,7 +411,11 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
   const std::size_t n = g.num_nodes();
   std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
   std::int64_t limit = -1;
-  if (!g.limits.empty()) {
+  if (g.interval_limit) {
+    if (!g.limits.empty()) throw error("ctshard iopddl: a graph with an interval limit and other usage limits cannot be written");
+    intervals = g.intervals;
+    limit = *g.interval_limit;
+  } else if (!g.limits.empty()) {
     if (g.intervals.size() == n) {
       intervals = g.intervals;
       limit = g.limits.front().limit;

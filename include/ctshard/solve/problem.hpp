@@ -250,16 +250,19 @@ class Problem {
   std::vector<std::uint8_t> dominance_checks;  ///< per node: how often dominance looked at it
 
   /// Builds the working copy of `g` at `scale` (costs multiplied). Forbidden unary labels are
-  /// dropped at once. Every usage limit is copied; `enforced[k]` (when given) marks limit k as
-  /// enforced.
-  Problem(const CostGraph& g, fine_t scale_, const std::vector<char>* enforced = nullptr) : scale(scale_) {
+  /// dropped at once. Every usage limit is copied (those of `limits_in` instead of g.limits when
+  /// given: the solver's list, with the interval limit's steps it found broken); `enforced[k]`
+  /// (when given) marks limit k as enforced.
+  Problem(const CostGraph& g, fine_t scale_, const std::vector<char>* enforced = nullptr, const std::vector<UsageLimit>* limits_in = nullptr)
+      : scale(scale_) {
+    const std::vector<UsageLimit>& glimits = limits_in != nullptr ? *limits_in : g.limits;
     const std::size_t n = g.num_nodes();
     nodes.resize(n);
     original_labels.resize(n);
     dirty.assign(n, 1);
     dominance_checks.assign(n, 0);
     constant = g.constant * scale;
-    const bool use = !g.limits.empty();
+    const bool use = !glimits.empty();
     for (std::size_t u = 0; u < n; ++u) {
       WNode& w = nodes[u];
       original_labels[u] = static_cast<std::uint32_t>(g.num_labels(u));
@@ -295,13 +298,13 @@ class Problem {
       add_edge(std::move(w), EdgeClasses::as_given);
     }
     if (use) {
-      for (std::size_t k = 0; k < g.limits.size(); ++k) {
-        const auto& l = g.limits[k];
+      for (std::size_t k = 0; k < glimits.size(); ++k) {
+        const auto& l = glimits[k];
         WLimit wl;
         wl.limit = l.limit;
         wl.enforced = enforced != nullptr && k < enforced->size() && (*enforced)[k];
         std::vector<std::uint32_t> members = l.nodes;
-        std::sort(members.begin(), members.end());
+        if (!std::is_sorted(members.begin(), members.end())) std::sort(members.begin(), members.end());
         members.erase(std::unique(members.begin(), members.end()), members.end());
         wl.nodes = members;
         limits.push_back(std::move(wl));

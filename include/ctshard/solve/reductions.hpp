@@ -26,6 +26,7 @@
 #include <set>
 #include <vector>
 
+#include "ctshard/solve/budget.hpp"
 #include "ctshard/solve/problem.hpp"
 
 namespace ctshard::solve::detail {
@@ -52,6 +53,10 @@ struct ReduceOptions {
   std::size_t early_series_work = std::size_t{1} << 16;
   /// Candidate dominators per node: the labels least in theta plus the row minima of its edges.
   std::size_t dominators = std::numeric_limits<std::size_t>::max();
+  /// The request's deadline: once it has passed, the reductions stop between two steps and
+  /// return (every step keeps an optimum, so a problem reduced part of the way is still exact;
+  /// propagate leaves the edges it did not reach marked `arc_pending`).
+  Deadline deadline{};
 };
 
 struct ReduceStats {
@@ -64,9 +69,9 @@ struct ReduceStats {
   std::size_t separable_edges = 0;
 };
 
-/// Arc consistency plus limit propagation to a fixpoint. False when the problem became
-/// infeasible.
-inline bool propagate(Problem& p, ReduceStats& stats) {
+/// Arc consistency plus limit propagation to a fixpoint (or until `deadline` passes). False when
+/// the problem became infeasible.
+inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline = {}) {
   std::deque<std::uint32_t> queue;
   std::vector<char> queued(p.edges.size(), 0);
   for (std::uint32_t e = 0; e < p.edges.size(); ++e)
@@ -83,9 +88,14 @@ inline bool propagate(Problem& p, ReduceStats& stats) {
       }
   };
   bool again = true;
+  DeadlinePoll poll(deadline, 256);
   while (again && !p.infeasible) {
     again = false;
     while (!queue.empty() && !p.infeasible) {
+      if (poll.passed()) {  // stop: the edges still queued are checked next time
+        for (const auto ei : queue) p.edges[ei].arc_pending = true;
+        return !p.infeasible;
+      }
       const std::uint32_t ei = queue.front();
       queue.pop_front();
       queued[ei] = 0;
@@ -493,9 +503,11 @@ enum class Dominance { skip, apply };
 /// Returns false when the problem is infeasible.
 inline bool reduce_labels(Problem& p, const ReduceOptions& opt, ReduceStats& stats, Dominance dominance) {
   bool changed = true;
+  DeadlinePoll poll(opt.deadline, 64);
   while (changed) {
     changed = false;
-    if (!propagate(p, stats)) return false;
+    if (!propagate(p, stats, opt.deadline)) return false;
+    if (opt.deadline.passed()) return !p.infeasible;
     for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
       if (!p.nodes[u].alive) continue;
       if (p.num_labels(u) == 1) {
@@ -510,6 +522,7 @@ inline bool reduce_labels(Problem& p, const ReduceOptions& opt, ReduceStats& sta
       // only nodes whose neighbourhood changed since they were last looked at (Problem::dirty;
       // drop_edge / add_edge / keep_labels / merges mark both ends, which covers the unary folds)
       for (std::uint32_t u = 0; u < p.nodes.size(); ++u) {
+        if (poll.passed()) return !p.infeasible;
         if (!p.nodes[u].alive || !p.dirty[u] || p.dominance_checks[u] >= opt.dominance_checks) continue;
         p.dirty[u] = 0;
         ++p.dominance_checks[u];
@@ -563,7 +576,8 @@ inline bool eliminate_low_degree(Problem& p, const ReduceOptions& opt, ReduceSta
     for (auto ei : p.nodes[u].edges) requeue(p.edges[ei].other(u));
   };
   for (std::uint32_t u = 0; u < p.nodes.size(); ++u) requeue(u);
-  while (!p.infeasible) {
+  DeadlinePoll poll(opt.deadline, 64);
+  while (!p.infeasible && !poll.passed()) {
     if (!leaves.empty()) {
       const std::uint32_t u = leaves.back();
       leaves.pop_back();

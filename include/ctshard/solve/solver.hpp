@@ -28,15 +28,18 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ctshard/error.hpp"
 #include "ctshard/solve/branch_and_bound.hpp"
+#include "ctshard/solve/budget.hpp"
 #include "ctshard/solve/cost_graph.hpp"
 #include "ctshard/solve/dual.hpp"
 #include "ctshard/solve/elimination.hpp"
+#include "ctshard/solve/interval_steps.hpp"
 #include "ctshard/solve/problem.hpp"
 #include "ctshard/solve/reductions.hpp"
 
@@ -44,7 +47,19 @@ namespace ctshard::solve {
 
 /// What the solver may use, and for how long.
 struct SolveOptions {
-  double time_limit_s = 10.0;              ///< wall-clock budget; the best answer so far is returned
+  /// Wall-clock budget from the call (checked_time_limit_s: NaN or negative is an error, more
+  /// than max_time_limit_s is clamped); the best answer so far is returned.
+  double time_limit_s = 10.0;
+  /// The request's deadline (reading and building the graph included); the solve stops at the
+  /// earlier of it and time_limit_s.
+  Deadline deadline{};
+  /// Memory for the graph and the solver's working copy of it (estimated as three times
+  /// CostGraph::memory_bytes: the scaled matrices, classes and messages); a problem above it is
+  /// refused with ctshard::error. The exact elimination's tables stay within a quarter of it.
+  std::size_t max_memory_bytes = std::numeric_limits<std::size_t>::max();
+  /// With an interval limit: the most members the broken time steps of one round add as usage
+  /// limits (the most broken steps first; at least one limit per round).
+  std::size_t max_step_memberships = std::size_t{1} << 22;
   std::size_t max_dual_iterations = 2000;  ///< per round of the dual
   /// The first dual iterations of a round send each node's whole cost on (`DualWeights::push`):
   /// the bound climbs in a few passes where TRW-S weights creep; TRW-S weights follow.
@@ -209,28 +224,140 @@ inline void local_search(const Problem& p, std::vector<std::uint32_t>& labels, s
   }
 }
 
-/// Shared state of a solve across rounds.
+/// A range-maximum tree over a fixed array (iterative segment tree): O(log n) per query.
+class RangeMax {
+ public:
+  explicit RangeMax(const std::vector<std::int64_t>& v) : n_(v.size()), t_(2 * v.size(), std::numeric_limits<std::int64_t>::min()) {
+    for (std::size_t i = 0; i < n_; ++i) t_[n_ + i] = v[i];
+    for (std::size_t i = n_; i-- > 1;) t_[i] = std::max(t_[2 * i], t_[2 * i + 1]);
+  }
+  /// max of v[lo, hi) (lo < hi).
+  [[nodiscard]] std::int64_t max(std::size_t lo, std::size_t hi) const noexcept {
+    std::int64_t m = std::numeric_limits<std::int64_t>::min();
+    for (lo += n_, hi += n_; lo < hi; lo >>= 1, hi >>= 1) {
+      if (lo & 1) m = std::max(m, t_[lo++]);
+      if (hi & 1) m = std::max(m, t_[--hi]);
+    }
+    return m;
+  }
+
+ private:
+  std::size_t n_;
+  std::vector<std::int64_t> t_;
+};
+
+/// The interval limit of a graph (CostGraph::interval_limit) as the solver uses it: a sweep
+/// checks a labelling against every time step, the steps it breaks become usage limits, and a
+/// label that breaks some step whatever the other nodes take goes at the start.
+struct StepLimits {
+  const CostGraph& g;
+  IntervalSteps steps;
+  std::int64_t limit = 0;
+  bool negative = false;               ///< some usage is negative: every broken step counts, not only maximal ones
+  std::vector<std::uint32_t> maximal;  ///< the segments with a maximal live set (ascending)
+
+  explicit StepLimits(const CostGraph& graph) : g(graph), steps(graph.intervals), limit(*graph.interval_limit) {
+    for (const auto& row : g.usage)
+      for (auto x : row) negative = negative || x < 0;
+    if (!negative) maximal = steps.maximal_segments(false);
+  }
+
+  /// Per segment, the usage of `labels`.
+  [[nodiscard]] std::vector<std::int64_t> profile(const std::vector<std::uint32_t>& labels) const {
+    return steps.sums<std::int64_t>([&](std::size_t u) { return g.usage[u][labels[u]]; });
+  }
+  /// True when `labels` keeps every time step.
+  [[nodiscard]] bool keeps(const std::vector<std::uint32_t>& labels) const {
+    for (const std::int64_t x : profile(labels))
+      if (x > limit) return false;
+    return true;
+  }
+  /// The usage limits of the time steps `labels` breaks: one per distinct live set, only
+  /// maximal ones when no usage is negative (a broken step's live set is then contained in a
+  /// broken maximal one), the most broken first, at most `max_memberships` members in all (at
+  /// least one limit): a staircase breaks thousands of steps of thousands of nodes each, and the
+  /// next round must fit the time left. O(n log n + segments + output).
+  [[nodiscard]] std::vector<UsageLimit> broken(const std::vector<std::uint32_t>& labels, std::size_t max_memberships) const {
+    const std::vector<std::int64_t> use = profile(labels);
+    std::vector<std::uint32_t> segs;
+    if (negative) {
+      for (std::uint32_t t = 0; t < use.size(); ++t)
+        if (use[t] > limit) segs.push_back(t);
+    } else {
+      for (const auto t : maximal)
+        if (use[t] > limit) segs.push_back(t);
+    }
+    std::vector<UsageLimit> out;
+    if (segs.empty()) return out;
+    segs = steps.distinct_among(segs);
+    const std::vector<std::int64_t> count = steps.live_counts();
+    std::stable_sort(segs.begin(), segs.end(), [&](std::uint32_t a, std::uint32_t b) { return use[a] > use[b]; });
+    std::size_t total = 0, take = 0;
+    while (take < segs.size() && (take == 0 || total + static_cast<std::size_t>(count[segs[take]]) <= max_memberships))
+      total += static_cast<std::size_t>(count[segs[take++]]);
+    segs.resize(take);
+    std::sort(segs.begin(), segs.end());
+    for (auto& set : steps.live_sets(segs)) out.push_back({std::move(set), limit});
+    return out;
+  }
+  /// Per node, the most usage any of its labels may have whatever the others take (the least
+  /// usages of the other nodes live with it at its fullest step counted): one single-node limit
+  /// per node where some finite label exceeds it. False when even the least usages break a step
+  /// (no labelling is feasible).
+  bool propagate(std::vector<UsageLimit>& out) const {
+    const std::size_t n = g.num_nodes();
+    std::vector<std::int64_t> least(n, 0);
+    for (std::size_t u = 0; u < n; ++u) {
+      bool any = false;
+      for (std::size_t a = 0; a < g.num_labels(u); ++a)
+        if (!is_forbidden(g.unary[u][a]) && (!any || g.usage[u][a] < least[u])) {
+          least[u] = g.usage[u][a];
+          any = true;
+        }
+      if (!any) least[u] = *std::min_element(g.usage[u].begin(), g.usage[u].end());
+    }
+    const std::vector<std::int64_t> floor = steps.sums<std::int64_t>([&](std::size_t u) { return least[u]; });
+    for (const std::int64_t x : floor)
+      if (x > limit) return false;
+    if (floor.empty()) return true;
+    const RangeMax peak(floor);
+    for (std::size_t u = 0; u < n; ++u) {
+      if (steps.first(u) >= steps.last(u)) continue;
+      const std::int64_t cap = least[u] + (limit - peak.max(steps.first(u), steps.last(u)));
+      bool cut = false;
+      for (std::size_t a = 0; a < g.num_labels(u) && !cut; ++a) cut = !is_forbidden(g.unary[u][a]) && g.usage[u][a] > cap;
+      if (cut) out.push_back({{static_cast<std::uint32_t>(u)}, cap});
+    }
+    return true;
+  }
+};
+
+/// Shared state of a solve across rounds: the usage limits in use (the graph's, then single-node
+/// and broken-step limits of its interval limit), which are enforced, and the incumbents.
 struct Incumbents {
   const CostGraph& g;
+  std::vector<UsageLimit> limits;
   std::vector<char> enforced;
+  const StepLimits* steps = nullptr;
   std::vector<std::uint32_t> relax_labels, feasible_labels;
   cost_t relax_cost = forbidden, feasible_cost = forbidden;
 
   /// Records a full labelling: a relaxation incumbent when it keeps the enforced limits, a
-  /// feasible one when it keeps them all.
+  /// feasible one when it keeps them all (and every time step of the interval limit).
   void consider(const std::vector<std::uint32_t>& labels) {
     const cost_t c = g.evaluate(labels);
     if (is_forbidden(c)) return;
     if (c >= relax_cost && c >= feasible_cost) return;
     bool keeps_enforced = true, keeps_all = true;
-    for (std::size_t k = 0; k < g.limits.size(); ++k) {
+    for (std::size_t k = 0; k < limits.size(); ++k) {
       std::int64_t sum = 0;
-      for (auto u : g.limits[k].nodes) sum += g.usage[u][labels[u]];
-      if (sum > g.limits[k].limit) {
+      for (auto u : limits[k].nodes) sum += g.usage[u][labels[u]];
+      if (sum > limits[k].limit) {
         keeps_all = false;
         if (enforced[k]) keeps_enforced = false;
       }
     }
+    if (keeps_all && steps != nullptr && c < feasible_cost) keeps_all = steps->keeps(labels);
     if (keeps_enforced && c < relax_cost) {
       relax_cost = c;
       relax_labels = labels;
@@ -247,17 +374,19 @@ struct Incumbents {
 /// One round with the limits `inc.enforced`. Returns the proven lower bound of this relaxation
 /// (forbidden when the relaxation is infeasible); `complete` tells whether the round finished.
 /// `magnitude` is cost_magnitude(g).
-inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale, long double magnitude,
-                          std::chrono::steady_clock::time_point deadline, SolveStats& st, bool first_round, bool& complete) {
+inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale, long double magnitude, const Deadline& until,
+                          SolveStats& st, bool first_round, bool& complete) {
   using clock = std::chrono::steady_clock;
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
+  const clock::time_point deadline = until.at();
   complete = false;
   const bool trace = std::getenv("CTSHARD_TRACE") != nullptr;
   auto t0 = clock::now();
-  Problem p(g, scale, &inc.enforced);
+  Problem p(g, scale, &inc.enforced, &inc.limits);
   ReduceOptions ro;
   ro.dominance = o.dominance;
   ro.eliminate = o.reductions;
+  ro.deadline = until;
   ReduceStats rs;
   // the reduction counters reach the stats on every way out of the round (they were added on
   // one path only, so `dominated_labels` read 0 whenever elimination or fixing finished)
@@ -273,7 +402,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   } tally{st, rs, p};
   const auto reduce_now = [&] {
     if (o.reductions) return reduce(p, ro, rs);
-    return propagate(p, rs);
+    return propagate(p, rs, until);
   };
   const auto live_count = [&](std::size_t& nodes, std::size_t& labels, std::size_t& edges) {
     nodes = labels = edges = 0;
@@ -311,6 +440,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     complete = true;
     return forbidden;  // no labelling keeps the enforced limits and the forbidden pairs
   }
+  if (until.passed()) return std::numeric_limits<cost_t>::min();  // stopped inside the reductions: no bound of this round
   std::vector<std::uint32_t> live(p.nodes.size(), 0);
   // a labelling of the live nodes is priced on the base form first; only an improvement is
   // reconstructed and evaluated on the input graph (with limits: always, feasibility matters)
@@ -339,9 +469,12 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     if (o.elimination_work == 0) return false;
     for (const auto& l : p.limits)
       if (l.enforced && !l.nodes.empty()) return false;
+    if (until.passed()) return false;
     auto te = clock::now();
     VariableElimination ve(p);
-    const std::size_t work = ve.plan(o.elimination_work, o.elimination_work / 2);
+    // its tables (8-byte cells) within a quarter of the memory budget
+    const std::size_t max_cells = std::min(o.elimination_work / 2, o.max_memory_bytes / 32);
+    const std::size_t work = ve.plan(o.elimination_work, max_cells);
     if (trace) {
       VariableElimination probe(p);
       std::fprintf(stderr, "elimination plan: work %.3g (limit %zu)\n",
@@ -349,6 +482,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
                    o.elimination_work);
     }
     if (work == std::numeric_limits<std::size_t>::max()) return false;
+    // about 4 ns per unit of work (Release, one core): a plan that cannot finish in the time
+    // left is not started (it would overrun the deadline)
+    if (until.is_set() && static_cast<double>(work) * 4e-9 > until.remaining_s()) return false;
     std::vector<std::uint32_t> labels;
     const fine_t opt = ve.solve(labels);
     st.elimination_work += work;
@@ -468,14 +604,42 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
 
 }  // namespace detail
 
-/// Solves `g` (see the file comment). Throws ctshard::error for a malformed graph or a start
-/// labelling of the wrong size.
+/// The labelling that takes, at every node, a label of least usage (the cheapest among them;
+/// finite unary costs first). Its usage at every step is the least any labelling has there, so it
+/// keeps the limits whenever some labelling does: a first feasible plan for usage-limited graphs
+/// (IOPDDL) unless its pairs are forbidden.
+[[nodiscard]] inline std::vector<std::uint32_t> least_usage_labels(const CostGraph& g) {
+  std::vector<std::uint32_t> x(g.num_nodes(), 0);
+  if (g.usage.size() != g.num_nodes()) return x;
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) {
+    const auto better = [&](std::size_t a, std::size_t b) {  // a before b
+      const bool fa = !is_forbidden(g.unary[u][a]), fb = !is_forbidden(g.unary[u][b]);
+      if (fa != fb) return fa;
+      if (g.usage[u][a] != g.usage[u][b]) return g.usage[u][a] < g.usage[u][b];
+      return g.unary[u][a] < g.unary[u][b];
+    };
+    for (std::size_t a = 1; a < g.num_labels(u); ++a)
+      if (better(a, x[u])) x[u] = static_cast<std::uint32_t>(a);
+  }
+  return x;
+}
+
+/// Solves `g` (see the file comment). Throws ctshard::error for a malformed graph (costs outside
+/// the exact range and usage sums beyond 2^60 included, CostGraph::validate), a start labelling
+/// of the wrong size, a NaN or negative time limit; memory_limit_reached (a ctshard::error) for a
+/// graph above `o.max_memory_bytes`.
 [[nodiscard]] inline SolveResult solve(const CostGraph& g, const SolveOptions& o = {}) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const std::clock_t cpu_start = std::clock();
-  const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(std::max(0.0, o.time_limit_s)));
+  const Deadline until = Deadline::after(o.time_limit_s, "SolveOptions::time_limit_s").earlier(o.deadline);
+  const auto deadline = until.at();
   g.validate();
+  const std::size_t bytes = g.memory_bytes();
+  if (bytes > o.max_memory_bytes / 3)
+    throw memory_limit_reached("ctshard::solve: the graph (" + std::to_string(bytes >> 20) + " MiB) and the solver's working copy need about " +
+                               std::to_string((3 * bytes) >> 20) + " MiB, above the memory budget of " + std::to_string(o.max_memory_bytes >> 20) +
+                               " MiB");
   SolveResult r;
   r.stats.nodes = g.num_nodes();
   r.stats.labels = g.total_labels();
@@ -484,21 +648,34 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   const long double magnitude = detail::cost_magnitude(g, extremes);
   const detail::fine_t scale = detail::choose_scale(magnitude);
   r.stats.scale = scale;
-  detail::Incumbents inc{g, std::vector<char>(g.limits.size(), 0), {}, {}, forbidden, forbidden};
+  std::optional<detail::StepLimits> steps;
+  detail::Incumbents inc{g, g.limits, std::vector<char>(g.limits.size(), 0), nullptr, {}, {}, forbidden, forbidden};
+  bool infeasible = false, timed_out = false;
+  if (g.interval_limit) {
+    steps.emplace(g);
+    inc.steps = &*steps;
+    infeasible = !steps->propagate(inc.limits);  // single-node limits: labels no step admits
+    inc.enforced.resize(inc.limits.size(), 0);
+  }
   if (!o.start.empty()) {
     if (o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
     inc.consider(o.start);
   }
+  if (!inc.limits.empty() || steps) inc.consider(least_usage_labels(g));
   cost_t lower = std::numeric_limits<cost_t>::min();
-  bool infeasible = false, timed_out = false;
+  if (const cost_t t = detail::trivial_bound(g, extremes); !is_forbidden(t)) lower = t;
+  else infeasible = true;  // some node or edge has no finite cost
   // a start at the trivial bound (every term at its least value) is optimal without further work
   // (e.g. a greedy plan without redistribution when every cost is nonnegative)
-  const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= detail::trivial_bound(g, extremes);
-  if (proven_at_start) lower = inc.feasible_cost;
-  for (std::size_t round = 0; !proven_at_start; ++round) {
+  const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower;
+  for (std::size_t round = 0; !proven_at_start && !infeasible; ++round) {
+    if (until.passed()) {
+      timed_out = true;
+      break;
+    }
     bool complete = false;
     ++r.stats.rounds;
-    const cost_t lb = detail::solve_round(g, o, inc, scale, magnitude, deadline, r.stats, round == 0, complete);
+    const cost_t lb = detail::solve_round(g, o, inc, scale, magnitude, until, r.stats, round == 0, complete);
     lower = std::max(lower, lb);
     if (is_forbidden(lb) && complete) {
       infeasible = true;
@@ -511,23 +688,30 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     }
     // the round's optimum breaks some limits: enforce them and go again
     std::size_t added = 0;
-    if (!inc.relax_labels.empty())
-      for (std::size_t k = 0; k < g.limits.size(); ++k) {
+    if (!inc.relax_labels.empty()) {
+      for (std::size_t k = 0; k < inc.limits.size(); ++k) {
         if (inc.enforced[k]) continue;
         std::int64_t sum = 0;
-        for (auto u : g.limits[k].nodes) sum += g.usage[u][inc.relax_labels[u]];
-        if (sum > g.limits[k].limit) {
+        for (auto u : inc.limits[k].nodes) sum += g.usage[u][inc.relax_labels[u]];
+        if (sum > inc.limits[k].limit) {
           inc.enforced[k] = 1;
           ++added;
         }
       }
+      if (steps)  // the time steps it breaks become limits, enforced from the next round on
+        for (auto& l : steps->broken(inc.relax_labels, o.max_step_memberships)) {
+          inc.limits.push_back(std::move(l));
+          inc.enforced.push_back(1);
+          ++added;
+        }
+    }
     if (added == 0) {  // should not happen: enforce everything
       for (auto& e : inc.enforced) e = 1;
     }
     r.stats.enforced_limits = static_cast<std::size_t>(std::count(inc.enforced.begin(), inc.enforced.end(), 1));
     inc.relax_cost = forbidden;
     inc.relax_labels.clear();
-    if (added == 0 && r.stats.rounds > g.limits.size() + 1) {
+    if (added == 0 && r.stats.rounds > inc.limits.size() + 1) {
       timed_out = true;
       break;
     }
