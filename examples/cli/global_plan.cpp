@@ -15,8 +15,8 @@
 #include "commands.hpp"
 #include "ctshard/registry.hpp"
 #include "ctshard/solve/candidates.hpp"
-#include "plan_repair.hpp"
 #include "option_checks.hpp"
+#include "plan_repair.hpp"
 
 namespace ctshard::cli {
 namespace {

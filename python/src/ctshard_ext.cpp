@@ -300,8 +300,7 @@ fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
       std::vector<std::pair<fx::Arg, fx::Arg>> entries;
       for (nb::handle kv : d["dict"]) {
         nb::sequence pair = nb::borrow<nb::sequence>(kv);
-        if (nb::len(pair) != 2)
-          throw error("ctshard.plan: a dict argument's entries are [key, value] pairs, got " + ascii_of(kv));
+        if (nb::len(pair) != 2) throw error("ctshard.plan: a dict argument's entries are [key, value] pairs, got " + ascii_of(kv));
         entries.emplace_back(to_fx_arg(pair[0], depth + 1), to_fx_arg(pair[1], depth + 1));
       }
       return fx::Arg::make_dict(std::move(entries));

@@ -83,7 +83,7 @@ constexpr void add_gather_row(RuleSet& rules, std::size_t in_col, std::size_t ou
   row[in_col] = ShardingPlaceholder(dim);
   const std::int64_t n = in[static_cast<std::size_t>(dim)];
   rules.add(row, ShardRegroup{TensorShape{g, n}, TensorShape{checked_mul(g, n, "ctshard::collective: gathered size")},
-                              static_cast<std::int8_t>(dim - 1), static_cast<std::int8_t>(dim), static_cast<std::uint8_t>(in_col)});
+                              static_cast<std::int8_t>(dim - 1), static_cast<std::int8_t>(dim), static_cast<std::uint8_t>(in_col), true});
 }
 
 /// The row that scatters dim `dim` of `in` over g ranks. On dim 0, `[S?(0), S?(0)]` regrouped from
@@ -98,7 +98,7 @@ constexpr void add_scatter_row(RuleSet& rules, std::size_t in_col, std::size_t o
     row[out_col] = ShardingPlaceholder(0);
     row[in_col] = ShardingPlaceholder(0);
     const std::int64_t n = in[0];
-    rules.add(row, ShardRegroup{TensorShape{n}, TensorShape{g, n / g}, 0, -1, static_cast<std::uint8_t>(in_col)});
+    rules.add(row, ShardRegroup{TensorShape{n}, TensorShape{g, n / g}, 0, -1, static_cast<std::uint8_t>(in_col), true});
     return;
   }
   if (g > 65535) return;  // no StridedShard holds such a split factor

@@ -163,12 +163,17 @@ constexpr std::vector<std::int64_t> kind_split_factors(const ShardKinds& kinds) 
 /// `S(0)S(1)` on 2x2, `[S(0), S(1)]`), right after one another; the op's full-mesh check
 /// (`view_output_spec`) picks the one each input spec's local sizes call for. With fewer mesh
 /// dims, or when those placements would make more than `max_rows` rows (a compact row indexes at
-/// most 255 rules), exactly `fill_placeholders(rules, kinds)`.
+/// most 255 rules), exactly `fill_placeholders(rules, kinds)`; a collective's row
+/// (`ShardRegroup::program_ranks`) always takes the global-size placement.
 [[nodiscard]] constexpr RuleSet fill_placeholders(const RuleSet& rules, const ShardKinds& kinds, std::span<const std::int64_t> mesh_sizes,
                                                   std::size_t max_rows = 255) {
   if (mesh_sizes.size() < 2) return fill_placeholders(rules, kinds);
   const std::vector<std::int64_t> factors = detail::kind_split_factors(kinds);
   RuleSet out = detail::fill_placeholders_by(rules, kinds, [&](const ShardRegroup& g, RunShard from, auto&& emit) {
+    if (g.program_ranks) {
+      if (const std::optional<RunShard> to = regroup_shard(g.input, from, g.output)) emit(*to);
+      return;
+    }
     for (const RunShard& to : regroup_shard_alternatives(g.input, from, g.output, mesh_sizes, factors)) emit(to);
   });
   if (out.size() > max_rows) return fill_placeholders(rules, kinds);

@@ -33,6 +33,10 @@ struct ShardRegroup {
   std::int8_t input_first = 0;   ///< tensor dim of the input run's first dim
   std::int8_t output_first = 0;  ///< tensor dim of the output run's first dim
   std::uint8_t source = 0;       ///< operand column (outputs first) of the input-side placeholder
+  /// The run's leading dim on one side is the program ranks of a collective, not a tensor dim the
+  /// mesh can shard: the mesh-size fill (`rules/regroup_on_mesh.hpp`) lists only the global-size
+  /// placement for such a row (no full-mesh check picks among local-size alternatives there).
+  bool program_ranks = false;
   friend constexpr bool operator==(const ShardRegroup&, const ShardRegroup&) = default;
 };
 

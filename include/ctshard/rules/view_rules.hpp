@@ -17,8 +17,8 @@
 #include "ctshard/config.hpp"
 #include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
-#include "ctshard/rules/rule_set.hpp"
 #include "ctshard/rules/regroup_on_mesh.hpp"
+#include "ctshard/rules/rule_set.hpp"
 #include "ctshard/rules/shard_regroup.hpp"
 #include "ctshard/rules/tensor_dims.hpp"
 
