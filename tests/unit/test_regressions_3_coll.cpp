@@ -55,18 +55,26 @@ TEST_CASE("R13 / R02: an all-reduce passes a Partial only when it commutes with 
   CHECK(rows_text(rule_for(all_reduce("MIN")).rules) == Rows{"S?(0),S?(0)", "S?(1),S?(1)", "P(min),P(min)"});
   for (const char* op : {"product", "premul_sum", "band", "bor", "bxor"})
     CHECK(rows_text(rule_for(all_reduce(op)).rules) == Rows{"S?(0),S?(0)", "S?(1),S?(1)"});
-  // R02: max all-reduce of a partial sum reduces first (an all-reduce on the mesh, cost > 0), then
-  // takes the max over the program ranks of replicas.
+  // R02: max all-reduce of a partial sum reduces first, then takes the max over the program ranks:
+  // with the rule's own fill (R15, PlaceholderFill::shard_from_partial) the reduction is a
+  // reduce-scatter into S(0) (half an all-reduce's price), with DTensor's an all-reduce into R.
   const OpCall max = all_reduce("max", {8, 6});
-  const auto m = chosen(rule_for(max), mesh_of({2}), max.tensors, {spec("P(sum)")});
-  CHECK(m.first == "R | R");
+  const OpRule max_rule = rule_for(max);
+  CHECK(max_rule.placeholder_fill == PlaceholderFill::shard_from_partial);
+  const auto m = chosen(max_rule, mesh_of({2}), max.tensors, {spec("P(sum)")});
+  CHECK(m.first == "S(0) | S(0)");
   CHECK(m.second > 0.0);
+  OpRule max_dtensor_fill = max_rule;
+  max_dtensor_fill.placeholder_fill = PlaceholderFill::dtensor;
+  const auto md = chosen(max_dtensor_fill, mesh_of({2}), max.tensors, {spec("P(sum)")});
+  CHECK(md.first == "R | R");
+  CHECK(md.second > m.second);
   // a sum all-reduce of a partial sum (or avg) keeps it, free
   const OpCall sum = all_reduce("sum", {8, 6});
   CHECK(chosen(rule_for(sum), mesh_of({2}), sum.tensors, {spec("P(sum)")}) == std::pair<std::string, double>{"P(sum) | P(sum)", 0.0});
   CHECK(chosen(rule_for(sum), mesh_of({2}), sum.tensors, {spec("P(avg)")}) == std::pair<std::string, double>{"P(avg) | P(avg)", 0.0});
-  // P(max) into a sum: no Partial row, the reduction runs first
-  CHECK(chosen(rule_for(sum), mesh_of({2}), sum.tensors, {spec("P(max)")}).first == "R | R");
+  // P(max) into a sum: no Partial row, the reduction runs first (a reduce-scatter, R15's fill)
+  CHECK(chosen(rule_for(sum), mesh_of({2}), sum.tensors, {spec("P(max)")}).first == "S(0) | S(0)");
 }
 
 TEST_CASE("R13: the same law in every namespace, vLLM's all_reduce is a sum", "[regressions_3]") {
@@ -79,10 +87,10 @@ TEST_CASE("R13: the same law in every namespace, vLLM's all_reduce is a sum", "[
   CHECK_FALSE(v.filter);
   CHECK(chosen(v, mesh_of({2}), vllm.tensors, {spec("R")}) == std::pair<std::string, double>{"R | R", 0.0});
   // R12's graph (greedy_dead_end_pmax): amax over the sharded dim leaves P(max) [8, 1]; the sum
-  // all-reduce now takes it through Replicate at a finite cost (an all-reduce on the mesh)
+  // all-reduce now takes it at a finite cost (a reduce-scatter of the max on the mesh into S(0))
   const OpCall r12 = make_call("vllm.all_reduce.default", {meta({8, 1})}, {tensor_arg(0), str_arg("tp:0")});
   const auto c = chosen(rule_for(r12), mesh_of({2}), r12.tensors, {spec("P(max)")});
-  CHECK(c.first == "R | R");
+  CHECK(c.first == "S(0) | S(0)");
   CHECK(std::isfinite(c.second));
   CHECK(c.second > 0.0);
 }
