@@ -424,8 +424,8 @@ class Builder {
     };
     bool allowed = dims_ok(s) && dims_ok(d);
     if (allowed && bypass)
-      allowed =
-          (mode != UnevenInputs::reject && s == d) || (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
+      allowed = mode == UnevenInputs::unchecked || (mode != UnevenInputs::reject && s == d) ||
+                (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
     if (allowed) {
       const double us = redistribute_cost(s, d, m, mesh_);
       if (std::isfinite(us)) c = static_cast<cost_t>(std::llround(us * units_per_us));

@@ -25,6 +25,7 @@
 
 #include "ctshard/core/spec.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/registry/builtin_registry.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/select/enumerator.hpp"
 #include "fx_graph.hpp"
@@ -68,6 +69,9 @@ struct PlanOptions {
   std::map<std::string, std::int64_t> symbols;  ///< symbol name -> value (`--sym s77=1024`); others get prime hints
   CostModel cost_model = CostModel::dtensor;    ///< how redistributions are priced (`--cost-model`)
   SelectAlgo algo = SelectAlgo::search;         ///< how each node's choice is found (`--algo`)
+  /// The rule set the registry given to plan_graph was built with (`--rule-set`), recorded in
+  /// plan_json as `rule_set`; the registry itself decides the rows.
+  RuleProfile rule_set = RuleProfile::ctshard;
 };
 
 /// Where a tensor input of an op node comes from: the node that defines the value (a placeholder,
@@ -102,9 +106,9 @@ Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegi
 /// The same plan, reporting every source and op node to `observer` as it is planned.
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
 
-/// The `plan --json` document: source, mesh, placements, symbols ([{name, value, bound}]), nodes
-/// ({name, op, inputs, outputs, cost_us, fallback[, reason]}), total_cost_us, nodes_with_rule,
-/// nodes_fallback, fallback_ops.
+/// The `plan --json` document: source, mesh, rule_set, placements, symbols ([{name, value,
+/// bound}]), nodes ({name, op, inputs, outputs, cost_us, fallback[, reason]}), total_cost_us,
+/// nodes_with_rule, nodes_fallback, fallback_ops.
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
 
 /// Text rendering of a plan: one line per op node, then totals and the fallback ops.

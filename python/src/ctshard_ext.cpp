@@ -127,7 +127,8 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
 
 cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
                                 nb::handle dtype, std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model,
-                                const std::string& algo = "enumerate", const std::string& partial_passthrough = "ctshard") {
+                                const std::string& algo = "enumerate", const std::string& partial_passthrough = "ctshard",
+                                const std::string& rule_set = "ctshard") {
   cli::TableOptions o;
   o.op = op;
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
@@ -139,7 +140,8 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
   o.devices_per_host = devices_per_host;
   o.einsum_linearity = einsum_linearity;
   o.partial_passthrough = partial_passthrough;
-  (void)cli::registry_for(einsum_linearity, partial_passthrough);  // a bad name is an error before any work
+  o.rule_set = rule_set;
+  (void)cli::registry_for(einsum_linearity, partial_passthrough, rule_set);  // a bad name is an error before any work
   o.cost_model = cli::parse_cost_model(cost_model);
   (void)cli::parse_algo(algo);  // a bad name is an error before any work
   o.algo = algo;
@@ -150,17 +152,17 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
 
 nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                  std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
-                 const std::string& partial_passthrough) {
+                 const std::string& partial_passthrough, const std::string& rule_set) {
   const cli::TableOptions o =
-      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
+      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set);
   return without_gil([&] { return cli::table_json(o); });
 }
 
 nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                   std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
-                  const std::string& partial_passthrough) {
+                  const std::string& partial_passthrough, const std::string& rule_set) {
   const cli::TableOptions o =
-      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough);
+      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set);
   return without_gil([&] { return cli::choice_json(o); });
 }
 
@@ -391,7 +393,7 @@ std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
 
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place, std::int64_t devices_per_host,
                 const std::string& einsum_linearity, nb::handle sym, const std::string& cost_model, nb::handle global, const std::string& algo,
-                const std::string& partial_passthrough) {
+                const std::string& partial_passthrough, const std::string& rule_set) {
   const std::optional<cli::GlobalOptions> global_options = global_options_of(global);
   cli::PlanOptions options;
   options.algo = cli::parse_algo(algo);
@@ -400,7 +402,8 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   options.placements = placements_of(place);
   options.symbols = symbols_of(sym);
   options.cost_model = cli::parse_cost_model(cost_model);
-  const OpRegistry& registry = cli::registry_for(einsum_linearity, partial_passthrough);
+  const OpRegistry& registry = cli::registry_for(einsum_linearity, partial_passthrough, rule_set);
+  options.rule_set = cli::parse_rule_set(rule_set);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
   const std::string text = kind == GraphSource::text || kind == GraphSource::path ? nb::cast<std::string>(graph) : std::string();
@@ -434,13 +437,13 @@ void def_plan(nb::module_& m, const char* name, GraphArgs... graph_args) {
   m.def(
       name,
       [](Graph... graph, nb::handle mesh, nb::handle place, std::int64_t dph, const std::string& lin, nb::handle sym, const std::string& cm,
-         nb::handle global, const std::string& algo, const std::string& pp) {
+         nb::handle global, const std::string& algo, const std::string& pp, const std::string& rs) {
         const GraphInput in = graph_input(graph...);
-        return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp);
+        return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp, rs);
       },
       graph_args..., nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
       nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-      nb::arg("partial_passthrough") = "ctshard");
+      nb::arg("partial_passthrough") = "ctshard", nb::arg("rule_set") = "ctshard");
 }
 
 /// Placements of a spec as (kind, dim, split_factor, reduce_op) tuples for ctshard.torch.
@@ -475,10 +478,10 @@ NB_MODULE(_ext, m) {
   });
   m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(), nb::arg("kwargs").none(),
         nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "enumerate",
-        nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("partial_passthrough") = "ctshard", nb::arg("rule_set") = "ctshard");
   m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(), nb::arg("kwargs").none(),
         nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search",
-        nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("partial_passthrough") = "ctshard", nb::arg("rule_set") = "ctshard");
   m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"),
         nb::arg("cost_model") = "dtensor");

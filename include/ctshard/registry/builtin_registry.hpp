@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "ctshard/registry/collective_ops.hpp"
+#include "ctshard/registry/dtensor_profile.hpp"
 #include "ctshard/registry/einsum_ops.hpp"
 #include "ctshard/registry/fused_kernel_ops.hpp"
 #include "ctshard/registry/layout_ops.hpp"
@@ -48,17 +49,43 @@ inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
     "aten.native_layer_norm_backward.default",
 };
 
+/// Which rows the built-in registry gives the ops DTensor 2.13 also has a rule for.
+enum class RuleProfile : std::uint8_t {
+  /// ctshard's rules: DTensor's semantics plus ctshard's sound extra rows (docs/conformance.md,
+  /// class ctshard_extension), without DTensor's rows the simulated mesh finds unsound, and every
+  /// single-dim combination for the ops DTensor 2.13 still implements as op-strategy functions.
+  ctshard,
+  /// DTensor 2.13's rows exactly, unsound ones included (apply_dtensor_profile,
+  /// registry/dtensor_profile.hpp), for plans DTensor's own op dispatch executes
+  /// (`ctshard.torch.run_plan(mode="dtensor")`). Implies EinsumLinearity::dtensor and
+  /// PartialPassthrough::dtensor, whatever RegistryOptions says for those. The rules of the ops
+  /// whose DTensor rows follow the current input read OpCall::current and OpCall::mesh_sizes.
+  dtensor,
+};
+
+/// "ctshard" or "dtensor".
+[[nodiscard]] constexpr std::string_view to_string(RuleProfile p) noexcept { return p == RuleProfile::dtensor ? "dtensor" : "ctshard"; }
+
 /// How the built-in registry is assembled (defaults: DTensor's einsum Partial rows, ctshard's
-/// Partial passthrough).
+/// Partial passthrough, ctshard's rules). `rule_set` = RuleProfile::dtensor overrides the other
+/// two with DTensor's choices (EinsumLinearity::dtensor, PartialPassthrough::dtensor);
+/// PartialPassthrough::dtensor with RuleProfile::ctshard changes only the ops of
+/// partial_passthrough_ops, as before the profile existed.
 struct RegistryOptions {
   EinsumLinearity einsum_linearity = EinsumLinearity::dtensor;
   PartialPassthrough partial_passthrough = PartialPassthrough::ctshard;
+  RuleProfile rule_set = RuleProfile::ctshard;
 };
 
 /// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor
 /// ops, collectives, fused kernels, training ops, layout ops, random ops), assembled as `options`
 /// say.
-[[nodiscard]] inline OpRegistry make_builtin_registry(const RegistryOptions& options) {
+[[nodiscard]] inline OpRegistry make_builtin_registry(const RegistryOptions& requested) {
+  RegistryOptions options = requested;
+  if (options.rule_set == RuleProfile::dtensor) {
+    options.einsum_linearity = EinsumLinearity::dtensor;
+    options.partial_passthrough = PartialPassthrough::dtensor;
+  }
   OpRegistry r;
   register_einsum_ops(r, options.einsum_linearity);
   register_pointwise_ops(r);
@@ -80,6 +107,7 @@ struct RegistryOptions {
       });
     }
   }
+  if (options.rule_set == RuleProfile::dtensor) apply_dtensor_profile(r);
   return r;
 }
 

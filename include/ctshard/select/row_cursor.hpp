@@ -37,6 +37,7 @@ struct InputPrefix {
       case UnevenInputs::reject: return !invalid && crowded == 0;
       case UnevenInputs::keep_current: return (!invalid && crowded == 0) || match;
       case UnevenInputs::keep_existing_shards: return !invalid && (crowded & touched) == 0;
+      case UnevenInputs::unchecked: return !invalid;
     }
     return false;
   }
