@@ -47,8 +47,17 @@ SIZE_ARG_OPS = {  # op -> positional index of the size argument localised from t
     "aten.as_strided.default": 1, "aten.new_empty_strided.default": 1,
 }
 POSITIVE_OPS = {"aten.log.default", "aten.log1p.default", "aten.sqrt.default", "aten.rsqrt.default",
-                "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.reciprocal.default"}
+                "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.reciprocal.default",
+                # batch norm: running / saved variances are positive
+                "aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
+                "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm_backward.default"}
 NOT_SIMULATED: set[str] = set()
+# kernels that divide by a local element count and die with SIGFPE (not an exception) on an empty
+# local tensor: an empty local input is a local error without running the kernel
+EMPTY_LOCAL_KILLS = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                     "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
+                     "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm_backward.default"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -130,6 +139,11 @@ def make_global_inputs(case: dict, gen: torch.Generator) -> list[torch.Tensor]:
             out.append(torch.rand(shape, generator=gen) < 0.5)
         elif dt in (torch.uint64,):
             out.append(torch.zeros(shape, dtype=dt))
+        elif case["op"] == "aten._grouped_mm.default" and i == 2:
+            # offs: increasing group ends over the grouped dim of the 2-d operand
+            total = case["tensors"][0]["shape"][0] if len(case["tensors"][0]["shape"]) == 2 else case["tensors"][1]["shape"][0]
+            cuts = sorted(torch.randint(0, total + 1, (shape[0] - 1,), generator=gen).tolist()) + [total]
+            out.append(torch.tensor(cuts, dtype=dt))
         else:
             hi = _index_bound(case, i)
             out.append(torch.randint(0, hi, shape, generator=gen, dtype=dt))
@@ -143,6 +157,15 @@ def _index_bound(case: dict, i: int) -> int:
         return ts[0]["shape"][0]
     if op == "aten.embedding_dense_backward.default" and i == 1:
         return case["args"][2]
+    if op in ("aten.gather.default", "aten.scatter.src", "aten.scatter.value", "aten.scatter_add.default") and i == 1:
+        shape = ts[0]["shape"]
+        return max(1, shape[case["args"][1] % len(shape)]) if shape else 1
+    if op in ("aten.nll_loss_forward.default", "aten.nll_loss_backward.default"):
+        self_shape = ts[0 if op == "aten.nll_loss_forward.default" else 1]["shape"]
+        return self_shape[1] if len(self_shape) >= 2 else self_shape[0]
+    if op == "aten.max_pool2d_with_indices_backward.default" and i == 2:
+        h, w = ts[1]["shape"][-2:]
+        return h * w
     if op in ("aten.index.Tensor", "aten.index_put.default"):
         idxs = case["args"][1]
         for pos, a in enumerate(idxs):
@@ -462,6 +485,16 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
                 local_call = torch.ops.aten.squeeze.dims
             else:
                 local_call = op
+            if op_name in EMPTY_LOCAL_KILLS:
+                if any(isinstance(t, torch.Tensor) and t.numel() == 0 for t in l_in):
+                    return {"verdict": "local_error", "detail": f"rank {r}: an empty local tensor (the kernel divides by its element count)"}
+                # the CPU kernel does not check the per-channel vectors' lengths (it reads out of
+                # bounds): a length other than the local channel count is a local error
+                x = l_in[1] if op_name == "aten.native_batch_norm_backward.default" else l_in[0]
+                bad = [tuple(t.shape) for t in l_in if isinstance(t, torch.Tensor) and t.dim() == 1 and t.shape[0] != x.shape[1]]
+                if bad:
+                    return {"verdict": "local_error",
+                            "detail": f"rank {r}: per-channel vectors {bad} for {x.shape[1]} local channels"}
             try:
                 if special is not None:
                     local_out[r] = _outputs(special(r, *largs, **lkw))
