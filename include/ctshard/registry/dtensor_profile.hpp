@@ -29,10 +29,7 @@
 /// DTensor computes, not what is right. Ops DTensor 2.13 has no rule for keep ctshard's rules.
 ///
 /// Not reproduced (each a classified difference in docs/conformance.md): Partial(product)
-/// (ctshard has no such placement), mixed-Partial specs that DTensor's op-strategy functions pass
-/// through (the enumerator drops them as newest DTensor does; the all-Replicate row stands in),
-/// DTensor's costs where its OpSpecs carry none or -0.1, and grouped_mm's stride check (ctshard's
-/// alignment filter stands in).
+/// (ctshard has no such placement), and DTensor's costs where its OpSpecs carry none or -0.1.
 
 #include <cstddef>
 #include <cstdint>
@@ -116,26 +113,10 @@ inline TensorDimMask reduction_dims(const OpCall& call, std::size_t rank) {
   return mask;
 }
 
-/// An OpRule listing exactly `rows` (DTensor's OpStrategy for the call): `listed_rows`, no
-/// shardability check. When no listed row can survive the enumerator's mixed-Partial filter
-/// (DTensor's op-strategy functions pass mixed Partials through; newest DTensor and ctshard do
-/// not), the all-Replicate row is kept as well so the table is never empty.
+/// An OpRule listing exactly `rows` (DTensor's OpStrategy for the call): `listed_rows`, and
+/// UnevenInputs::unchecked (DTensor's op strategies check neither shardability nor mixed
+/// Partials).
 inline OpRule listed_rule(const OpCall& call, std::vector<MeshStrategy> rows, std::size_t num_outputs) {
-  bool any_representable = false;
-  for (const MeshStrategy& row : rows) {
-    bool ok = true;
-    for (const Spec& s : row) {
-      unsigned mask = 0;
-      for (const Placement& p : s) mask |= p.is_partial() ? 1u << static_cast<unsigned>(p.reduce_op) : 0u;
-      const unsigned sum_avg = 1u << static_cast<unsigned>(ReduceOp::sum) | 1u << static_cast<unsigned>(ReduceOp::avg);
-      ok = ok && ((mask & (mask - 1)) == 0 || mask == sum_avg);
-    }
-    any_representable = any_representable || ok;
-  }
-  if (!any_representable) {
-    MeshStrategy replicated(rows.empty() ? num_outputs + call.tensors.size() : rows.front().size(), Spec(call.mesh_sizes.size()));
-    rows.push_back(std::move(replicated));
-  }
   ListedRows l = listed_rows(std::move(rows), num_outputs, call.tensors.size(), call.mesh_sizes.size());
   return OpRule{std::move(l.rules), UnevenInputs::unchecked, std::move(l.filter)};
 }
@@ -413,12 +394,32 @@ inline void follow_losses(OpRegistry& r) {
   });
 }
 
+/// DTensor `grouped_mm_strategy`'s `valid_grouped_mm_strides` for contiguous operands: the local
+/// shard of this rank (DTensor's propagation runs on rank 0: the first `torch.chunk` piece on every
+/// mesh dim) of each matrix must have its innermost size a multiple of 16 bytes.
+inline FullMeshFilter grouped_mm_stride_filter() {
+  return [](std::span<const Spec> operands, std::span<const TensorMeta> inputs, MeshSizes mesh) {
+    for (std::size_t i = 0; i < 2 && i < inputs.size(); ++i) {
+      const TensorShape& shape = inputs[i].shape;
+      if (shape.rank == 0 || inputs[i].itemsize == 0) continue;
+      const int last = static_cast<int>(shape.rank) - 1;
+      std::int64_t local = shape[shape.rank - 1];
+      const Spec& spec = operands[1 + i];
+      for (std::size_t m = 0; m < spec.size(); ++m)
+        if (spec[m].is_any_shard() && spec[m].dim == last) local = (local + mesh[m] - 1) / mesh[m];
+      const auto alignment = static_cast<std::int64_t>(16 / inputs[i].itemsize);
+      if (alignment > 0 && local % alignment != 0) return false;
+    }
+    return true;
+  };
+}
+
 /// The op-strategy functions that expand a fixed list (`expand_to_full_mesh_op_strategy`):
 /// `pooling_strategy`, `sort_strategy` (sort, topk), `histc_strategy`, `gather_strategy`,
 /// `scatter_strategy`, `scatter_add_strategy`, `dot_strategy` (the legacy einsum
 /// `gen_einsum_strategies("i,i->")`), `linalg_replicate_strategy` (tril, triu), the SDPA
 /// strategies (`_scaled_dot_product_*_base_strategies`: batch and head rows listed concretely) and
-/// `grouped_mm_strategy`.
+/// `grouped_mm_strategy` (with its stride check, `grouped_mm_stride_filter`).
 inline void fixed_lists(OpRegistry& r) {
   const auto S = [](std::size_t d) { return Shard(static_cast<int>(d)); };
   deviate(r, {"aten.max_pool2d_with_indices.default"}, [S](const OpCall& call, OpRule base) {
@@ -508,8 +509,7 @@ inline void fixed_lists(OpRegistry& r) {
       rules.add(row(Partial(), S(2), S(1)));
       rules.add(row(S(0), S(0), S(0)));
     }
-    // DTensor checks the local strides (valid_grouped_mm_strides); ctshard's alignment filter stands in
-    return OpRule{std::move(rules), UnevenInputs::reject, std::move(base.filter)};
+    return OpRule{std::move(rules), UnevenInputs::reject, grouped_mm_stride_filter()};
   });
 }
 

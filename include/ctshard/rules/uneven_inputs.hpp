@@ -21,11 +21,12 @@ enum class UnevenInputs : unsigned char {
   /// SDPA) follow the input without any shardability check; this keeps their rows that merely
   /// keep an input's existing layout, without creating empty shards that were not there.
   keep_existing_shards,
-  /// Always: no shardability check at all (a target may even create new empty shards). DTensor
-  /// 2.13's op-strategy functions that follow the current input apply its spec to every input
-  /// without `is_tensor_shardable`; the `dtensor` rules profile (RuleProfile::dtensor) uses this
-  /// for those ops so that it lists exactly their rows. A target that shards a dim the tensor
-  /// lacks still fails.
+  /// Always, and the rows are not checked for mixed Partial kinds either: the rule lists its
+  /// full-mesh rows itself (a full-mesh filter keeps exactly them). DTensor 2.13's op-strategy
+  /// functions that follow the current input apply its spec to every input without
+  /// `is_tensor_shardable` (a target may create new empty shards) and pass mixed Partials such as
+  /// `P(max)P(sum)` through; the `dtensor` rule set (RuleProfile::dtensor) uses this for those ops
+  /// so that it lists exactly their rows. A target that shards a dim the tensor lacks still fails.
   unchecked,
 };
 

@@ -907,7 +907,7 @@ def gen_training(b: Builder, op: str):
         if kind == "3x3":
             return [b.t([G, b.pick([8, 16]), K], bf), b.t([G, K, N], bf)], {}
         if kind == "3x2":
-            return [b.t([G, b.pick([8, 16]), K], bf), b.t([K * 2, N], bf), b.t([G], "int32", partial=False)], {}
+            return [b.t([G, b.pick([8, 16]), K], bf), b.t([K, N * 2], bf), b.t([G], "int32", partial=False)], {}
         return [b.t([b.pick([8, 16]), K * 2], bf), b.t([K * 2, N], bf), b.t([G], "int32", partial=False)], {}
     raise KeyError(op)
 

@@ -445,6 +445,27 @@ def explain(items: list[dict], known: list[dict]) -> tuple[list[dict], list[dict
     return done, left
 
 
+def summary_lines(res: dict, n_ops: int, explained: list[dict], unexplained: list[dict], label: str = "conformance") -> list[str]:
+    """The lines the test command repeats at the end of the run (they start with `label`:
+    "conformance" for ctshard's rule set, "conformance(dtensor)" for the dtensor rule set)."""
+    rows = family_table(res["records"], res["skipped"])
+    tot = {k: sum(r[k] for r in rows) for k in ("cases", "strategies_identical", "strategies_compared",
+                                                  "strategies_subset", "choices_identical", "choices_compared")}
+    lines = [f"{label}: {n_ops} ops, {tot['cases']} cases, strategy sets identical "
+             f"{tot['strategies_identical']}/{tot['strategies_compared']} (DTensor rows within ctshard's "
+             f"{tot['strategies_subset']}), choices identical {tot['choices_identical']}/{tot['choices_compared']}, "
+             f"differences {len(explained) + len(unexplained)}, unexplained {len(unexplained)}"]
+    for r in rows:
+        lines.append(f"{label}   {r['family']:<18} {r['ops']:>3} ops {r['cases']:>4} cases  strategies "
+                     f"identical {r['strategies_identical']:>4}/{r['strategies_compared']:<4} dt<=ct "
+                     f"{r['strategies_subset']:>4}  choices identical {r['choices_identical']:>4}/{r['choices_compared']}")
+    by = {}
+    for it in explained:
+        by[it["classification"]] = by.get(it["classification"], 0) + 1
+    lines.append(f"{label}: explained " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    return lines
+
+
 def build_report(result: dict, ops: list[str], info: dict, args_ns) -> dict:
     import torch
 
