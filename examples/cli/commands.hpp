@@ -33,7 +33,7 @@ struct TableOptions {
   /// "ctshard" (ctshard's rules) or "dtensor" (RuleProfile::dtensor: DTensor 2.13's rows exactly;
   /// implies einsum_linearity and partial_passthrough "dtensor").
   std::string rule_set = "ctshard";
-  CostModel cost_model = CostModel::dtensor;      ///< how redistributions are priced
+  CostModel cost_model = CostModel::dtensor;  ///< how redistributions are priced
   /// "enumerate" (table default: every row, DTensor's full expansion) or "search" (the exact
   /// search: only the chosen row, any table size; choice_json's default).
   std::string algo = "enumerate";

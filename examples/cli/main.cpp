@@ -169,17 +169,19 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
   add_algo(plan_cmd, plan_algo,
            "search: DTensor's choice by exact search, any mesh up to 8 dims; enumerate: price every row of each op's table "
            "(DTensor's full expansion; tables above 2^20 rows fall back)");
-  CLI::Option* plan_linearity_opt = plan_cmd
-                                        ->add_option("--einsum-linearity", plan_linearity,
-                                                     "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
-                                        ->check(CLI::IsMember({"dtensor", "sound"}))
-                                        ->capture_default_str();
+  CLI::Option* plan_linearity_opt =
+      plan_cmd
+          ->add_option("--einsum-linearity", plan_linearity,
+                       "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
+          ->check(CLI::IsMember({"dtensor", "sound"}))
+          ->capture_default_str();
   std::string plan_passthrough = "ctshard";
   const auto add_partial_passthrough = [](CLI::App* cmd, std::string& passthrough) {
-    return cmd->add_option("--partial-passthrough", passthrough,
-                    "ctshard: a Partial input passes through ops linear in it (clone, casts, activation backwards, "
-                    "native_layer_norm_backward); dtensor: those ops take no Partial input, as in DTensor 2.13 (for plans "
-                    "DTensor's own op dispatch executes)")
+    return cmd
+        ->add_option("--partial-passthrough", passthrough,
+                     "ctshard: a Partial input passes through ops linear in it (clone, casts, activation backwards, "
+                     "native_layer_norm_backward); dtensor: those ops take no Partial input, as in DTensor 2.13 (for plans "
+                     "DTensor's own op dispatch executes)")
         ->check(CLI::IsMember({"ctshard", "dtensor"}))
         ->capture_default_str();
   };
@@ -211,12 +213,13 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
   table_cmd->add_option("--devices-per-host", table.devices_per_host, "devices per host")->capture_default_str();
   table_cmd->add_option("--dtype", table.dtype, "element type: float32, bfloat16, ...; or one per tensor: float32,int64")->capture_default_str();
   bool table_sound = false;
-  CLI::Option* table_linearity_opt = table_cmd
-                                         ->add_option("--einsum-linearity", table.einsum_linearity,
-                                                      "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
-                                                      "all-Partial rows of batch-only einsums")
-                                         ->check(CLI::IsMember({"dtensor", "sound"}))
-                                         ->capture_default_str();
+  CLI::Option* table_linearity_opt =
+      table_cmd
+          ->add_option("--einsum-linearity", table.einsum_linearity,
+                       "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
+                       "all-Partial rows of batch-only einsums")
+          ->check(CLI::IsMember({"dtensor", "sound"}))
+          ->capture_default_str();
   CLI::Option* table_sound_opt = table_cmd->add_flag("--sound", table_sound, "same as --einsum-linearity sound");
   CLI::Option* table_passthrough_opt = add_partial_passthrough(table_cmd, table.partial_passthrough);
   add_rule_set(table_cmd, table.rule_set);
@@ -271,8 +274,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CL
         throw error("ctshard " + command + ": --rule-set dtensor implies --einsum-linearity dtensor (DTensor's rows); drop --einsum-linearity " +
                     linearity);
       if (passthrough_given && passthrough != "dtensor")
-        throw error("ctshard " + command + ": --rule-set dtensor implies --partial-passthrough dtensor (DTensor's rows); drop --partial-passthrough " +
-                    passthrough);
+        throw error("ctshard " + command +
+                    ": --rule-set dtensor implies --partial-passthrough dtensor (DTensor's rows); drop --partial-passthrough " + passthrough);
     };
     if (*table_cmd) {
       TableOptions options;

@@ -153,16 +153,16 @@ cli::TableOptions table_options(const std::string& op, nb::handle shapes, nb::ha
 nb::object table(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                  std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
                  const std::string& partial_passthrough, const std::string& rule_set) {
-  const cli::TableOptions o =
-      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set);
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo,
+                                            partial_passthrough, rule_set);
   return without_gil([&] { return cli::table_json(o); });
 }
 
 nb::object choose(const std::string& op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                   std::int64_t devices_per_host, const std::string& einsum_linearity, const std::string& cost_model, const std::string& algo,
                   const std::string& partial_passthrough, const std::string& rule_set) {
-  const cli::TableOptions o =
-      table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set);
+  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo,
+                                            partial_passthrough, rule_set);
   return without_gil([&] { return cli::choice_json(o); });
 }
 

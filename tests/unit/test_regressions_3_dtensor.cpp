@@ -41,8 +41,7 @@ std::vector<Spec> specs(std::initializer_list<const char*> texts) {
 /// 8x16x32x32,16,16,16,16 --mesh 2x2 --inputs "S(0)R;RR;RR;RR;RR" --args
 /// '["$0","$1","$2","$3","$4",0.1,1e-5]'`
 OpCall r16_call() {
-  return make_call("aten._native_batch_norm_legit_no_training.default",
-                   {meta({8, 16, 32, 32}), meta({16}), meta({16}), meta({16}), meta({16})},
+  return make_call("aten._native_batch_norm_legit_no_training.default", {meta({8, 16, 32, 32}), meta({16}), meta({16}), meta({16}), meta({16})},
                    {tensor_arg(0), tensor_arg(1), tensor_arg(2), tensor_arg(3), tensor_arg(4), float_arg(0.1), float_arg(1e-5)});
 }
 
@@ -61,7 +60,8 @@ TEST_CASE("R16: eval batch norm gets DTensor's channel rows under the dtensor ru
   CHECK_FALSE(dt.filter);  // no empty-shard filter: DTensor has none
   const auto dt_rows = candidates(dt, mesh, call.tensors, current);
   CHECK(dt_rows == Rows{"RR RR RR | RR RR RR RR RR", "RS(1) RS(0) RS(0) | RS(1) RS(0) RS(0) RS(0) RS(0)",
-                        "S(1)R S(0)R S(0)R | S(1)R S(0)R S(0)R S(0)R S(0)R", "S(1)S(1) S(0)S(0) S(0)S(0) | S(1)S(1) S(0)S(0) S(0)S(0) S(0)S(0) S(0)S(0)"});
+                        "S(1)R S(0)R S(0)R | S(1)R S(0)R S(0)R S(0)R S(0)R",
+                        "S(1)S(1) S(0)S(0) S(0)S(0) | S(1)S(1) S(0)S(0) S(0)S(0) S(0)S(0) S(0)S(0)"});
   for (const auto& row : dt_rows) {  // the input is never batch-sharded
     const std::string input = row.substr(row.find("| ") + 2, row.find(' ', row.find("| ") + 2) - row.find("| ") - 2);
     CHECK(input.find("S(0)") == std::string::npos);
@@ -86,8 +86,8 @@ TEST_CASE("R16: eval batch norm gets DTensor's channel rows under the dtensor ru
 TEST_CASE("R16: convolution gets DTensor's batch row only under the dtensor rule set", "[regressions_3]") {
   // convolution(x [4, 4, 8, 8], w [6, 4, 3, 3], b [6], stride 1, padding 1)
   const OpCall call = make_call("aten.convolution.default", {meta({4, 4, 8, 8}), meta({6, 4, 3, 3}), meta({6})},
-                                {tensor_arg(0), tensor_arg(1), tensor_arg(2), ints_arg({1, 1}), ints_arg({1, 1}), ints_arg({1, 1}),
-                                 bool_arg(false), ints_arg({0, 0}), int_arg(1)});
+                                {tensor_arg(0), tensor_arg(1), tensor_arg(2), ints_arg({1, 1}), ints_arg({1, 1}), ints_arg({1, 1}), bool_arg(false),
+                                 ints_arg({0, 0}), int_arg(1)});
   const std::vector<Spec> current = specs({"R", "S(0)", "S(0)"});
   const OpRule dt = dtensor_rule(call, current, {2});
   CHECK(rows_text(dt.rules) == Rows{"S?(0),S?(0),R,R"});  // DTensor `convolution_single_dim_strategy`
@@ -105,8 +105,8 @@ TEST_CASE("R16: convolution gets DTensor's batch row only under the dtensor rule
 }
 
 TEST_CASE("dtensor rule set: implies DTensor's einsum linearity and Partial passthrough", "[dtensor_rules]") {
-  const OpRegistry asked = make_builtin_registry(
-      RegistryOptions{.einsum_linearity = EinsumLinearity::per_input, .partial_passthrough = PartialPassthrough::ctshard, .rule_set = RuleProfile::dtensor});
+  const OpRegistry asked = make_builtin_registry(RegistryOptions{
+      .einsum_linearity = EinsumLinearity::per_input, .partial_passthrough = PartialPassthrough::ctshard, .rule_set = RuleProfile::dtensor});
   // batch-only einsum: DTensor's all-Partial rows are there although per_input was asked
   const OpCall mul = make_call("aten.bmm.default", {meta({2, 3, 4}), meta({2, 4, 5})}, {tensor_arg(0), tensor_arg(1)});
   const OpRule dt_bmm = (*asked.find(mul.op))(mul);
@@ -188,11 +188,13 @@ TEST_CASE("dtensor rule set: tensor ops and factories follow DTensor's op strate
   CHECK(chosen(nzr, mesh_of({2}), nz.tensors, specs({"S(0)"})).first == "S(0) | S(0)");
   // unbind along a sharded dim: DTensor raises
   const OpCall unbind = make_call("aten.unbind.int", {meta({4, 2})}, {tensor_arg(0), int_arg(0)});
-  CHECK_THAT(error_of([&] { return dtensor_rule(unbind, specs({"S(0)"}), {2}); }), Catch::Contains("Attempted to unbind along the sharded dimension 0"));
+  CHECK_THAT(error_of([&] { return dtensor_rule(unbind, specs({"S(0)"}), {2}); }),
+             Catch::Contains("Attempted to unbind along the sharded dimension 0"));
   // in-place bernoulli_: self keeps its spec; a Partial self has no such row and DTensor raises
   const OpCall bern = make_call("aten.bernoulli_.float", {meta({4, 4})}, {tensor_arg(0), float_arg(0.5)});
   CHECK(candidates(dtensor_rule(bern, specs({"S(1)"}), {2}), mesh_of({2}), bern.tensors, specs({"S(1)"})) == Rows{"S(1) | S(1)"});
-  CHECK_THAT(error_of([&] { return dtensor_rule(bern, specs({"P(sum)"}), {2}); }), Catch::Contains("in-place operations that require placement changes"));
+  CHECK_THAT(error_of([&] { return dtensor_rule(bern, specs({"P(sum)"}), {2}); }),
+             Catch::Contains("in-place operations that require placement changes"));
   // a mixed-Partial input DTensor 2.13's op strategies pass through: listed rows skip the
   // mixed-Partial filter (UnevenInputs::unchecked), so the rule set lists it as DTensor does
   const OpCall view = make_call("aten.view.default", {meta({4, 4})}, {tensor_arg(0), ints_arg({16})});

@@ -106,7 +106,8 @@ inline bool keyword_flag(const OpCall& call, std::string_view name) {
 inline TensorDimMask reduction_dims(const OpCall& call, std::size_t rank) {
   const OpArg* a = call.arg(1);
   if (a == nullptr || a->kind == OpArg::Kind::none || rank == 0) return all_dims(rank);
-  if (a->kind != OpArg::Kind::integer && a->kind != OpArg::Kind::int_list) op_args::bad_argument(call, "dim", "must be an integer or a list of integers");
+  if (a->kind != OpArg::Kind::integer && a->kind != OpArg::Kind::int_list)
+    op_args::bad_argument(call, "dim", "must be an integer or a list of integers");
   const std::vector<std::int64_t> dims = a->kind == OpArg::Kind::integer ? std::vector<std::int64_t>{a->integer} : a->ints;
   TensorDimMask mask = 0;
   for (auto d : dims) mask |= TensorDimMask{1} << norm_dim(call, d, rank);
@@ -182,7 +183,8 @@ inline void deviate(OpRegistry& r, std::initializer_list<std::string_view> ops, 
   for (const std::string_view op : ops) {
     const RuleFactory* found = r.find(op);
     if (found == nullptr) continue;
-    r.replace(op, [builtin = *found, modify](const OpCall& call) { return op_args::in_op_context(call, [&] { return modify(call, builtin(call)); }); });
+    r.replace(op,
+              [builtin = *found, modify](const OpCall& call) { return op_args::in_op_context(call, [&] { return modify(call, builtin(call)); }); });
   }
 }
 
@@ -229,28 +231,41 @@ inline void follow_views(OpRegistry& r) {
       return std::vector<MeshStrategy>{reshape_strategy(cur[0], call.tensors[0].shape, view_rule_of(map), call.mesh_sizes, strict)};
     };
   };
-  static constexpr auto sizes_map = [](const OpCall& c) { return view_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "size"), "ctshard: view"); };
+  static constexpr auto sizes_map = [](const OpCall& c) {
+    return view_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "size"), "ctshard: view");
+  };
   follow(r, {"aten.view.default", "aten._unsafe_view.default"}, "reshape_strategy (view, strict)", view(true, +sizes_map));
   follow(r, {"aten.reshape.default"}, "reshape_strategy (reshape)", view(false, +sizes_map));
-  follow(r, {"aten.transpose.int"}, "reshape_strategy (transpose)", view(false, +[](const OpCall& c) {
-           return transpose_dim_map(c.tensors[0].shape, op_args::required_int(c, 1, "dim0"), op_args::required_int(c, 2, "dim1"), "ctshard: transpose");
-         }));
+  follow(r, {"aten.transpose.int"}, "reshape_strategy (transpose)",
+         view(
+             false, +[](const OpCall& c) {
+               return transpose_dim_map(c.tensors[0].shape, op_args::required_int(c, 1, "dim0"), op_args::required_int(c, 2, "dim1"),
+                                        "ctshard: transpose");
+             }));
   follow(r, {"aten.permute.default"}, "reshape_strategy (permute)",
-         view(false, +[](const OpCall& c) { return permute_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "dims"), "ctshard: permute"); }));
-  follow(r, {"aten.unsqueeze.default"}, "reshape_strategy (unsqueeze)", view(false, +[](const OpCall& c) {
-           return unsqueeze_dim_map(c.tensors[0].shape, op_args::required_int(c, 1, "dim"), "ctshard: unsqueeze");
-         }));
+         view(
+             false, +[](const OpCall& c) { return permute_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "dims"), "ctshard: permute"); }));
+  follow(
+      r, {"aten.unsqueeze.default"}, "reshape_strategy (unsqueeze)",
+      view(
+          false, +[](const OpCall& c) { return unsqueeze_dim_map(c.tensors[0].shape, op_args::required_int(c, 1, "dim"), "ctshard: unsqueeze"); }));
   follow(r, {"aten.squeeze.default"}, "reshape_strategy (squeeze, strict)",
-         view(true, +[](const OpCall& c) { return squeeze_dim_map(c.tensors[0].shape, {}, SqueezeDims::every_singleton, "ctshard: squeeze"); }));
-  follow(r, {"aten.squeeze.dim"}, "reshape_strategy (squeeze, strict)", view(true, +[](const OpCall& c) {
-           const std::int64_t d = op_args::required_int(c, 1, "dim");
-           return squeeze_dim_map(c.tensors[0].shape, std::span<const std::int64_t>(&d, 1), SqueezeDims::listed, "ctshard: squeeze");
-         }));
-  follow(r, {"aten.squeeze.dims"}, "reshape_strategy (squeeze, strict)", view(true, +[](const OpCall& c) {
-           return squeeze_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "dim"), SqueezeDims::listed, "ctshard: squeeze");
-         }));
+         view(
+             true, +[](const OpCall& c) { return squeeze_dim_map(c.tensors[0].shape, {}, SqueezeDims::every_singleton, "ctshard: squeeze"); }));
+  follow(r, {"aten.squeeze.dim"}, "reshape_strategy (squeeze, strict)",
+         view(
+             true, +[](const OpCall& c) {
+               const std::int64_t d = op_args::required_int(c, 1, "dim");
+               return squeeze_dim_map(c.tensors[0].shape, std::span<const std::int64_t>(&d, 1), SqueezeDims::listed, "ctshard: squeeze");
+             }));
+  follow(r, {"aten.squeeze.dims"}, "reshape_strategy (squeeze, strict)",
+         view(
+             true, +[](const OpCall& c) {
+               return squeeze_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "dim"), SqueezeDims::listed, "ctshard: squeeze");
+             }));
   follow(r, {"aten.expand.default"}, "reshape_strategy (expand)",
-         view(false, +[](const OpCall& c) { return expand_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "size"), "ctshard: expand"); }));
+         view(
+             false, +[](const OpCall& c) { return expand_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "size"), "ctshard: expand"); }));
   follow(r, {"aten.view_as_real.default"}, "reshape_strategy (view_as_real)", [](const OpCall& call, std::span<const Spec> cur, const OpRule&) {
     return std::vector<MeshStrategy>{
         reshape_strategy(cur[0], call.tensors[0].shape, dtensor_ops::view_as_real_rule(call.tensors[0].shape), call.mesh_sizes, false)};
@@ -270,7 +285,8 @@ inline void follow_reductions(OpRegistry& r) {
   const auto linear = [](ReduceOp op) {
     return [op](const OpCall& call, std::span<const Spec> cur, const OpRule& base) {
       const TensorShape& shape = call.tensors[0].shape;
-      MeshStrategy row = common_reduction_strategy(cur[0], shape, call.mesh_sizes, reduction_dims(call, shape.rank), positional_flag(call, 2), true, op);
+      MeshStrategy row =
+          common_reduction_strategy(cur[0], shape, call.mesh_sizes, reduction_dims(call, shape.rank), positional_flag(call, 2), true, op);
       (void)base;
       return std::vector<MeshStrategy>{row};
     };
@@ -279,18 +295,19 @@ inline void follow_reductions(OpRegistry& r) {
   follow(r, {"aten.mean.default", "aten.mean.dim"}, "linear_reduction_strategy", linear(ReduceOp::avg));
   follow(r, {"aten.amax.default", "aten.max.default"}, "linear_reduction_strategy", linear(ReduceOp::max));
   follow(r, {"aten.amin.default", "aten.min.default"}, "linear_reduction_strategy", linear(ReduceOp::min));
-  follow(r, {"aten.argmax.default", "aten.argmin.default"}, "argmax_argmin_strategy", [](const OpCall& call, std::span<const Spec> cur, const OpRule&) {
-    const TensorShape& shape = call.tensors[0].shape;
-    return std::vector<MeshStrategy>{
-        common_reduction_strategy(cur[0], shape, call.mesh_sizes, reduction_dims(call, shape.rank), positional_flag(call, 2), false, ReduceOp::max)};
-  });
+  follow(r, {"aten.argmax.default", "aten.argmin.default"}, "argmax_argmin_strategy",
+         [](const OpCall& call, std::span<const Spec> cur, const OpRule&) {
+           const TensorShape& shape = call.tensors[0].shape;
+           return std::vector<MeshStrategy>{common_reduction_strategy(cur[0], shape, call.mesh_sizes, reduction_dims(call, shape.rank),
+                                                                      positional_flag(call, 2), false, ReduceOp::max)};
+         });
   // std / var / var_mean / logsumexp: keepdim is keyword-only in DTensor's reading; one output spec
   // per output (var_mean's OpSpec has one spec for both outputs)
   follow(r, {"aten.var.correction", "aten.std.correction", "aten.var_mean.correction", "aten.logsumexp.default"},
          "std_var_reduction_strategy / logsumexp_strategy", [](const OpCall& call, std::span<const Spec> cur, const OpRule& base) {
            const TensorShape& shape = call.tensors[0].shape;
-           MeshStrategy row = common_reduction_strategy(cur[0], shape, call.mesh_sizes, reduction_dims(call, shape.rank), keyword_flag(call, "keepdim"),
-                                                        false, ReduceOp::sum);
+           MeshStrategy row = common_reduction_strategy(cur[0], shape, call.mesh_sizes, reduction_dims(call, shape.rank),
+                                                        keyword_flag(call, "keepdim"), false, ReduceOp::sum);
            while (row.size() < base.rules.width()) row.insert(row.begin(), row.front());
            return std::vector<MeshStrategy>{row};
          });
@@ -346,9 +363,10 @@ inline void follow_tensor_ops(OpRegistry& r) {
   follow(r, {"aten.slice_scatter.default"}, "gen_slice_scatter_strategy", [](const OpCall& call, std::span<const Spec> cur, const OpRule&) {
     return Rows{slice_scatter_strategy(cur[0], norm_dim(call, positional_int(call, 2, 0), call.tensors[0].shape.rank))};
   });
-  follow(r, {"aten.split.Tensor", "aten.split_with_sizes.default"}, "split_strategy", [](const OpCall& call, std::span<const Spec> cur, const OpRule& base) {
-    return Rows{split_strategy(cur[0], norm_dim(call, positional_int(call, 2, 0), call.tensors[0].shape.rank), base.rules.num_outputs())};
-  });
+  follow(r, {"aten.split.Tensor", "aten.split_with_sizes.default"}, "split_strategy",
+         [](const OpCall& call, std::span<const Spec> cur, const OpRule& base) {
+           return Rows{split_strategy(cur[0], norm_dim(call, positional_int(call, 2, 0), call.tensors[0].shape.rank), base.rules.num_outputs())};
+         });
   follow(r, {"aten.unbind.int"}, "gen_unbind_strategy", [](const OpCall& call, std::span<const Spec> cur, const OpRule& base) {
     return Rows{unbind_strategy(cur[0], norm_dim(call, positional_int(call, 1, 0), call.tensors[0].shape.rank), base.rules.num_outputs())};
   });
@@ -436,8 +454,10 @@ inline void fixed_lists(OpRegistry& r) {
       if (static_cast<int>(d) != dim) rules.add({S(d), S(d), S(d)});
     return OpRule{std::move(rules), UnevenInputs::reject};
   };
-  deviate(r, {"aten.sort.default"}, [sort_rule](const OpCall& call, OpRule base) { return sort_rule(call, std::move(base), positional_int(call, 1, -1)); });
-  deviate(r, {"aten.topk.default"}, [sort_rule](const OpCall& call, OpRule base) { return sort_rule(call, std::move(base), positional_int(call, 2, -1)); });
+  deviate(r, {"aten.sort.default"},
+          [sort_rule](const OpCall& call, OpRule base) { return sort_rule(call, std::move(base), positional_int(call, 1, -1)); });
+  deviate(r, {"aten.topk.default"},
+          [sort_rule](const OpCall& call, OpRule base) { return sort_rule(call, std::move(base), positional_int(call, 2, -1)); });
   deviate(r, {"aten.sort.stable"}, [sort_rule](const OpCall& call, OpRule base) {
     const OpArg* d = call.kwarg("dim");
     return sort_rule(call, std::move(base), d != nullptr && d->kind == OpArg::Kind::integer ? d->integer : -1);
@@ -476,13 +496,19 @@ inline void fixed_lists(OpRegistry& r) {
       }
     return OpRule{std::move(rules), UnevenInputs::reject};
   });
-  deviate(r, {"aten.dot.default"}, [S](const OpCall&, OpRule base) { return OpRule{rows_like(base.rules, {{Partial(), S(0), S(0)}}), UnevenInputs::reject}; });
-  deviate(r, {"aten.tril.default", "aten.triu.default"}, [](const OpCall&, OpRule base) { return OpRule{replicate_only(base.rules), UnevenInputs::reject}; });
+  deviate(r, {"aten.dot.default"}, [S](const OpCall&, OpRule base) {
+    return OpRule{rows_like(base.rules, {{Partial(), S(0), S(0)}}), UnevenInputs::reject};
+  });
+  deviate(r, {"aten.tril.default", "aten.triu.default"}, [](const OpCall&, OpRule base) {
+    return OpRule{replicate_only(base.rules), UnevenInputs::reject};
+  });
   deviate(r,
           {"aten._scaled_dot_product_flash_attention.default", "aten._scaled_dot_product_flash_attention_backward.default",
            "aten._scaled_dot_product_efficient_attention.default", "aten._scaled_dot_product_efficient_attention_backward.default",
            "aten._scaled_dot_product_cudnn_attention.default", "aten._scaled_dot_product_cudnn_attention_backward.default"},
-          [](const OpCall&, OpRule base) { return OpRule{concrete_shards(base.rules), UnevenInputs::reject}; });
+          [](const OpCall&, OpRule base) {
+            return OpRule{concrete_shards(base.rules), UnevenInputs::reject};
+          });
   deviate(r, {"aten._grouped_mm.default"}, [S](const OpCall& call, OpRule base) {
     const std::size_t a = call.tensors[0].shape.rank, b = call.tensors[1].shape.rank;
     const bool offs = call.tensors.size() == 3;
@@ -596,10 +622,12 @@ inline void single_dim_rules(OpRegistry& r) {
         bool kept = false;
         for (std::size_t row = 0; row < filled.size() && !kept; ++row) kept = filled.cell(row, 0) == self[m] && filled.cell(row, outputs) == self[m];
         if (!kept)
-          throw error("ctshard: " + call.op + ": DTensor 2.13 raises: in-place operations that require placement changes are not supported. The input has placement " +
+          throw error("ctshard: " + call.op +
+                      ": DTensor 2.13 raises: in-place operations that require placement changes are not supported. The input has placement " +
                       to_string(self) + ", but no valid strategy preserves this placement.");
       }
-      base.filter = [self, outputs, inner = std::move(base.filter)](std::span<const Spec> operands, std::span<const TensorMeta> metas, MeshSizes mesh) {
+      base.filter = [self, outputs, inner = std::move(base.filter)](std::span<const Spec> operands, std::span<const TensorMeta> metas,
+                                                                    MeshSizes mesh) {
         return operands[0] == self && operands[outputs] == self && (!inner || inner(operands, metas, mesh));
       };
       return base;

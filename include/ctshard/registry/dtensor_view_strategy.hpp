@@ -377,7 +377,8 @@ class ViewShardingPropagator {
 /// input target with the shards it cannot keep replicated, and the output spec. `strict_view`:
 /// DTensor's flag (view, _unsafe_view, squeeze: true; reshape and the rest: false). {out, in}.
 /// Throws ctshard::error with DTensor's message where DTensor raises.
-[[nodiscard]] inline MeshStrategy reshape_strategy(const Spec& current, const TensorShape& input, const ViewRule& rule, MeshSizes mesh, bool strict_view) {
+[[nodiscard]] inline MeshStrategy reshape_strategy(const Spec& current, const TensorShape& input, const ViewRule& rule, MeshSizes mesh,
+                                                   bool strict_view) {
   ViewShardingPropagator p(current, input, rule, mesh, strict_view);
   auto [target, output] = p.run();
   return {output, target};
