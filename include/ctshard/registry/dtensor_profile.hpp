@@ -644,8 +644,9 @@ inline void single_dim_rules(OpRegistry& r) {
 /// in `r` are skipped.
 ///
 /// R15 (DTensor's placeholder fill): DTensor drops placeholder rows when no input is sharded (a
-/// Partial-only input gets no shard row). When `OpRule` carries the choice of fill, this is the
-/// single place that selects DTensor's fill for every rule of the profile.
+/// Partial-only input gets no shard row). When `OpRule` carries the choice of fill
+/// (`OpRule::placeholder_fill`, another branch), the marked line at the end of this function is
+/// the single place that selects DTensor's fill for every rule of the profile.
 inline void apply_dtensor_profile(OpRegistry& r) {
   using namespace detail::dtensor_profile;
   follow_views(r);
@@ -655,9 +656,11 @@ inline void apply_dtensor_profile(OpRegistry& r) {
   follow_losses(r);
   fixed_lists(r);
   single_dim_rules(r);
-  // TODO(R15): select DTensor's placeholder fill here for every rule of the profile once OpRule
-  // carries it (the fill ctshard ships today is DTensor's: placeholder rows vanish without a
-  // sharded input).
+  // The one place the profile selects DTensor's placeholder fill (R15): another branch adds
+  // `OpRule::placeholder_fill`; on merge, wrap every factory of `r` here so that each rule it
+  // returns carries DTensor's fill (the fill ctshard ships on this branch already drops placeholder
+  // rows without a sharded input, as DTensor does).
+  // placeholder_fill: set to PlaceholderFill::dtensor when merged with the R15 fill
 }
 
 }  // namespace ctshard
