@@ -38,7 +38,7 @@ enum class PartialPassthrough : std::uint8_t {
 /// The ops that PartialPassthrough selects rows for: each lists `[.., P(r), ..]` input rows in
 /// ctshard and none in DTensor 2.13 (checked op by op against DTensor's tables in
 /// tests/python/test_partial_passthrough.py).
-inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
+inline constexpr std::array<std::string_view, 9> partial_passthrough_ops{
     "aten.clone.default",
     "prims.convert_element_type.default",
     "aten.native_dropout_backward.default",
@@ -46,6 +46,7 @@ inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
     "aten.sigmoid_backward.default",
     "aten.tanh_backward.default",
     "aten.threshold_backward.default",
+    "aten.silu_backward.default",
     "aten.native_layer_norm_backward.default",
 };
 
