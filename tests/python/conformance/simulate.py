@@ -148,7 +148,8 @@ def make_global_inputs(case: dict, gen: torch.Generator) -> list[torch.Tensor]:
         elif case["op"] == "aten._grouped_mm.default" and i == 2:
             # offs: increasing group ends over the grouped dim of the 2-d operand
             total = case["tensors"][0]["shape"][0] if len(case["tensors"][0]["shape"]) == 2 else case["tensors"][1]["shape"][0]
-            cuts = sorted(torch.randint(0, total + 1, (shape[0] - 1,), generator=gen).tolist()) + [total]
+            # distinct cuts: no empty group (the CPU kernel leaves an empty group's output unwritten)
+            cuts = sorted((torch.randperm(total - 1, generator=gen)[: shape[0] - 1] + 1).tolist()) + [total]
             out.append(torch.tensor(cuts, dtype=dt))
         else:
             hi = _index_bound(case, i)
@@ -384,6 +385,42 @@ def _masked_embedding_fn(case: dict, in_specs: list, mesh: list[int]):
     return run
 
 
+def _masked_gather_fn(case: dict, in_specs: list, mesh: list[int]):
+    """gather's row-wise rule with self sharded on the gather dim and the index whole (DTensor's
+    _MaskPartial, ctshard's [P(sum), S(dim), R]): each rank gathers the indices in its block of
+    that dim and writes zeros elsewhere; the output is a P(sum). Returns a per-rank local op, or
+    None when self is not sharded on the gather dim."""
+    sspec = in_specs[0]
+    if sspec is None:
+        return None
+    shape = case["tensors"][0]["shape"]
+    if not shape:
+        return None
+    dim = case["args"][1] % len(shape)
+    pl = parse_spec(sspec)
+    if not any(isinstance(p, (Shard, _StridedShard)) and p.dim == dim for p in pl):
+        return None
+    n = shape[dim]
+    pos_pl = [Shard(0) if isinstance(p, Shard) and p.dim == dim else
+              _StridedShard(0, split_factor=p.split_factor) if isinstance(p, _StridedShard) and p.dim == dim else Replicate()
+              for p in pl]
+    rows = layout(torch.arange(n), mesh, pos_pl, None)
+
+    def run(rank, x, d, idx, *rest, **kw):
+        r = rows[rank].reshape(-1)
+        pos = torch.full((n,), -1, dtype=torch.int64)
+        pos[r] = torch.arange(r.numel())
+        li = pos[idx]
+        mask = li < 0
+        if r.numel() == 0:
+            return torch.zeros(tuple(idx.shape), dtype=x.dtype)
+        out = torch.ops.aten.gather.default(x, d, li.clamp(min=0), *rest, **kw)
+        out[mask] = 0
+        return out
+
+    return run
+
+
 def _conv_args(v: Any, tensors: list) -> Any:
     if isinstance(v, str):
         if v.startswith("$"):
@@ -468,7 +505,8 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
                 return {"verdict": "skipped", "detail": str(e)}
         # localised size args
         size_idx = SIZE_ARG_OPS.get(op_name)
-        special = _masked_embedding_fn(case, in_specs, mesh) if op_name == "aten.embedding.default" else None
+        special = (_masked_embedding_fn(case, in_specs, mesh) if op_name == "aten.embedding.default" else
+                   _masked_gather_fn(case, in_specs, mesh) if op_name == "aten.gather.default" else None)
         local_out = {}
         for r in ranks:
             l_in = [per_in[i][r] for i in range(len(g_in))]
