@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/registry/builtin_registry.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/select/enumerator.hpp"
 
@@ -29,7 +30,10 @@ struct TableOptions {
   std::vector<std::string> dtypes{"float32"};     ///< one dtype for every tensor, or one per tensor
   std::string einsum_linearity = "dtensor";       ///< "dtensor" (reference fidelity) or "sound"
   std::string partial_passthrough = "ctshard";    ///< "ctshard" or "dtensor" (PartialPassthrough)
-  CostModel cost_model = CostModel::dtensor;      ///< how redistributions are priced
+  /// "ctshard" (ctshard's rules) or "dtensor" (RuleProfile::dtensor: DTensor 2.13's rows exactly;
+  /// implies einsum_linearity and partial_passthrough "dtensor").
+  std::string rule_set = "ctshard";
+  CostModel cost_model = CostModel::dtensor;  ///< how redistributions are priced
   /// "enumerate" (table default: every row, DTensor's full expansion) or "search" (the exact
   /// search: only the chosen row, any table size; choice_json's default).
   std::string algo = "enumerate";
@@ -45,7 +49,7 @@ struct TableOptions {
 /// The `table --json` document: op, aten_op, shapes, mesh, devices_per_host, itemsize, inputs,
 /// allow_uneven, uneven_inputs, placeholder_fill ("dtensor" or "shard_from_partial": how the rule
 /// fills its placeholders), algo, rules_raw, rules, num_combinations, filtered, strategies, choice,
-/// plain_min_index (the reference cases' format). With `algo` "search", `strategies` holds the
+/// plain_min_index (the reference cases' format), rule_set ("ctshard" / "dtensor"). With `algo` "search", `strategies` holds the
 /// chosen row only (found by the exact search; `choice.index` and `plain_min_index` are positions
 /// among the surviving rows, counted without listing them; `filtered.op_filter` is absent, and
 /// the two indices null, when an op filter would need more than 2^20 rows walked). Throws
@@ -95,10 +99,15 @@ void print_cost(const nlohmann::json& cost, std::ostream& out);
 /// `ctshard ops --json`: {ops: [names], count}.
 nlohmann::json ops_json();
 
-/// The registry for an einsum-linearity policy name ("dtensor" or "sound") and a Partial
-/// passthrough name ("ctshard" or "dtensor", PartialPassthrough). Throws ctshard::error for
-/// another name.
-const OpRegistry& registry_for(const std::string& einsum_linearity, const std::string& partial_passthrough = "ctshard");
+/// The registry for an einsum-linearity policy name ("dtensor" or "sound"), a Partial passthrough
+/// name ("ctshard" or "dtensor", PartialPassthrough) and a rule set name ("ctshard" or "dtensor",
+/// RuleProfile: "dtensor" implies the other two as "dtensor", whatever they say). Throws
+/// ctshard::error for another name.
+const OpRegistry& registry_for(const std::string& einsum_linearity, const std::string& partial_passthrough = "ctshard",
+                               const std::string& rule_set = "ctshard");
+
+/// A rule set by name ("ctshard", "dtensor"). Throws ctshard::error naming the text.
+RuleProfile parse_rule_set(std::string_view name);
 
 /// Deepest nesting of lists (and objects) in table arguments: `[[1]]` is 2 levels. Deeper
 /// --args / --kwargs JSON (or Python arguments) is refused with ctshard::error.

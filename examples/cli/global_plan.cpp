@@ -669,8 +669,8 @@ class Builder {
     };
     bool allowed = dims_ok(s) && dims_ok(d);
     if (allowed && bypass)
-      allowed =
-          (mode != UnevenInputs::reject && s == d) || (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
+      allowed = mode == UnevenInputs::unchecked || (mode != UnevenInputs::reject && s == d) ||
+                (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
     if (allowed) c = units_of(redistribute_cost(s, d, m, mesh_), "a redistribution " + to_string(s) + " -> " + to_string(d));
     memo_.insert(key, c, budget_);
     return c;

@@ -196,21 +196,23 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
   add_algo(plan_cmd, plan_algo,
            "search: DTensor's choice by exact search, any mesh up to 8 dims; enumerate: price every row of each op's table "
            "(DTensor's full expansion; tables above 2^20 rows fall back)");
-  plan_cmd
-      ->add_option("--einsum-linearity", plan_linearity,
-                   "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
-      ->check(CLI::IsMember({"dtensor", "sound"}))
-      ->capture_default_str();
+  CLI::Option* plan_linearity_opt =
+      plan_cmd
+          ->add_option("--einsum-linearity", plan_linearity,
+                       "sound: without DTensor's unsound all-Partial rows of batch-only einsums; dtensor: exactly as DTensor")
+          ->check(CLI::IsMember({"dtensor", "sound"}))
+          ->capture_default_str();
   std::string plan_passthrough = "ctshard";
   const auto add_partial_passthrough = [](CLI::App* cmd, std::string& passthrough) {
-    cmd->add_option("--partial-passthrough", passthrough,
-                    "ctshard: a Partial input passes through ops linear in it (clone, casts, activation backwards, "
-                    "native_layer_norm_backward); dtensor: those ops take no Partial input, as in DTensor 2.13 (for plans "
-                    "DTensor's own op dispatch executes)")
+    return cmd
+        ->add_option("--partial-passthrough", passthrough,
+                     "ctshard: a Partial input passes through ops linear in it (clone, casts, activation backwards, "
+                     "native_layer_norm_backward); dtensor: those ops take no Partial input, as in DTensor 2.13 (for plans "
+                     "DTensor's own op dispatch executes)")
         ->check(CLI::IsMember({"ctshard", "dtensor"}))
         ->capture_default_str();
   };
-  add_partial_passthrough(plan_cmd, plan_passthrough);
+  CLI::Option* plan_passthrough_opt = add_partial_passthrough(plan_cmd, plan_passthrough);
   std::string plan_greedy_fill = "dtensor";
   plan_cmd
       ->add_option("--greedy-fill", plan_greedy_fill,
@@ -219,11 +221,22 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
                    "input also reaches the Shard rows, by reduce-scatter)")
       ->check(CLI::IsMember({"dtensor", "rule"}))
       ->capture_default_str();
+  std::string plan_rule_set = "ctshard";
+  const auto add_rule_set = [](CLI::App* cmd, std::string& rule_set) {
+    cmd->add_option("--rule-set", rule_set,
+                    "ctshard: ctshard's rules (DTensor's semantics with sound extra rows, without DTensor's unsound ones); "
+                    "dtensor: exactly DTensor 2.13's rows for every op it has a rule for, unsound ones included, following "
+                    "the current inputs where DTensor's op-strategy functions do (for plans DTensor's own op dispatch "
+                    "executes; implies --einsum-linearity dtensor --partial-passthrough dtensor)")
+        ->check(CLI::IsMember({"ctshard", "dtensor"}))
+        ->capture_default_str();
+  };
+  add_rule_set(plan_cmd, plan_rule_set);
 
   struct TableText {
     std::string op, shapes, mesh, inputs;
     std::string dtype = "float32", einsum_linearity = "dtensor", args = "[]", kwargs = "{}", cost_model = "dtensor", algo = "enumerate",
-                partial_passthrough = "ctshard";
+                partial_passthrough = "ctshard", rule_set = "ctshard";
     std::int64_t devices_per_host = 8;
   } table;
   bool table_json_flag = false;
@@ -235,14 +248,16 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
   table_cmd->add_option("--devices-per-host", table.devices_per_host, "devices per host")->capture_default_str();
   table_cmd->add_option("--dtype", table.dtype, "element type: float32, bfloat16, ...; or one per tensor: float32,int64")->capture_default_str();
   bool table_sound = false;
-  table_cmd
-      ->add_option("--einsum-linearity", table.einsum_linearity,
-                   "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
-                   "all-Partial rows of batch-only einsums")
-      ->check(CLI::IsMember({"dtensor", "sound"}))
-      ->capture_default_str();
-  table_cmd->add_flag("--sound", table_sound, "same as --einsum-linearity sound");
-  add_partial_passthrough(table_cmd, table.partial_passthrough);
+  CLI::Option* table_linearity_opt =
+      table_cmd
+          ->add_option("--einsum-linearity", table.einsum_linearity,
+                       "dtensor: einsum Partial rows exactly as DTensor (reference cases); sound: without DTensor's unsound "
+                       "all-Partial rows of batch-only einsums")
+          ->check(CLI::IsMember({"dtensor", "sound"}))
+          ->capture_default_str();
+  CLI::Option* table_sound_opt = table_cmd->add_flag("--sound", table_sound, "same as --einsum-linearity sound");
+  CLI::Option* table_passthrough_opt = add_partial_passthrough(table_cmd, table.partial_passthrough);
+  add_rule_set(table_cmd, table.rule_set);
   add_cost_model(table_cmd, table.cost_model);
   table_cmd
       ->add_option("--args", table.args,
@@ -290,6 +305,18 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
 
   CLI11_PARSE(app, argc, argv);
   try {
+    // --rule-set dtensor implies DTensor's einsum linearity and Partial passthrough: an explicit
+    // contrary choice is a contradiction, not something to override silently
+    const auto check_rule_set = [](const std::string& command, const std::string& rule_set, const std::string& linearity, bool linearity_given,
+                                   const std::string& passthrough, bool passthrough_given) {
+      if (rule_set != "dtensor") return;
+      if (linearity_given && linearity != "dtensor")
+        throw error("ctshard " + command + ": --rule-set dtensor implies --einsum-linearity dtensor (DTensor's rows); drop --einsum-linearity " +
+                    linearity);
+      if (passthrough_given && passthrough != "dtensor")
+        throw error("ctshard " + command +
+                    ": --rule-set dtensor implies --partial-passthrough dtensor (DTensor's rows); drop --partial-passthrough " + passthrough);
+    };
     if (*table_cmd) {
       TableOptions options;
       options.op = table.op;
@@ -300,6 +327,9 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
       options.dtypes = split(table.dtype, ',');
       options.einsum_linearity = table_sound ? "sound" : table.einsum_linearity;
       options.partial_passthrough = table.partial_passthrough;
+      check_rule_set("table", table.rule_set, options.einsum_linearity, table_linearity_opt->count() > 0 || table_sound_opt->count() > 0,
+                     table.partial_passthrough, table_passthrough_opt->count() > 0);
+      options.rule_set = table.rule_set;
       if (table.args == "-" && table.kwargs == "-") throw error("ctshard table: --args and --kwargs cannot both read standard input");
       options.args = parse_json_option("--args", table.args);
       options.kwargs = parse_json_option("--kwargs", table.kwargs);
@@ -368,8 +398,11 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
     options.repair_time_limit_ms = repair_limit_ms;
     check_global_options(global_options, "ctshard plan", OptionNames::cli);
     if (global) global_options.deadline = deadline_after(global_options.time_limit_ms / 1000.0);
+    check_rule_set("plan", plan_rule_set, plan_linearity, plan_linearity_opt->count() > 0, plan_passthrough, plan_passthrough_opt->count() > 0);
+    options.rule_set = parse_rule_set(plan_rule_set);
+    const OpRegistry& plan_registry = registry_for(plan_linearity, plan_passthrough, plan_rule_set);
     if (!coverage_dir.empty()) {
-      return print_coverage(coverage_dir, options, registry_for(plan_linearity, plan_passthrough), json) ? 0 : 1;
+      return print_coverage(coverage_dir, options, plan_registry, json) ? 0 : 1;
     }
     const fx::Graph graph = graph_path.empty() ? default_graph() : fx::read_fx_graph_file(graph_path);
     if (graph_path.empty() && options.placements.empty()) options.placements = default_placements(options.mesh.size());
@@ -379,16 +412,16 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
       global_options.ties.emplace_back(t.substr(0, eq), t.substr(eq + 1));
     }
     if (!export_path.empty()) {
-      const auto g = build_cost_graph(graph, options, global_options, registry_for(plan_linearity, plan_passthrough));
+      const auto g = build_cost_graph(graph, options, global_options, plan_registry);
       write_maybe_gzip(export_path, solve::write_iopddl(g, graph.source_name));
     }
     if (global) {
-      const GlobalPlan plan = global_plan(graph, options, global_options, registry_for(plan_linearity, plan_passthrough));
+      const GlobalPlan plan = global_plan(graph, options, global_options, plan_registry);
       if (json) std::cout << global_plan_json(plan, options, global_options).dump(2) << '\n';
       else print_global_plan(plan, options, global_options, std::cout);
       return 0;
     }
-    const Plan plan = plan_graph(graph, options, registry_for(plan_linearity, plan_passthrough));
+    const Plan plan = plan_graph(graph, options, plan_registry);
     if (json) std::cout << plan_json(plan, options).dump(2) << '\n';
     else print_plan(plan, options, std::cout);
     return 0;

@@ -427,6 +427,8 @@ class Planner {
     std::vector<Spec> current;
     current.reserve(inputs.size());
     for (const auto& in : inputs) current.push_back(in.spec);
+    call.current = current;  // read only by the dtensor rule set's op-strategy rules
+    call.mesh_sizes.assign(mesh_.dim_sizes().begin(), mesh_.dim_sizes().end());
     Value out = replicated(node);
     bool planned = false;
     const ForcedRow* forced = nullptr;
@@ -443,7 +445,18 @@ class Planner {
         infer_unknown_input(node, inputs, call);
         for (const auto& in : inputs)
           if (!in.known) throw error(in.unknown.empty() ? "an input's shape is unknown" : in.unknown);
-        if (observer_ != nullptr) used_rule.emplace((*factory)(call));  // the global planner reads the rule
+        if (observer_ != nullptr) {  // the global planner reads the rule
+          if (registry_.reads_current_specs(call.op)) {
+            // a rule that follows the current inputs, built without them: the rows it keeps for
+            // any input (the dtensor rule set's fixed points), which a whole-graph search can use
+            OpCall whole_graph = call;
+            whole_graph.current.clear();
+            whole_graph.mesh_sizes.clear();
+            used_rule.emplace((*factory)(whole_graph));
+          } else {
+            used_rule.emplace((*factory)(call));
+          }
+        }
         StrategyEnumerator& e = enumerator_for(*factory, std::move(call));
         const OpCall& cached = calls_[last_call_].call;
         observed_call = &cached;
@@ -529,8 +542,9 @@ class Planner {
   }
 
   /// The enumerator of a call: the factory's rule depends only on the call (op, tensor metas,
-  /// arguments, output annotations) — a full-mesh filter may capture its arguments — so one
-  /// enumerator serves every identical call (repeated layers) and its memo carries over.
+  /// arguments, output annotations, and the current input specs for the rules that read them) — a
+  /// full-mesh filter may capture its arguments — so one enumerator serves every identical call
+  /// (repeated layers) and its memo carries over.
   StrategyEnumerator& enumerator_for(const RuleFactory& factory, OpCall&& call) {
     const std::size_t h = hash_of(call);
     auto [first, end] = call_index_.equal_range(h);
@@ -550,9 +564,11 @@ class Planner {
       if (!same_arg(a.items[i], b.items[i])) return false;
     return true;
   }
-  static bool same_call(const OpCall& a, const OpCall& b) {
+  bool same_call(const OpCall& a, const OpCall& b) const {
     if (a.op != b.op || a.tensors != b.tensors || a.outputs != b.outputs || a.args.size() != b.args.size() || a.kwargs.size() != b.kwargs.size())
       return false;
+    // a rule that follows the current input specs (the dtensor rule set) is one per current specs
+    if (registry_.reads_current_specs(a.op) && a.current != b.current) return false;
     for (std::size_t i = 0; i < a.args.size(); ++i)
       if (!same_arg(a.args[i], b.args[i])) return false;
     for (std::size_t i = 0; i < a.kwargs.size(); ++i)
@@ -643,6 +659,7 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   nlohmann::json j;
   j["source"] = plan.source;
   j["mesh"] = options.mesh;
+  j["rule_set"] = std::string(to_string(options.rule_set));
   j["cost_model"] = to_string(options.cost_model);
   j["algo"] = options.algo == SelectAlgo::search ? "search" : "enumerate";
   j["placements"] = nlohmann::json::object();

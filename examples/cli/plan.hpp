@@ -26,6 +26,7 @@
 
 #include "ctshard/core/spec.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/registry/builtin_registry.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/select/enumerator.hpp"
 #include "fx_graph.hpp"
@@ -100,6 +101,9 @@ struct PlanOptions {
   std::optional<std::int64_t> batch_size;  ///< the batch size (`--batch-size`); inferred when absent
   /// Budget of the dead-end repair's exact feasibility checks (ms, all of them together).
   double repair_time_limit_ms = 10000;
+  /// The rule set the registry given to plan_graph was built with (`--rule-set`), recorded in
+  /// plan_json as `rule_set`; the registry itself decides the rows.
+  RuleProfile rule_set = RuleProfile::ctshard;
 };
 
 /// Where a tensor input of an op node comes from: the node that defines the value (a placeholder,
@@ -175,10 +179,10 @@ Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegi
 /// The same plan, reporting every source and op node to `observer` as it is planned.
 Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
 
-/// The `plan --json` document: source, mesh, placements, symbols ([{name, value, bound}]), nodes
-/// ({name, op, inputs, outputs, cost_us, fallback[, reason][, repaired: true, repair]}), total_cost_us,
-/// nodes_with_rule, nodes_fallback, fallback_ops, nodes_repaired, and with --data-parallel
-/// data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
+/// The `plan --json` document: source, mesh, rule_set, placements, symbols ([{name, value,
+/// bound}]), nodes ({name, op, inputs, outputs, cost_us, fallback[, reason][, repaired: true,
+/// repair]}), total_cost_us, nodes_with_rule, nodes_fallback, fallback_ops, nodes_repaired, and
+/// with --data-parallel data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
 
 /// Text rendering of a plan: one line per op node, then totals and the fallback ops.

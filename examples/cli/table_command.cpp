@@ -50,11 +50,22 @@ nlohmann::json ops_json() {
   return {{"ops", names}, {"count", names.size()}};
 }
 
-const OpRegistry& registry_for(const std::string& einsum_linearity, const std::string& partial_passthrough) {
+RuleProfile parse_rule_set(std::string_view name) {
+  if (name == "ctshard") return RuleProfile::ctshard;
+  if (name == "dtensor") return RuleProfile::dtensor;
+  throw error("ctshard: rule set must be 'ctshard' or 'dtensor', got '" + std::string(name) + "'");
+}
+
+const OpRegistry& registry_for(const std::string& einsum_linearity, const std::string& partial_passthrough, const std::string& rule_set) {
   if (einsum_linearity != "dtensor" && einsum_linearity != "sound")
     throw error("ctshard: einsum linearity must be 'dtensor' or 'sound', got '" + einsum_linearity + "'");
   if (partial_passthrough != "ctshard" && partial_passthrough != "dtensor")
     throw error("ctshard: partial passthrough must be 'ctshard' or 'dtensor', got '" + partial_passthrough + "'");
+  if (parse_rule_set(rule_set) == RuleProfile::dtensor) {
+    // the profile implies DTensor's einsum linearity and Partial passthrough
+    static const OpRegistry dtensor_profile = make_builtin_registry(RegistryOptions{.rule_set = RuleProfile::dtensor});
+    return dtensor_profile;
+  }
   const auto options = [](EinsumLinearity linearity, PartialPassthrough passthrough) {
     return RegistryOptions{.einsum_linearity = linearity, .partial_passthrough = passthrough};
   };
@@ -248,7 +259,9 @@ PreparedTable prepare_table(const TableOptions& o) {
   if (t.specs.size() != t.tensors.size())
     throw error("ctshard table: " + std::to_string(t.tensors.size()) + " shapes but " + std::to_string(t.specs.size()) + " input specs");
   t.call = table_call(o, t.tensors);
-  const OpRegistry& registry = registry_for(o.einsum_linearity, o.partial_passthrough);
+  t.call.current = t.specs;  // the dtensor rule set's op-strategy rules follow the current inputs
+  t.call.mesh_sizes = o.mesh;
+  const OpRegistry& registry = registry_for(o.einsum_linearity, o.partial_passthrough, o.rule_set);
   t.factory = registry.find(t.call.op);
   if (t.factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + t.call.op + ") has no sharding rule");
   t.rule = (*t.factory)(t.call);
@@ -326,6 +339,7 @@ nlohmann::json table_json(const TableOptions& o) {
   j["uneven_inputs"] = to_string(rule.uneven_inputs);
   j["placeholder_fill"] = std::string(to_string(rule.placeholder_fill));
   j["algo"] = o.algo;
+  j["rule_set"] = std::string(to_string(parse_rule_set(o.rule_set)));
   j["rules_raw"] = rule_rows(rule.rules);
   const RuleSet& filled = enumerator.filled_rules(specs);
   j["rules"] = rule_rows(filled);

@@ -5,26 +5,29 @@
 
 1. Builds a small model in plain PyTorch: ``block`` (pre-norm attention + GELU MLP, like
    ``examples/default_graph.fx.txt``), ``gpt2`` (GPT-2 causal block: fused c_attn, tril mask,
-   tanh GELU) or ``llama`` (RMSNorm, rotary embedding, ``F.scaled_dot_product_attention``, SwiGLU).
+   tanh GELU), ``llama`` (RMSNorm, rotary embedding, ``F.scaled_dot_product_attention``, SwiGLU)
+   or ``cnn`` (an eval-mode CNN: two conv + batch norm (running statistics) + ReLU + max pool
+   stages, then a linear classifier).
 2. Captures its aten-level forward and backward graphs with AOT autograd (``aot_function`` with
    compilers that keep the fw / bw GraphModules; no extra decompositions, as the AOT dumps
    ctshard plans). SDPA is traced with the math backend: the CPU flash kernel
    (``_scaled_dot_product_flash_attention_for_cpu``) has a sharding rule neither in DTensor 2.13
    nor in ctshard.
-3. Plans the forward with ``ctshard.plan`` (in "dtensor" mode with
-   ``partial_passthrough="dtensor"``: DTensor's rows for the ops through which ctshard alone passes
-   a Partial, since DTensor's dispatch executes the ops): data-parallel input (batch on mesh dim 0) and
+3. Plans the forward with ``ctshard.plan`` (in "dtensor" mode with ``rule_set="dtensor"``:
+   exactly DTensor 2.13's rows, since DTensor's own dispatch executes the ops; in "local" mode with
+   ctshard's rules, which then execute): data-parallel input (batch on mesh dim 0) and
    Megatron-style tensor-parallel weights on the last mesh dim (QKV / MLP-up weights ``S(0)``,
-   attention-out / MLP-down weights ``S(1)``, as ctshard's embedded default); plans the backward
+   attention-out / MLP-down weights ``S(1)``, as ctshard's embedded default; the CNN's classifier
+   weight ``S(0)``, its convolutions replicated); plans the backward
    with every saved tensor where the forward plan leaves it and the output gradient laid out like
    the output. ``--algo global`` plans both graphs with ``algo="global"`` (the whole graph's
    proven optimum of the same cost model) instead of node by node; ``--algo both`` runs both and
    prints their comparison (modelled µs, priced vs issued collectives and bytes) as markdown rows.
 4. Spawns a gloo process group (4 processes for 2x2, 8 for 2x4; CPU), runs forward + backward
    with ``ctshard.torch.run_plan`` in the chosen mode, and on rank 0 prints the per-node agreement
-   (ctshard's predicted vs DTensor's actual output placements), the collectives issued against the
-   ones ctshard priced, and the numeric check against the single-process run (outputs and
-   gradients, fp32, max |error| / max |reference| <= 1e-5).
+   (ctshard's predicted vs DTensor's actual output placements), the collectives DTensor issued
+   (CommDebugMode) against the steps ctshard priced in its plan, and the numeric check against the
+   single-process run (outputs and gradients, fp32, max |error| / max |reference| <= 1e-5).
 
 ``run_group(mesh, cases)`` runs several (model, mode) cases in one spawned group and returns
 their results to the caller (``tests/python/test_run_plan.py`` uses it).
@@ -48,7 +51,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MODELS = ("block", "gpt2", "llama")
+MODELS = ("block", "gpt2", "llama", "cnn")
 MODES = ("dtensor", "local")
 ALGOS = {"greedy": "search", "global": "global"}  # --algo -> ctshard.plan's algo
 TOLERANCE = 1e-5  # max |distributed - single process| / max |single process|, per tensor
@@ -57,6 +60,7 @@ TOLERANCE = 1e-5  # max |distributed - single process| / max |single process|, p
 # models (small: batch 4, 8 tokens, hidden 32, 4 heads)
 
 BATCH, SEQ, HIDDEN, HEADS = 4, 8, 32, 4
+IMAGE = 8  # the CNN's input: BATCH x 3 x IMAGE x IMAGE
 
 
 class Block(nn.Module):
@@ -146,10 +150,36 @@ class LlamaBlock(nn.Module):
         return x + self.w2(F.silu(self.w1(y)) * self.w3(y))
 
 
+class CNN(nn.Module):
+    """Eval-mode CNN: two stages of convolution (3x3, padding 1), batch norm with running
+    statistics (``_native_batch_norm_legit_no_training``; ``model.eval()``), ReLU and 2x2 max
+    pooling, then a linear classifier on the flattened features."""
+
+    colwise = ("fc.weight",)
+    rowwise = ()
+
+    def __init__(self, c_in=3, c=8, classes=10, size=IMAGE):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c_in, c, 3, padding=1), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)
+        self.fc = nn.Linear(c * (size // 4) ** 2, classes)
+        with torch.no_grad():  # running statistics that are not the identity
+            for bn in (self.bn1, self.bn2):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(x.flatten(1))
+
+
 def build(name: str, seed: int = 0):
     """(model, global inputs, which inputs need a gradient): the same on every process."""
     torch.manual_seed(seed)
-    model = {"block": Block, "gpt2": GPT2Block, "llama": LlamaBlock}[name]()
+    model = {"block": Block, "gpt2": GPT2Block, "llama": LlamaBlock, "cnn": CNN}[name]()
+    if name == "cnn":
+        return model.eval(), [torch.randn(BATCH, 3, IMAGE, IMAGE)], [True]
     x = torch.randn(BATCH, SEQ, HIDDEN)
     if name != "llama":
         return model, [x], [True]
@@ -165,16 +195,19 @@ def build(name: str, seed: int = 0):
 
 def capture(model: nn.Module, inputs, needs_grad):
     """Forward and backward aten GraphModules of ``model(*inputs)`` with AOT autograd; the graphs'
-    inputs are the model inputs followed by the parameters (``named_parameters`` order)."""
+    inputs are the model inputs followed by the parameters (``named_parameters`` order), then the
+    buffers (``named_buffers`` order: batch norm's running statistics, without gradients)."""
     from functorch.compile import make_boxed_func
     from torch._functorch.aot_autograd import aot_function
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     names = [n for n, _ in model.named_parameters()]
+    buffers = [n for n, _ in model.named_buffers()]
     n_in = len(inputs)
 
     def f(*args):
-        return torch.func.functional_call(model, dict(zip(names, args[n_in:])), tuple(args[:n_in]))
+        state = dict(zip(names + buffers, args[n_in:]))
+        return torch.func.functional_call(model, state, tuple(args[:n_in]))
 
     graphs = {}
 
@@ -187,6 +220,7 @@ def capture(model: nn.Module, inputs, needs_grad):
     compiled = aot_function(f, fw_compiler=keep("fw"), bw_compiler=keep("bw"))
     args = [t.clone().requires_grad_(g) for t, g in zip(inputs, needs_grad)]
     args += [p.detach().clone().requires_grad_() for p in model.parameters()]
+    args += [b.detach().clone() for b in model.buffers()]
     with sdpa_kernel([SDPBackend.MATH]):
         out = compiled(*args)
         out.backward(torch.ones_like(out))
@@ -284,17 +318,17 @@ def run_case(model_name: str, mesh, mode: str, devices_per_host: int = 1, algo: 
     t0 = time.perf_counter()
     model, inputs, needs_grad, fw, bw, names, (out_ref, tangent, grads_ref) = prepare(model_name)
     ndim = mesh.ndim
-    # "dtensor" mode: DTensor's own op dispatch executes the plan, so plan with DTensor's rows where
-    # ctshard would pass a Partial through an op that DTensor reduces before (clone,
-    # native_layer_norm_backward, ...); "local" mode executes ctshard's own rules.
-    passthrough = "dtensor" if mode == "dtensor" else "ctshard"
-    options = dict(mesh=list(mesh.shape), devices_per_host=devices_per_host, partial_passthrough=passthrough,
-                   algo=ALGOS[algo])
+    # "dtensor" mode: DTensor's own op dispatch executes the plan, so plan with exactly DTensor
+    # 2.13's rows (the dtensor rule set: no row of ctshard's that DTensor lacks, e.g. eval batch
+    # norm's batch rows, no Partial passed where DTensor reduces first); "local" mode executes
+    # ctshard's own rules.
+    rule_set = "dtensor" if mode == "dtensor" else "ctshard"
+    options = dict(mesh=list(mesh.shape), devices_per_host=devices_per_host, rule_set=rule_set, algo=ALGOS[algo])
     fw_plan = ctshard.plan(fw, place=forward_placements(model, fw, names, len(inputs), ndim), **options)
     bw_plan = ctshard.plan(bw, place=backward_placements(fw, fw_plan, bw), **options)
     t_setup = time.perf_counter() - t0
 
-    params = [p.detach() for p in model.parameters()]
+    params = [p.detach() for p in model.parameters()] + [b.detach() for b in model.buffers()]
     fw_run = ctshard.torch.run_plan(fw, fw_plan, mesh, inputs + params, mode=mode, devices_per_host=devices_per_host)
     fw_outputs = list(next(n for n in fw.graph.nodes if n.op == "output").args[0])
     by_name = {n.name: v for n, v in zip(fw_outputs, fw_run.outputs)}
@@ -326,7 +360,7 @@ def run_case(model_name: str, mesh, mode: str, devices_per_host: int = 1, algo: 
         }
 
     return {
-        "model": model_name, "mesh": list(mesh.shape), "mode": mode, "algo": algo,
+        "model": model_name, "mesh": list(mesh.shape), "mode": mode, "algo": algo, "rule_set": rule_set,
         "graphs": [summary(fw_run, fw_plan, "fw"), summary(bw_run, bw_plan, "bw")],
         "checks": checks, "tolerance": TOLERANCE,
         "seconds": {"setup": t_setup, "run": t_run},
@@ -397,6 +431,29 @@ def on_cpu(kind: str) -> str:
     return "all_gather" if kind == "all_to_all" else kind
 
 
+def step_multiset(items, mesh) -> Counter:
+    """(collective, mesh dim, bytes per rank) multiset of priced steps or issued collectives, a
+    priced all-to-all counted as what DTensor runs for it on a CPU mesh (an all-gather of mesh-dim
+    size times the local bytes, then a chunk)."""
+    out = Counter()
+    for c in items:
+        kind, dim, size = c["collective"], c["mesh_dim"], c["bytes"]
+        if kind == "all_to_all":
+            kind, size = on_cpu(kind), size * mesh[dim]
+        out[(kind, dim, float(size))] += 1
+    return out
+
+
+def graph_comparison(graph: dict, mesh) -> tuple[Counter, Counter]:
+    """(issued, priced) of one graph: every collective DTensor issued (CommDebugMode:
+    redistributions and inside ops) and every step ctshard priced in its plan (from the planned
+    source specs), as step_multiset."""
+    issued = [c for n in graph["nodes"] for r in n["redistributions"] for c in r["collectives"]] + \
+             [c for n in graph["nodes"] for c in n["op_collectives"]]
+    priced = [s for n in graph["nodes"] for p in n["planned_steps"] for s in p["steps"]]
+    return step_multiset(issued, mesh), step_multiset(priced, mesh)
+
+
 def collectives_match(record: dict) -> bool:
     """Every redistribution of a node issued exactly the (collective, mesh dim) steps ctshard
     prices for the same move (an all-to-all as the all-gather DTensor runs on CPU)."""
@@ -409,6 +466,8 @@ def collectives_match(record: dict) -> bool:
 def report(result: dict, out=sys.stdout) -> None:
     p = lambda *a: print(*a, file=out)  # noqa: E731
     head = f"{result['model']} on {'x'.join(map(str, result['mesh']))}, mode {result['mode']}"
+    if "rule_set" in result:
+        head += f", rule set {result['rule_set']}"
     if result.get("algo", "greedy") != "greedy":
         head += f", algo {result['algo']}"
     if "error" in result:
@@ -429,6 +488,13 @@ def report(result: dict, out=sys.stdout) -> None:
           f" {len(op_coll)} inside ops; ctshard priced {g['total_cost_us']:.1f} us;"
           f" nodes whose collectives differ from ctshard's priced steps: {mismatched or 'none'}"
           + (f" ({a2a} all-to-all priced, run as all-gather + chunk: gloo has no all-to-all)" if a2a else ""))
+        issued_m, priced_m = graph_comparison(g, result["mesh"])
+        same = issued_m == priced_m
+        p(f"    DTensor issued (CommDebugMode) {sum(issued_m.values())} collectives, {sum(k[2] * v for k, v in issued_m.items()):.0f} B"
+          f" per rank; ctshard priced {sum(priced_m.values())} steps, {sum(k[2] * v for k, v in priced_m.items()):.0f} B per rank:"
+          f" {'the same collectives (kind, mesh dim, bytes)' if same else 'DIFFERENT'}")
+        if not same:
+            p(f"      issued but not priced: {dict(issued_m - priced_m)}; priced but not issued: {dict(priced_m - issued_m)}")
         for n in g["nodes"]:
             if not n["agree"]:
                 p(f"    differs: {n['name']:<28} {n['op']:<40} in ({', '.join(n['inputs'])})"

@@ -35,6 +35,7 @@ def table(
     cost_model: str = "dtensor",
     algo: str = "enumerate",
     partial_passthrough: str = "ctshard",
+    rule_set: str = "ctshard",
 ) -> dict:
     """One op's strategy table, as ``ctshard table --json``.
 
@@ -62,6 +63,14 @@ def table(
         ``"dtensor"`` (those ops take no Partial input and fill their placeholders as DTensor 2.13
         does: for plans that DTensor's own op dispatch executes, e.g.
         ``ctshard.torch.run_plan(..., mode="dtensor")``).
+    rule_set: ``"ctshard"`` (default: ctshard's rules — DTensor's semantics with sound extra
+        rows, without DTensor's unsound ones) or ``"dtensor"`` (exactly DTensor 2.13's rows for every
+        op DTensor has a rule for, its unsound ones included; for the ops DTensor implements as
+        op-strategy functions, only the rows that follow the current inputs, as DTensor lists them;
+        implies ``einsum_linearity="dtensor"`` and ``partial_passthrough="dtensor"``, whatever those
+        say). For plans that DTensor's own op dispatch executes
+        (``ctshard.torch.run_plan(..., mode="dtensor")``); docs/conformance.md compares it with
+        DTensor 2.13 op by op.
 
     Returns the dict with ``rules_raw``, ``rules``, ``placeholder_fill`` (``"dtensor"`` for the
     einsum and pointwise ops, ``"shard_from_partial"`` for the others: a Partial input also reaches
@@ -69,7 +78,7 @@ def table(
     (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
     ``plain_min_index``. Raises ValueError on bad input.
     """
-    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough)
+    return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set)
 
 
 def choose(
@@ -85,14 +94,15 @@ def choose(
     cost_model: str = "dtensor",
     algo: str = "search",
     partial_passthrough: str = "ctshard",
+    rule_set: str = "ctshard",
 ) -> dict:
     """Only the strategy DTensor's selection picks, without listing the table (arguments as
     ``table``): ``{"out", "in", "cost", "total", "choice": {"rule", "index"}}`` — the row
     ``table(...)["strategies"][choice["index"]]``, found by an exact search (``algo="search"``,
     any mesh up to 8 dims) or by pricing every row (``algo="enumerate"``). ``choice["index"]``
     is given when the table has at most 2^20 candidate rows (always with ``"enumerate"``).
-    Raises ValueError on bad input."""
-    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough)
+    ``rule_set`` as for ``table``. Raises ValueError on bad input."""
+    return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set)
 
 
 def cost(
@@ -122,6 +132,7 @@ def plan(
     cost_model: str = "dtensor",
     algo: str = "search",
     partial_passthrough: str = "ctshard",
+    rule_set: str = "ctshard",
     time_limit_ms: float = 10000,
     free_inputs: bool = False,
     device_tflops: float = 100,
@@ -183,6 +194,14 @@ def plan(
         it — clone, casts, the activation backwards' gradient, native_layer_norm_backward) or
         ``"dtensor"`` (those ops take no Partial input, as in DTensor 2.13: for plans that
         DTensor's own op dispatch executes, e.g. ``ctshard.torch.run_plan(..., mode="dtensor")``).
+    rule_set: ``"ctshard"`` (default: ctshard's rules — DTensor's semantics with sound extra
+        rows, without DTensor's unsound ones) or ``"dtensor"`` (exactly DTensor 2.13's rows for every
+        op DTensor has a rule for, its unsound ones included; for the ops DTensor implements as
+        op-strategy functions, only the rows that follow the current inputs, as DTensor lists them;
+        implies ``einsum_linearity="dtensor"`` and ``partial_passthrough="dtensor"``, whatever those
+        say). For plans that DTensor's own op dispatch executes
+        (``ctshard.torch.run_plan(..., mode="dtensor")``); docs/conformance.md compares it with
+        DTensor 2.13 op by op.
 
     Returns the dict with ``nodes`` (``name``, ``op``, ``inputs``, ``outputs``, ``cost_us``,
     ``fallback``; ``repaired`` and ``repair`` on repaired nodes), ``total_cost_us``, ``nodes_with_rule``, ``nodes_fallback``,
@@ -194,10 +213,15 @@ def plan(
     node: the greedy and the global strategy), a ``changed`` flag per node, ``input_placements``
     and ``solver`` statistics. Raises ValueError for unreadable graphs, bad placements, an
     unknown ``algo``, or a ``sym`` name that is not a symbol of the graph or whose value is not
-    a positive integer, and when the graph has no finite plan (docs/semantics.md, "Dead ends").
+    a positive integer, for an unknown ``rule_set``, and when the graph has no finite plan
+    (docs/semantics.md, "Dead ends"). With ``rule_set="dtensor"`` and
+    ``algo="global"``, the ops whose DTensor rows follow the current input offer the rows DTensor
+    runs unchanged for any input (moved there first, DTensor's dispatch adds no collective).
     """
     if algo not in ("search", "enumerate", "greedy", "global"):
         raise ValueError(f"ctshard.plan: algo must be 'search', 'enumerate', 'greedy' or 'global', got {algo!r}")
+    if rule_set not in ("ctshard", "dtensor"):
+        raise ValueError(f"ctshard.plan: rule_set must be 'ctshard' or 'dtensor', got {rule_set!r}")
     greedy_algo = "enumerate" if algo == "enumerate" else "search"
     glob = None
     if algo == "global":
@@ -221,14 +245,14 @@ def plan(
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
+        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
     if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
+        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
     if isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
+            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
         if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
+            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
         raise ValueError(
             "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
             + repr(graph[:200])
@@ -237,7 +261,7 @@ def plan(
         from ._graph import node_records
 
         name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, extra)
+        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
     raise ValueError(
         "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
         + type(graph).__name__

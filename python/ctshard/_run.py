@@ -460,7 +460,13 @@ def run_plan(
 
     gm: the ``torch.fx.GraphModule`` the plan was made from (``ctshard.plan(gm, mesh=..., place=...)``;
         its nodes carry ``meta["val"]``, as make_fx / AOT autograd graphs do).
-    plan: the dict ``ctshard.plan`` returned for ``gm`` and this mesh's shape.
+    plan: the dict ``ctshard.plan`` returned for ``gm`` and this mesh's shape. For ``mode="dtensor"``
+        make it with ``rule_set="dtensor"`` (exactly DTensor 2.13's rows, as
+        ``examples/python/run_with_dtensor.py`` does): DTensor's dispatch then runs every op with
+        the row the plan priced and issues exactly the priced collectives; a plan with ctshard's
+        rules (``plan["rule_set"] == "ctshard"``) may use rows DTensor lacks (eval batch norm's
+        batch rows, Partial passthroughs), where DTensor redistributes inside the op
+        (``op_collectives``) and its output placements differ from the prediction.
     mesh: a DTensor ``DeviceMesh`` (all ranks call ``run_plan``, SPMD).
     inputs: one value per placeholder, in placeholder order. A plain tensor is the *global* value,
         the same on every rank: it is laid out as the plan's placement for that input says

@@ -186,7 +186,7 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
 /// here (strings as text_of, ints as int_field; ValueError naming the argument).
 cli::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
                                 nb::handle dtype, nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model,
-                                const std::string& algo_default, nb::handle algo, nb::handle partial_passthrough) {
+                                const std::string& algo_default, nb::handle algo, nb::handle partial_passthrough, nb::handle rule_set) {
   cli::TableOptions o;
   o.op = text_of(op, "ctshard.table: op");
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
@@ -198,7 +198,8 @@ cli::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mes
   o.devices_per_host = int_field(devices_per_host, "ctshard.table: devices_per_host");
   o.einsum_linearity = text_of(einsum_linearity, "ctshard.table: einsum_linearity");
   o.partial_passthrough = partial_passthrough.is_none() ? std::string("ctshard") : text_of(partial_passthrough, "ctshard.table: partial_passthrough");
-  (void)cli::registry_for(o.einsum_linearity, o.partial_passthrough);  // a bad name is an error before any work
+  o.rule_set = rule_set.is_none() ? std::string("ctshard") : text_of(rule_set, "ctshard.table: rule_set");
+  (void)cli::registry_for(o.einsum_linearity, o.partial_passthrough, o.rule_set);  // a bad name is an error before any work
   o.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.table: cost_model"));
   o.algo = algo.is_none() ? algo_default : text_of(algo, "ctshard.table: algo");
   (void)cli::parse_algo(o.algo);  // a bad name is an error before any work
@@ -209,16 +210,18 @@ cli::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mes
 }
 
 nb::object table(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
-                 nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough) {
+                 nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough,
+                 nb::handle rule_set) {
   const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
-                                            "enumerate", algo, partial_passthrough);
+                                            "enumerate", algo, partial_passthrough, rule_set);
   return without_gil([&] { return cli::table_json(o); });
 }
 
 nb::object choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
-                  nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough) {
+                  nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough,
+                  nb::handle rule_set) {
   const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, "search",
-                                            algo, partial_passthrough);
+                                            algo, partial_passthrough, rule_set);
   return without_gil([&] { return cli::choice_json(o); });
 }
 
@@ -230,7 +233,7 @@ nb::object choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle 
 nb::object bench_choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                         nb::handle devices_per_host, nb::handle einsum_linearity, std::int64_t repeat, nb::handle cost_model) {
   const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
-                                            "enumerate", nb::none(), nb::none());
+                                            "enumerate", nb::none(), nb::none(), nb::none());
   return without_gil([&] {
     const cli::PreparedTable t = cli::prepare_table(o);
     using clock = std::chrono::steady_clock;
@@ -505,7 +508,7 @@ void plan_options_of(nb::handle extra, cli::PlanOptions& o) {
 
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place, nb::handle devices_per_host,
                 nb::handle einsum_linearity, nb::handle sym, nb::handle cost_model, nb::handle global, nb::handle algo,
-                nb::handle partial_passthrough, nb::handle extra) {
+                nb::handle partial_passthrough, nb::handle rule_set, nb::handle extra) {
   std::optional<cli::GlobalOptions> global_options = global_options_of(global);
   if (global_options) {  // one deadline for the request, from here (reading the graph included)
     global_options->deadline = solve::Deadline::after(global_options->time_limit_ms / 1000.0);
@@ -518,8 +521,10 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   options.symbols = symbols_of(sym);
   options.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.plan: cost_model"));
   plan_options_of(extra, options);
+  const std::string rule_set_name = text_of(rule_set, "ctshard.plan: rule_set");
   const OpRegistry& registry = cli::registry_for(text_of(einsum_linearity, "ctshard.plan: einsum_linearity"),
-                                                 text_of(partial_passthrough, "ctshard.plan: partial_passthrough"));
+                                                 text_of(partial_passthrough, "ctshard.plan: partial_passthrough"), rule_set_name);
+  options.rule_set = cli::parse_rule_set(rule_set_name);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
   const std::string text = kind == GraphSource::text   ? text_of(graph, "ctshard.plan: graph text")
@@ -555,13 +560,13 @@ void def_plan(nb::module_& m, const char* name, GraphArgs... graph_args) {
   m.def(
       name,
       [](Graph... graph, nb::handle mesh, nb::handle place, nb::handle dph, nb::handle lin, nb::handle sym, nb::handle cm, nb::handle global,
-         nb::handle algo, nb::handle pp, nb::handle extra) {
+         nb::handle algo, nb::handle pp, nb::handle rs, nb::handle extra) {
         const GraphInput in = graph_input(graph...);
-        return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp, extra);
+        return plan(kind, in.graph, in.source, mesh, place, dph, lin, sym, cm, global, algo, pp, rs, extra);
       },
       graph_args..., nb::arg("mesh"), nb::arg("place"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("sym").none(),
       nb::arg("cost_model") = "dtensor", nb::arg("global_options").none() = nb::none(), nb::arg("algo") = "search",
-      nb::arg("partial_passthrough") = "ctshard", nb::arg("plan_options").none() = nb::none());
+      nb::arg("partial_passthrough") = "ctshard", nb::arg("rule_set") = "ctshard", nb::arg("plan_options").none() = nb::none());
 }
 
 /// Placements of a spec as (kind, dim, split_factor, reduce_op) tuples for ctshard.torch.
@@ -596,10 +601,10 @@ NB_MODULE(_ext, m) {
   });
   m.def("table", &table, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(), nb::arg("kwargs").none(),
         nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "enumerate",
-        nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("partial_passthrough") = "ctshard", nb::arg("rule_set") = "ctshard");
   m.def("choose", &choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(), nb::arg("kwargs").none(),
         nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("cost_model") = "dtensor", nb::arg("algo") = "search",
-        nb::arg("partial_passthrough") = "ctshard");
+        nb::arg("partial_passthrough") = "ctshard", nb::arg("rule_set") = "ctshard");
   m.def("_bench_choose", &bench_choose, nb::arg("op"), nb::arg("shapes"), nb::arg("mesh"), nb::arg("inputs"), nb::arg("args").none(),
         nb::arg("kwargs").none(), nb::arg("dtype"), nb::arg("devices_per_host"), nb::arg("einsum_linearity"), nb::arg("repeat"),
         nb::arg("cost_model") = "dtensor");

@@ -1,7 +1,8 @@
 """ctshard plans executed with PyTorch DTensor (``ctshard.torch.run_plan``) on real gloo groups.
 
-For the three models of ``examples/python/run_with_dtensor.py`` (transformer block, GPT-2 block,
-Llama block; forward and backward captured with AOT autograd) on the meshes 2x2 (4 processes) and
+For the four models of ``examples/python/run_with_dtensor.py`` (transformer block, GPT-2 block,
+Llama block, eval-mode CNN; forward and backward captured with AOT autograd; "dtensor" mode
+planned with ``rule_set="dtensor"``) on the meshes 2x2 (4 processes) and
 2x4 (8 processes), in both modes:
 
 (i)   outputs and gradients equal the single-process run (fp32, max |error| / max |ref| <= 1e-5);

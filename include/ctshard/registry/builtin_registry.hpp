@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ctshard/registry/collective_ops.hpp"
+#include "ctshard/registry/dtensor_profile.hpp"
 #include "ctshard/registry/einsum_ops.hpp"
 #include "ctshard/registry/fused_kernel_ops.hpp"
 #include "ctshard/registry/layout_ops.hpp"
@@ -40,7 +41,7 @@ enum class PartialPassthrough : std::uint8_t {
 /// The ops that PartialPassthrough selects rows for: each lists `[.., P(r), ..]` input rows in
 /// ctshard and none in DTensor 2.13 (checked op by op against DTensor's tables in
 /// tests/python/test_partial_passthrough.py).
-inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
+inline constexpr std::array<std::string_view, 9> partial_passthrough_ops{
     "aten.clone.default",
     "prims.convert_element_type.default",
     "aten.native_dropout_backward.default",
@@ -48,26 +49,55 @@ inline constexpr std::array<std::string_view, 8> partial_passthrough_ops{
     "aten.sigmoid_backward.default",
     "aten.tanh_backward.default",
     "aten.threshold_backward.default",
+    "aten.silu_backward.default",
     "aten.native_layer_norm_backward.default",
 };
 
+/// Which rows the built-in registry gives the ops DTensor 2.13 also has a rule for.
+enum class RuleProfile : std::uint8_t {
+  /// ctshard's rules: DTensor's semantics plus ctshard's sound extra rows (docs/conformance.md,
+  /// class ctshard_extension), without DTensor's rows the simulated mesh finds unsound, and every
+  /// single-dim combination for the ops DTensor 2.13 still implements as op-strategy functions.
+  ctshard,
+  /// DTensor 2.13's rows exactly, unsound ones included (apply_dtensor_profile,
+  /// registry/dtensor_profile.hpp), for plans DTensor's own op dispatch executes
+  /// (`ctshard.torch.run_plan(mode="dtensor")`). Implies EinsumLinearity::dtensor and
+  /// PartialPassthrough::dtensor, whatever RegistryOptions says for those. The rules of the ops
+  /// whose DTensor rows follow the current input read OpCall::current and OpCall::mesh_sizes.
+  dtensor,
+};
+
+/// "ctshard" or "dtensor".
+[[nodiscard]] constexpr std::string_view to_string(RuleProfile p) noexcept { return p == RuleProfile::dtensor ? "dtensor" : "ctshard"; }
+
 /// How the built-in registry is assembled (defaults: DTensor's einsum Partial rows, ctshard's
-/// Partial passthrough, each rule's own placeholder fill).
+/// Partial passthrough, each rule's own placeholder fill, ctshard's rules). `rule_set` =
+/// RuleProfile::dtensor overrides the others with DTensor's choices (EinsumLinearity::dtensor,
+/// PartialPassthrough::dtensor, PlaceholderFill::dtensor); PartialPassthrough::dtensor with
+/// RuleProfile::ctshard changes only the ops of partial_passthrough_ops, as before the profile
+/// existed.
 struct RegistryOptions {
   EinsumLinearity einsum_linearity = EinsumLinearity::dtensor;
   PartialPassthrough partial_passthrough = PartialPassthrough::ctshard;
   /// When set, every rule's OpRule::placeholder_fill is this value (`PlaceholderFill::dtensor`:
-  /// DTensor's `_fill_single_dim_strategy_placeholders` for every op, as a DTensor rules profile
-  /// needs). Unset: each rule's own — DTensor's for the einsum and pointwise families (the
-  /// reference cases pin them), ctshard's `shard_from_partial` for every other rule.
+  /// DTensor's `_fill_single_dim_strategy_placeholders` for every op). Unset: each rule's own —
+  /// DTensor's for the einsum and pointwise families (the reference cases pin them), ctshard's
+  /// `shard_from_partial` for every other rule. RuleProfile::dtensor sets it to dtensor.
   std::optional<PlaceholderFill> placeholder_fill{};
+  RuleProfile rule_set = RuleProfile::ctshard;
 };
 
 /// A registry with all built-in rule families (einsum family, pointwise, math, nn, views, tensor
 /// ops, collectives, fused kernels, training ops, layout ops, random ops), assembled as `options`
 /// say, and the wrapper ops (`register_wrapper_ops`: graphsafe_run_with_rng_state), which take the
 /// rules of the ops they wrap from the registry so assembled.
-[[nodiscard]] inline OpRegistry make_builtin_registry(const RegistryOptions& options) {
+[[nodiscard]] inline OpRegistry make_builtin_registry(const RegistryOptions& requested) {
+  RegistryOptions options = requested;
+  if (options.rule_set == RuleProfile::dtensor) {
+    options.einsum_linearity = EinsumLinearity::dtensor;
+    options.partial_passthrough = PartialPassthrough::dtensor;
+    options.placeholder_fill = PlaceholderFill::dtensor;
+  }
   OpRegistry r;
   register_einsum_ops(r, options.einsum_linearity);
   register_pointwise_ops(r);
@@ -90,6 +120,7 @@ struct RegistryOptions {
       });
     }
   }
+  if (options.rule_set == RuleProfile::dtensor) apply_dtensor_profile(r);
   if (options.placeholder_fill) {
     for (const std::string& op : r.names()) {
       r.replace(op, [rule = *r.find(op), fill = *options.placeholder_fill](const OpCall& call) {

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "ctshard/core/spec.hpp"
 #include "ctshard/core/tensor_shape.hpp"
 
 namespace ctshard {
@@ -38,13 +39,22 @@ struct OpArg {
 
 /// One op call: `op` is the aten overload name ("aten.mm.default"), `tensors` the tensor inputs in
 /// argument order (tensor lists flattened in place), `args` / `kwargs` every argument as written,
-/// `outputs` the output metas when known (graph annotations).
+/// `outputs` the output metas when known (graph annotations), `current` the current spec of each
+/// tensor input when the caller knows it.
 struct OpCall {
   std::string op;
   std::vector<TensorMeta> tensors;
   std::vector<OpArg> args;
   std::vector<std::pair<std::string, OpArg>> kwargs;
   std::vector<TensorMeta> outputs;
+  /// The current spec of each tensor input (one per entry of `tensors`), or empty when unknown.
+  /// `ctshard table` (its `--inputs`) and the greedy planner (each input's spec when the node is
+  /// reached) fill it. Only the rules of the `dtensor` profile (RuleProfile::dtensor) read it: for
+  /// the ops DTensor 2.13 implements as op-strategy functions, whose rows follow the current
+  /// input (OpRegistry::reads_current_specs names them); every other rule ignores it.
+  std::vector<Spec> current;
+  /// The sizes of the mesh the `current` specs live on (one per mesh dim), or empty with them.
+  std::vector<std::int64_t> mesh_sizes;
 
   /// Positional argument i, or nullptr.
   [[nodiscard]] const OpArg* arg(std::size_t i) const noexcept { return i < args.size() ? &args[i] : nullptr; }

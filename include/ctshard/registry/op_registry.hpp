@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,17 @@ class OpRegistry {
     if (it == rules_.end()) throw error("ctshard::OpRegistry: cannot replace the rule of '" + std::string(name) + "': not registered");
     it->second = factory;
   }
+  /// Marks the registered op `name` as one whose factory reads OpCall::current (its rows follow the
+  /// current input specs, as DTensor 2.13's op-strategy functions do): callers that cache rules per
+  /// call must then key them by the current specs too. Throws ctshard::error when `name` has no rule.
+  void mark_reads_current_specs(std::string_view name) {
+    if (find(name) == nullptr) throw error("ctshard::OpRegistry: cannot mark '" + std::string(name) + "': not registered");
+    current_readers_.emplace(name);
+  }
+  /// True when the factory of `op` reads OpCall::current (mark_reads_current_specs).
+  [[nodiscard]] bool reads_current_specs(std::string_view op) const { return current_readers_.find(op) != current_readers_.end(); }
+  /// Number of ops whose factory reads OpCall::current.
+  [[nodiscard]] std::size_t current_spec_readers() const noexcept { return current_readers_.size(); }
   /// The factory for `op`, or nullptr when the op has no rule.
   [[nodiscard]] const RuleFactory* find(std::string_view op) const {
     const auto it = rules_.find(std::string(op));
@@ -73,6 +85,7 @@ class OpRegistry {
 
  private:
   std::map<std::string, RuleFactory, std::less<>> rules_;
+  std::set<std::string, std::less<>> current_readers_;
 };
 
 }  // namespace ctshard

@@ -21,14 +21,22 @@ enum class UnevenInputs : unsigned char {
   /// SDPA) follow the input without any shardability check; this keeps their rows that merely
   /// keep an input's existing layout, without creating empty shards that were not there.
   keep_existing_shards,
+  /// Always, and the rows are not checked for mixed Partial kinds either: the rule lists its
+  /// full-mesh rows itself (a full-mesh filter keeps exactly them). DTensor 2.13's op-strategy
+  /// functions that follow the current input apply its spec to every input without
+  /// `is_tensor_shardable` (a target may create new empty shards) and pass mixed Partials such as
+  /// `P(max)P(sum)` through; the `dtensor` rule set (RuleProfile::dtensor) uses this for those ops
+  /// so that it lists exactly their rows. A target that shards a dim the tensor lacks still fails.
+  unchecked,
 };
 
-/// The name of an UnevenInputs value ("reject", "keep_current", "keep_existing_shards").
+/// The name of an UnevenInputs value ("reject", "keep_current", "keep_existing_shards", "unchecked").
 [[nodiscard]] constexpr const char* to_string(UnevenInputs u) noexcept {
   switch (u) {
     case UnevenInputs::reject: return "reject";
     case UnevenInputs::keep_current: return "keep_current";
     case UnevenInputs::keep_existing_shards: return "keep_existing_shards";
+    case UnevenInputs::unchecked: return "unchecked";
   }
   return "?";
 }

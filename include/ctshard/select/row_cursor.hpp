@@ -2,7 +2,8 @@
 /// \file select/row_cursor.hpp
 /// A compact row being built mesh dim by mesh dim, with the filters of mesh expansion decided
 /// incrementally (DTensor `expand_to_full_mesh_op_strategy`: mixed partials, `is_tensor_shardable`
-/// with the `allow_uneven_sharding` bypass; then the op's full-mesh filter on whole rows). Every
+/// with the `allow_uneven_sharding` bypass — neither for UnevenInputs::unchecked; then the op's
+/// full-mesh filter on whole rows). Every
 /// standard filter is monotone along a prefix — once a prefix fails, every completion fails — so
 /// the searches prune on `alive(depth)`.
 
@@ -37,6 +38,7 @@ struct InputPrefix {
       case UnevenInputs::reject: return !invalid && crowded == 0;
       case UnevenInputs::keep_current: return (!invalid && crowded == 0) || match;
       case UnevenInputs::keep_existing_shards: return !invalid && (crowded & touched) == 0;
+      case UnevenInputs::unchecked: return !invalid;
     }
     return false;
   }
@@ -77,16 +79,17 @@ class RowCursor {
     digits_[d] = r;
     const unsigned* from = &masks_[d * width_];
     unsigned* to = &masks_[(d + 1) * width_];
+    const UnevenInputs uneven = t.uneven();
     bool mixed = mixed_[d] != 0;
     for (std::size_t k = 0; k < width_; ++k) {
       const unsigned m = from[k] | t.partial_mask(r, k);
       to[k] = m;
-      mixed = mixed || !partial_kinds_compatible(m);
+      // UnevenInputs::unchecked: a listed rule's rows pass as listed, mixed Partials included
+      mixed = mixed || (uneven != UnevenInputs::unchecked && !partial_kinds_compatible(m));
     }
     mixed_[d + 1] = mixed;
     bool blocked = blocked_[d] != 0;
     const std::int64_t mesh_size = t.mesh().sizes[d];
-    const UnevenInputs uneven = t.uneven();
     for (std::size_t i = 0; i < nin_; ++i) {
       InputPrefix s = inputs_[d * nin_ + i];
       const Placement& p = t.input_cell(r, i);

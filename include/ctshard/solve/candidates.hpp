@@ -95,6 +95,7 @@ struct CandidateSet {
       bool ok = true;
       for (std::size_t i = 0; i < nin && ok; ++i) {
         if (is_tensor_shardable(inputs[i].shape, row[nout + i], mesh)) continue;
+        if (uneven == UnevenInputs::unchecked) continue;
         if (uneven == UnevenInputs::reject) ok = false;
         else bypass |= std::uint64_t{1} << i;
       }
@@ -124,7 +125,7 @@ struct CandidateSet {
     for (std::size_t k = 0; k < width; ++k) {
       const unsigned m = masks[depth * width + k] | partial_bits[r * width + k];
       masks[(depth + 1) * width + k] = m;
-      ok = ok && partial_kinds_compatible(m);
+      ok = ok && (uneven == UnevenInputs::unchecked || partial_kinds_compatible(m));
       row[k][depth] = rules.cell(r, k);
     }
     if (!ok) {

@@ -209,7 +209,7 @@ BINARY = [
     "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor",
     "aten.gelu_backward.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
     "aten.threshold_backward.default", "aten.masked_fill.Scalar",
-    "aten.native_dropout_backward.default",
+    "aten.native_dropout_backward.default", "aten.silu_backward.default",
 ]
 TERNARY = ["aten.addcdiv.default", "aten.addcmul.default", "aten.lerp.Tensor", "aten.where.self"]
 
@@ -259,7 +259,7 @@ def gen_binary(b: Builder, op: str):
         m = b.t(common, "bool", like=g)
         return [g, m, b.pick([1.25, 2.0])], {}
     if op in ("aten.gelu_backward.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
-              "aten.threshold_backward.default"):
+              "aten.threshold_backward.default", "aten.silu_backward.default"):
         g = b.t(common)
         x = b.t(common, like=g)
         args = [g, x]
@@ -766,6 +766,161 @@ def gen_layout(b: Builder, op: str):
     raise KeyError(op)
 
 
+# -- training ops: normalization, convolution backward, pooling, losses, gather / scatter, scans,
+# sorting, histograms, triangles, slice_backward, grouped matmul
+
+BATCH_NORM_FORWARD = ["aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                      "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
+                      "aten._native_batch_norm_legit_functional.default"]
+
+
+def _conv_out(n: int, k: int, stride: int, pad: int) -> int:
+    return (n + 2 * pad - k) // stride + 1
+
+
+def gen_training(b: Builder, op: str):
+    if op in BATCH_NORM_FORWARD:
+        N, C = b.size(1, 6), b.pick([2, 3, 4, 6, 8])
+        x = b.t([N, C] + [b.size(1, 6) for _ in range(b.pick([0, 1, 2]))])
+        opt = lambda: b.t([C], like=None) if b.chance(0.8) else None  # noqa: E731
+        w, bias = opt(), opt()
+        if op == "aten._native_batch_norm_legit.no_stats":
+            # training only: in eval mode the overload has no statistics to use (the CPU kernel
+            # then crashes instead of raising)
+            return [x, w, bias, True, 0.1, 1e-5], {}
+        rm, rv = b.t([C]), b.t([C])
+        if op == "aten._native_batch_norm_legit_no_training.default":
+            return [x, w, bias, rm, rv, 0.1, 1e-5], {}
+        training = op == "aten._native_batch_norm_legit_functional.default" or b.chance(0.5)
+        return [x, w, bias, rm, rv, training, 0.1, 1e-5], {}
+    if op == "aten.native_batch_norm_backward.default":
+        N, C = b.size(1, 6), b.pick([2, 3, 4, 6])
+        shape = [N, C] + [b.size(1, 6) for _ in range(b.pick([0, 1, 2]))]
+        g = b.t(shape)
+        x = b.t(shape, like=g)
+        w = b.t([C]) if b.chance(0.8) else None
+        train = b.chance(0.5)
+        rm, rv = b.t([C]), b.t([C])
+        sm, si = (b.t([C]), b.t([C])) if train else (None, None)
+        mask = [True, w is not None and b.chance(0.8), b.chance(0.8)]
+        return [g, x, w, rm, rv, sm, si, train, 1e-5, mask], {}
+    if op == "aten.convolution_backward.default":
+        N, C, O = b.size(1, 4), b.pick([2, 3, 4]), b.pick([2, 4, 6])
+        nd = b.pick([1, 2, 2])
+        spatial = [b.size(3, 8) for _ in range(nd)]
+        kernel = [b.pick([1, 3]) for _ in range(nd)]
+        stride = [b.pick([1, 2])] * nd
+        pad = [k // 2 for k in kernel]
+        out = [_conv_out(n, k, st, p) for n, k, st, p in zip(spatial, kernel, stride, pad)]
+        g = b.t([N, O] + out)
+        x = b.t([N, C] + spatial)
+        w = b.t([O, C] + kernel)
+        bias = [O] if b.chance(0.6) else None
+        mask = [True, True, bias is not None] if b.chance(0.7) else [b.chance(0.5), True, False]
+        return [g, x, w, bias, stride, pad, [1] * nd, False, [0] * nd, 1, mask], {}
+    if op in ("aten.max_pool2d_with_indices.default", "aten.max_pool2d_with_indices_backward.default"):
+        lead = [b.size(1, 4), b.pick([2, 3, 4])] if b.chance(0.8) else [b.pick([2, 3, 4])]
+        H, W = b.size(2, 8), b.size(2, 8)
+        k = b.pick([1, 2, 2])
+        stride = b.pick([[], [k, k], [1, 1]])
+        st = stride[0] if stride else k
+        out = [(H - k) // st + 1, (W - k) // st + 1]
+        if op == "aten.max_pool2d_with_indices.default":
+            return [b.t(lead + [H, W]), [k, k], stride], {}
+        g = b.t(lead + out)
+        x = b.t(lead + [H, W], like=g)
+        idx = b.t(lead + out, "int64", like=g)
+        return [g, x, [k, k], stride, [0, 0], [1, 1], False, idx], {}
+    if op in ("aten.nll_loss_forward.default", "aten.nll_loss_backward.default"):
+        C = b.pick([2, 3, 5, 8])
+        batched = b.chance(0.85)
+        N = b.size(1, 12)
+        self_shape, target_shape = ([N, C], [N]) if batched else ([C], [])
+        reduction = b.pick([0, 1, 2])
+        if op == "aten.nll_loss_forward.default":
+            x = b.t(self_shape)
+            t = b.t(target_shape, "int64", like=x)
+            w = b.t([C]) if b.chance(0.3) else None
+            return [x, t, w, reduction, -100], {}
+        g = b.t(target_shape if reduction == 0 else [])
+        x = b.t(self_shape)
+        t = b.t(target_shape, "int64", like=x)
+        w = b.t([C]) if b.chance(0.3) else None
+        tw = b.t([])
+        return [g, x, t, w, reduction, -100, tw], {}
+    if op in ("aten.gather.default", "aten.scatter.src", "aten.scatter.value", "aten.scatter_add.default"):
+        shape = b.shape(lo_rank=1, hi_rank=3)
+        d = b.dim(len(shape))
+        x = b.t(shape)
+        ishape = [n if b.chance(0.6) else b.size(1, n) for n in shape]
+        if op == "aten.gather.default" and b.chance(0.3):
+            ishape[d % len(shape)] = 1
+        idx = b.t(ishape, "int64", like=x)
+        if op == "aten.gather.default":
+            return [x, d, idx], {}
+        if op == "aten.scatter.value":
+            return [x, d, idx, b.pick([0.0, 1.5])], {}
+        src = b.t([n if b.chance(0.7) else n + 1 for n in ishape], like=x)
+        return [x, d, idx, src], {}
+    if op == "aten.cumsum.default":
+        shape = b.shape(lo_rank=1, hi_rank=4)
+        kw = {"dtype": "torch.float64"} if b.chance(0.2) else {}
+        return [b.t(shape), b.dim(len(shape))], kw
+    if op in ("aten.sort.default", "aten.sort.stable", "aten.topk.default"):
+        shape = b.shape(lo_rank=1, hi_rank=3)
+        d = b.dim(len(shape))
+        x = b.t(shape)
+        if op == "aten.sort.default":
+            return ([x, d, b.chance(0.5)] if b.chance(0.7) else [x]), {}
+        if op == "aten.sort.stable":
+            return [x], {"stable": True, "dim": d, "descending": b.chance(0.5)}
+        return [x, b.rng.randint(1, shape[d]), d, b.chance(0.7), True], {}
+    if op == "aten.histc.default":
+        x = b.t(b.shape(lo_rank=1, hi_rank=3))
+        if b.chance(0.3):
+            return [x, b.pick([4, 10])], {}
+        return [x, b.pick([4, 10]), b.pick([-2.0, 0.0]), b.pick([2.0, 0.0])], {}
+    if op in ("aten.tril.default", "aten.triu.default"):
+        x = b.t(b.shape(lo_rank=2, hi_rank=4))
+        return ([x, b.pick([-1, 0, 1])] if b.chance(0.6) else [x]), {}
+    if op == "aten.slice_backward.default":
+        sizes = b.shape(lo_rank=1, hi_rank=4)
+        d = b.dim(len(sizes))
+        n = sizes[d]
+        start = b.rng.randrange(n)
+        end = b.rng.randint(start + 1, n)
+        sliced = list(sizes)
+        sliced[d] = end - start
+        return [b.t(sliced), sizes, d, start, end, 1], {}
+    if op in ("aten._fused_rms_norm.default", "aten._fused_rms_norm_backward.default"):
+        shape = b.shape(lo_rank=1, hi_rank=4)
+        k = b.rng.randint(1, len(shape))
+        norm = shape[len(shape) - k:]
+        if op == "aten._fused_rms_norm.default":
+            x = b.t(shape)
+            w = b.t(norm) if b.chance(0.7) else None
+            return [x, norm, w, 1e-5], {}
+        g = b.t(shape)
+        x = b.t(shape, like=g)
+        rstd = b.t(shape[:len(shape) - k] + [1] * k)
+        w = b.t(norm) if b.chance(0.7) else None
+        return [g, x, norm, rstd, w, [True, w is not None]], {}
+    if op == "aten._grouped_mm.default":
+        # bfloat16: the meta function (what DTensor's propagation runs) takes no other dtype
+        G, K, N = b.pick([2, 3]), b.pick([8, 16]), b.pick([8, 16])
+        kind = b.pick(["2x3", "3x3", "3x2", "2x2"])
+        bf = "bfloat16"
+        if kind == "2x3":
+            M = b.pick([8, 16])
+            return [b.t([M, K], bf), b.t([G, K, N], bf), b.t([G], "int32", partial=False)], {}
+        if kind == "3x3":
+            return [b.t([G, b.pick([8, 16]), K], bf), b.t([G, K, N], bf)], {}
+        if kind == "3x2":
+            return [b.t([G, b.pick([8, 16]), K], bf), b.t([K, N * 2], bf), b.t([G], "int32", partial=False)], {}
+        return [b.t([b.pick([8, 16]), K * 2], bf), b.t([K * 2, N], bf), b.t([G], "int32", partial=False)], {}
+    raise KeyError(op)
+
+
 # ---------------------------------------------------------------------------------------
 # registry: op -> (family, generator)
 
@@ -824,6 +979,14 @@ _reg("pointwise_binary", gen_layout, ["aten.div.Tensor_mode"])
 _reg("factory_copy", gen_layout, ["aten.new_empty_strided.default"])
 _reg("random", gen_layout, ["aten.bernoulli_.float", "aten.bernoulli.default", "aten.rand_like.default",
                             "aten.randn_like.default"])
+_reg("training", gen_training, BATCH_NORM_FORWARD + [
+    "aten.native_batch_norm_backward.default", "aten.convolution_backward.default",
+    "aten.max_pool2d_with_indices.default", "aten.max_pool2d_with_indices_backward.default",
+    "aten.nll_loss_forward.default", "aten.nll_loss_backward.default", "aten.gather.default",
+    "aten.scatter.src", "aten.scatter.value", "aten.scatter_add.default", "aten.cumsum.default",
+    "aten.sort.default", "aten.sort.stable", "aten.topk.default", "aten.histc.default",
+    "aten.tril.default", "aten.triu.default", "aten.slice_backward.default",
+    "aten._fused_rms_norm.default", "aten._fused_rms_norm_backward.default", "aten._grouped_mm.default"])
 
 
 def family_of(op: str) -> str:

@@ -135,7 +135,8 @@ def backend_name() -> str:
 
 
 def _call_cli(op: str, shapes: list[list[int]], mesh: list[int], inputs: list[str], args: list,
-              kwargs: dict, dtype: str | list[str], einsum_linearity: str, partial_passthrough: str = "ctshard") -> dict:
+              kwargs: dict, dtype: str | list[str], einsum_linearity: str, partial_passthrough: str = "ctshard",
+              rule_set: str = "ctshard") -> dict:
     cmd = [binary(), "table", "--op", op,
            "--shapes", ",".join(shape_text(s) for s in shapes),
            "--mesh", "x".join(str(m) for m in mesh),
@@ -145,6 +146,8 @@ def _call_cli(op: str, shapes: list[list[int]], mesh: list[int], inputs: list[st
            "--einsum-linearity", einsum_linearity,
            "--partial-passthrough", partial_passthrough,
            "--json"]
+    if rule_set != "ctshard":
+        cmd += ["--rule-set", rule_set]
     if args:
         cmd += ["--args", json.dumps(args)]
     if kwargs:
@@ -158,12 +161,14 @@ def _call_cli(op: str, shapes: list[list[int]], mesh: list[int], inputs: list[st
         raise CtshardError(f"bad JSON from ctshard: {e}: {p.stdout[:200]}") from e
 
 
-def _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough="ctshard") -> dict:
+def _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough="ctshard",
+              rule_set="ctshard") -> dict:
     pkg = package()
+    extra = {"rule_set": rule_set} if rule_set != "ctshard" else {}
     try:
         r = pkg.table(op, shapes, mesh, inputs, args=args, kwargs=kwargs, dtype=dtype,
                       devices_per_host=DEVICES_PER_HOST, einsum_linearity=einsum_linearity,
-                      partial_passthrough=partial_passthrough)
+                      partial_passthrough=partial_passthrough, **extra)
     except ValueError as e:
         raise CtshardError(str(e)[:600]) from e
     if isinstance(r, str):
@@ -172,12 +177,12 @@ def _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, p
 
 
 def table_raw(op, shapes, mesh, inputs, args=None, kwargs=None, dtype="float32",
-              einsum_linearity="dtensor", partial_passthrough="ctshard") -> dict:
+              einsum_linearity="dtensor", partial_passthrough="ctshard", rule_set="ctshard") -> dict:
     args = args or []
     kwargs = kwargs or {}
     if package() is not None:
-        return _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough)
-    return _call_cli(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough)
+        return _call_pkg(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough, rule_set)
+    return _call_cli(op, shapes, mesh, inputs, args, kwargs, dtype, einsum_linearity, partial_passthrough, rule_set)
 
 
 # ---------------------------------------------------------------------------------------
@@ -215,9 +220,13 @@ def missing_features(case: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # a case
 
-def ctshard_table(case: dict, einsum_linearity: str = "dtensor", partial_passthrough: str = "ctshard") -> dict:
-    """ctshard's `table --json` dict for the case (``partial_passthrough`` as ``ctshard.table``);
-    raises CtshardError."""
+def ctshard_table(case: dict, einsum_linearity: str = "dtensor", partial_passthrough: str = "ctshard",
+                  rule_set: str | None = None) -> dict:
+    """ctshard's `table --json` dict for the case (``partial_passthrough``, ``rule_set`` as
+    ``ctshard.table``; ``rule_set`` None: ``$CTSHARD_RULE_SET``, else "ctshard" — the suite's
+    ``--rule-set`` mode sets it for its workers); raises CtshardError."""
+    if rule_set is None:
+        rule_set = os.environ.get("CTSHARD_RULE_SET", "ctshard")
     shapes = [t["shape"] for t in case["tensors"]]
     inputs = [t["spec"] for t in case["tensors"]]
     dts = dtypes_of(case)
@@ -231,7 +240,7 @@ def ctshard_table(case: dict, einsum_linearity: str = "dtensor", partial_passthr
         args = case.get("args", [])
     return table_raw(case["op"], shapes, case["mesh"], inputs, args=args,
                      kwargs=case.get("kwargs", {}), dtype=dtype, einsum_linearity=einsum_linearity,
-                     partial_passthrough=partial_passthrough)
+                     partial_passthrough=partial_passthrough, rule_set=rule_set)
 
 
 def normalize_cost(c: Any) -> float:

@@ -226,8 +226,11 @@ def select_ops(ct_ops: list[str], dt_ops: dict[str, str], op_filter: str | None,
 # main run
 
 def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool = True,
-        simulate_rows: int = 0, dijkstra: bool = False) -> dict:
+        simulate_rows: int = 0, dijkstra: bool = False, rule_set: str = "ctshard") -> dict:
+    """Every case of `ops` through DTensor and ctshard; `rule_set` is ctshard's
+    (``ctshard.table(rule_set=...)``: "ctshard", the default, or "dtensor")."""
     t_start = time.perf_counter()
+    os.environ["CTSHARD_RULE_SET"] = rule_set  # ctshard_side reads it, in this process and the workers
     feats = ctshard_side.features()
     all_cases, skipped = [], []
     need_counts: dict[str, int] = defaultdict(int)
@@ -282,7 +285,7 @@ def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool 
     for r in records:
         r["case"] = case_by_id[r["id"]]
     return {"records": records, "skipped": skipped, "features": feats, "need_counts": dict(need_counts),
-            "elapsed_s": time.perf_counter() - t_start}
+            "elapsed_s": time.perf_counter() - t_start, "rule_set": rule_set}
 
 
 def family_table(records: list[dict], skipped: list[dict]) -> list[dict]:
@@ -379,8 +382,14 @@ CLASSIFICATIONS = {"ctshard_bug", "dtensor_unsound", "dtensor_search", "dtensor_
                    "ctshard_limitation"}
 
 
-def load_known(path: Path | None = None) -> list[dict]:
-    path = path or HERE / "known_differences.json"
+KNOWN_FILES = {"ctshard": "known_differences.json", "dtensor": "known_differences_dtensor.json"}
+
+
+def load_known(path: Path | None = None, rule_set: str = "ctshard") -> list[dict]:
+    """The explained differences of a rule set's run: known_differences.json for ctshard's rules,
+    known_differences_dtensor.json for the dtensor rule set (what remains when ctshard gives
+    DTensor 2.13's rows)."""
+    path = path or HERE / KNOWN_FILES[rule_set]
     entries = json.loads(Path(path).read_text())["entries"]
     for e in entries:
         if e.get("classification") not in CLASSIFICATIONS:
@@ -436,6 +445,27 @@ def explain(items: list[dict], known: list[dict]) -> tuple[list[dict], list[dict
     return done, left
 
 
+def summary_lines(res: dict, n_ops: int, explained: list[dict], unexplained: list[dict], label: str = "conformance") -> list[str]:
+    """The lines the test command repeats at the end of the run (they start with `label`:
+    "conformance" for ctshard's rule set, "conformance(dtensor)" for the dtensor rule set)."""
+    rows = family_table(res["records"], res["skipped"])
+    tot = {k: sum(r[k] for r in rows) for k in ("cases", "strategies_identical", "strategies_compared",
+                                                  "strategies_subset", "choices_identical", "choices_compared")}
+    lines = [f"{label}: {n_ops} ops, {tot['cases']} cases, strategy sets identical "
+             f"{tot['strategies_identical']}/{tot['strategies_compared']} (DTensor rows within ctshard's "
+             f"{tot['strategies_subset']}), choices identical {tot['choices_identical']}/{tot['choices_compared']}, "
+             f"differences {len(explained) + len(unexplained)}, unexplained {len(unexplained)}"]
+    for r in rows:
+        lines.append(f"{label}   {r['family']:<18} {r['ops']:>3} ops {r['cases']:>4} cases  strategies "
+                     f"identical {r['strategies_identical']:>4}/{r['strategies_compared']:<4} dt<=ct "
+                     f"{r['strategies_subset']:>4}  choices identical {r['choices_identical']:>4}/{r['choices_compared']}")
+    by = {}
+    for it in explained:
+        by[it["classification"]] = by.get(it["classification"], 0) + 1
+    lines.append(f"{label}: explained " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    return lines
+
+
 def build_report(result: dict, ops: list[str], info: dict, args_ns) -> dict:
     import torch
 
@@ -453,7 +483,7 @@ def build_report(result: dict, ops: list[str], info: dict, args_ns) -> dict:
         per_op[s["op"]]["skipped"] += 1
     recs_with_diffs = [r for r in result["records"] if r["differences"]]
     diffs = difference_items(result["records"])
-    explained, unexplained = explain(diffs, load_known())
+    explained, unexplained = explain(diffs, load_known(rule_set=result.get("rule_set", "ctshard")))
     cls = {it["id"] + "|" + it["kind"] + "|" + it["summary"]: it for it in explained}
     for it in diffs:
         hit = cls.get(it["id"] + "|" + it["kind"] + "|" + it["summary"])
@@ -466,7 +496,7 @@ def build_report(result: dict, ops: list[str], info: dict, args_ns) -> dict:
         "meta": {"torch": torch.__version__, "ctshard_backend": ctshard_side.backend_name(),
                  "ctshard_features": result["features"],
                  "cases_needing_feature": result.get("need_counts", {}),
-                 "cases_per_op": args_ns.cases_per_op,
+                 "cases_per_op": args_ns.cases_per_op, "rule_set": result.get("rule_set", "ctshard"),
                  "seed": args_ns.seed, "meshes": cases_mod.MESHES,
                  "devices_per_host": ctshard_side.DEVICES_PER_HOST,
                  "elapsed_s": round(result["elapsed_s"], 1)},
@@ -501,6 +531,9 @@ def main(argv=None) -> int:
                     help="also run DTensor 2.13's _dijkstra_expand_single_dim_strategy_to_mesh (defined, "
                          "never called by 2.13's propagation) on every single-dim-rule case and count "
                          "how its choice and cost compare with the full expansion's")
+    ap.add_argument("--rule-set", choices=("ctshard", "dtensor"), default="ctshard",
+                    help="ctshard's rule set: ctshard (default: its own rules; explained by known_differences.json) "
+                         "or dtensor (DTensor 2.13's rows; explained by known_differences_dtensor.json)")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
 
@@ -513,14 +546,16 @@ def main(argv=None) -> int:
         print(f"# ctshard-only (no DTensor registration): {', '.join(info['ctshard_only'])}")
         return 0
     result = run(ops, a.cases_per_op, a.seed, a.jobs, progress=not a.quiet, simulate_rows=a.simulate,
-                 dijkstra=a.dijkstra)
+                 dijkstra=a.dijkstra, rule_set=a.rule_set)
     report = build_report(result, ops, info, a)
     print_table(report["families"])
     if a.dijkstra:
         report["dijkstra"] = dijkstra_summary(result["records"])
         print_dijkstra(report["dijkstra"])
     n_skip = len(result["skipped"])
-    print(f"\n{len(ops)} ops, {len(result['records'])} cases compared, {n_skip} skipped until ctshard "
+    both = sum(1 for r in result["records"] if r.get("both_refuse"))
+    print(f"\nrule set {a.rule_set}: {both} cases refused by both DTensor and ctshard (counted identical)")
+    print(f"{len(ops)} ops, {len(result['records'])} cases compared, {n_skip} skipped until ctshard "
           f"accepts them (features {result['features']}; cases needing them: {result['need_counts']}), "
           f"{result['elapsed_s']:.1f} s (backend {ctshard_side.backend_name()})")
     kinds = defaultdict(int)

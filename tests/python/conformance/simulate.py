@@ -45,10 +45,23 @@ SIZE_ARG_OPS = {  # op -> positional index of the size argument localised from t
     "aten.expand.default": 1, "aten.new_empty.default": 1, "aten.new_zeros.default": 1,
     "aten.new_ones.default": 1, "aten.new_full.default": 1,
     "aten.as_strided.default": 1, "aten.new_empty_strided.default": 1,
+    "aten.slice_backward.default": 1,
 }
+# ops whose DTensor propagation (a meta function) takes only bfloat16 but whose CPU kernel runs in
+# float32: simulated in float32, so the Partial parts' rounding does not hide the verdict
+SIMULATE_IN_FLOAT32 = {"aten._grouped_mm.default"}
 POSITIVE_OPS = {"aten.log.default", "aten.log1p.default", "aten.sqrt.default", "aten.rsqrt.default",
-                "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.reciprocal.default"}
+                "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.reciprocal.default",
+                # batch norm: running / saved variances are positive
+                "aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
+                "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm_backward.default"}
 NOT_SIMULATED: set[str] = set()
+# kernels that divide by a local element count and die with SIGFPE (not an exception) on an empty
+# local tensor: an empty local input is a local error without running the kernel
+EMPTY_LOCAL_KILLS = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                     "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
+                     "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm_backward.default"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,6 +132,8 @@ def make_global_inputs(case: dict, gen: torch.Generator) -> list[torch.Tensor]:
     for i, t in enumerate(case["tensors"]):
         shape = t["shape"]
         dt = torch_dtype(t.get("dtype", "float32"))
+        if op in SIMULATE_IN_FLOAT32 and dt == torch.bfloat16:
+            dt = torch.float32
         if dt.is_floating_point:
             x = torch.randn(shape, generator=gen, dtype=torch.float64)
             if positive:
@@ -130,6 +145,12 @@ def make_global_inputs(case: dict, gen: torch.Generator) -> list[torch.Tensor]:
             out.append(torch.rand(shape, generator=gen) < 0.5)
         elif dt in (torch.uint64,):
             out.append(torch.zeros(shape, dtype=dt))
+        elif case["op"] == "aten._grouped_mm.default" and i == 2:
+            # offs: increasing group ends over the grouped dim of the 2-d operand
+            total = case["tensors"][0]["shape"][0] if len(case["tensors"][0]["shape"]) == 2 else case["tensors"][1]["shape"][0]
+            # distinct cuts: no empty group (the CPU kernel leaves an empty group's output unwritten)
+            cuts = sorted((torch.randperm(total - 1, generator=gen)[: shape[0] - 1] + 1).tolist()) + [total]
+            out.append(torch.tensor(cuts, dtype=dt))
         else:
             hi = _index_bound(case, i)
             out.append(torch.randint(0, hi, shape, generator=gen, dtype=dt))
@@ -143,6 +164,15 @@ def _index_bound(case: dict, i: int) -> int:
         return ts[0]["shape"][0]
     if op == "aten.embedding_dense_backward.default" and i == 1:
         return case["args"][2]
+    if op in ("aten.gather.default", "aten.scatter.src", "aten.scatter.value", "aten.scatter_add.default") and i == 1:
+        shape = ts[0]["shape"]
+        return max(1, shape[case["args"][1] % len(shape)]) if shape else 1
+    if op in ("aten.nll_loss_forward.default", "aten.nll_loss_backward.default"):
+        self_shape = ts[0 if op == "aten.nll_loss_forward.default" else 1]["shape"]
+        return self_shape[1] if len(self_shape) >= 2 else self_shape[0]
+    if op == "aten.max_pool2d_with_indices_backward.default" and i == 2:
+        h, w = ts[1]["shape"][-2:]
+        return h * w
     if op in ("aten.index.Tensor", "aten.index_put.default"):
         idxs = case["args"][1]
         for pos, a in enumerate(idxs):
@@ -355,6 +385,42 @@ def _masked_embedding_fn(case: dict, in_specs: list, mesh: list[int]):
     return run
 
 
+def _masked_gather_fn(case: dict, in_specs: list, mesh: list[int]):
+    """gather's row-wise rule with self sharded on the gather dim and the index whole (DTensor's
+    _MaskPartial, ctshard's [P(sum), S(dim), R]): each rank gathers the indices in its block of
+    that dim and writes zeros elsewhere; the output is a P(sum). Returns a per-rank local op, or
+    None when self is not sharded on the gather dim."""
+    sspec = in_specs[0]
+    if sspec is None:
+        return None
+    shape = case["tensors"][0]["shape"]
+    if not shape:
+        return None
+    dim = case["args"][1] % len(shape)
+    pl = parse_spec(sspec)
+    if not any(isinstance(p, (Shard, _StridedShard)) and p.dim == dim for p in pl):
+        return None
+    n = shape[dim]
+    pos_pl = [Shard(0) if isinstance(p, Shard) and p.dim == dim else
+              _StridedShard(0, split_factor=p.split_factor) if isinstance(p, _StridedShard) and p.dim == dim else Replicate()
+              for p in pl]
+    rows = layout(torch.arange(n), mesh, pos_pl, None)
+
+    def run(rank, x, d, idx, *rest, **kw):
+        r = rows[rank].reshape(-1)
+        pos = torch.full((n,), -1, dtype=torch.int64)
+        pos[r] = torch.arange(r.numel())
+        li = pos[idx]
+        mask = li < 0
+        if r.numel() == 0:
+            return torch.zeros(tuple(idx.shape), dtype=x.dtype)
+        out = torch.ops.aten.gather.default(x, d, li.clamp(min=0), *rest, **kw)
+        out[mask] = 0
+        return out
+
+    return run
+
+
 def _conv_args(v: Any, tensors: list) -> Any:
     if isinstance(v, str):
         if v.startswith("$"):
@@ -439,7 +505,8 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
                 return {"verdict": "skipped", "detail": str(e)}
         # localised size args
         size_idx = SIZE_ARG_OPS.get(op_name)
-        special = _masked_embedding_fn(case, in_specs, mesh) if op_name == "aten.embedding.default" else None
+        special = (_masked_embedding_fn(case, in_specs, mesh) if op_name == "aten.embedding.default" else
+                   _masked_gather_fn(case, in_specs, mesh) if op_name == "aten.gather.default" else None)
         local_out = {}
         for r in ranks:
             l_in = [per_in[i][r] for i in range(len(g_in))]
@@ -462,6 +529,16 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
                 local_call = torch.ops.aten.squeeze.dims
             else:
                 local_call = op
+            if op_name in EMPTY_LOCAL_KILLS:
+                if any(isinstance(t, torch.Tensor) and t.numel() == 0 for t in l_in):
+                    return {"verdict": "local_error", "detail": f"rank {r}: an empty local tensor (the kernel divides by its element count)"}
+                # the CPU kernel does not check the per-channel vectors' lengths (it reads out of
+                # bounds): a length other than the local channel count is a local error
+                x = l_in[1] if op_name == "aten.native_batch_norm_backward.default" else l_in[0]
+                bad = [tuple(t.shape) for t in l_in if isinstance(t, torch.Tensor) and t.dim() == 1 and t.shape[0] != x.shape[1]]
+                if bad:
+                    return {"verdict": "local_error",
+                            "detail": f"rank {r}: per-channel vectors {bad} for {x.shape[1]} local channels"}
             try:
                 if special is not None:
                     local_out[r] = _outputs(special(r, *largs, **lkw))

@@ -134,28 +134,6 @@ def test_known_differences_are_well_formed():
 # ---------------------------------------------------------------------------------------
 # the suite
 
-def summary_lines(res: dict, n_ops: int, explained: list[dict], unexplained: list[dict]) -> list[str]:
-    """The lines the test command repeats at the end of the run (they start with 'conformance')."""
-    import run_conformance
-
-    rows = run_conformance.family_table(res["records"], res["skipped"])
-    tot = {k: sum(r[k] for r in rows) for k in ("cases", "strategies_identical", "strategies_compared",
-                                                  "strategies_subset", "choices_identical", "choices_compared")}
-    lines = [f"conformance: {n_ops} ops, {tot['cases']} cases, strategy sets identical "
-             f"{tot['strategies_identical']}/{tot['strategies_compared']} (DTensor rows within ctshard's "
-             f"{tot['strategies_subset']}), choices identical {tot['choices_identical']}/{tot['choices_compared']}, "
-             f"differences {len(explained) + len(unexplained)}, unexplained {len(unexplained)}"]
-    for r in rows:
-        lines.append(f"conformance   {r['family']:<18} {r['ops']:>3} ops {r['cases']:>4} cases  strategies "
-                     f"identical {r['strategies_identical']:>4}/{r['strategies_compared']:<4} dt<=ct "
-                     f"{r['strategies_subset']:>4}  choices identical {r['choices_identical']:>4}/{r['choices_compared']}")
-    by = {}
-    for it in explained:
-        by[it["classification"]] = by.get(it["classification"], 0) + 1
-    lines.append("conformance: explained " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
-    return lines
-
-
 @needs_ctshard
 @pytest.mark.torch_bound  # 300 cases through DTensor's propagation; test_api.py runs them through the extension
 def test_all_differences_are_explained(summary):
@@ -177,7 +155,7 @@ def test_all_differences_are_explained(summary):
     assert all(v >= n for v in per_op.values())
     items = run_conformance.difference_items(res["records"])
     explained, unexplained = run_conformance.explain(items, run_conformance.load_known())
-    for line in summary_lines(res, len(ops), explained, unexplained):
+    for line in run_conformance.summary_lines(res, len(ops), explained, unexplained):
         summary(line)
     if report_path:
         class _A:  # the fields build_report reads from argparse

@@ -32,7 +32,7 @@ from dtensor_oracle import run_case  # noqa: E402
 OPS = [
     "aten.clone.default", "prims.convert_element_type.default", "aten.native_dropout_backward.default",
     "aten.gelu_backward.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
-    "aten.threshold_backward.default", "aten.native_layer_norm_backward.default",
+    "aten.threshold_backward.default", "aten.silu_backward.default", "aten.native_layer_norm_backward.default",
 ]
 
 
