@@ -229,8 +229,22 @@ def run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool 
         simulate_rows: int = 0, dijkstra: bool = False, rule_set: str = "ctshard") -> dict:
     """Every case of `ops` through DTensor and ctshard; `rule_set` is ctshard's
     (``ctshard.table(rule_set=...)``: "ctshard", the default, or "dtensor")."""
+    # ctshard_side reads CTSHARD_RULE_SET, in this process and the workers; restored afterwards
+    # so that a dtensor-mode run leaves later callers (other tests) on their own default
+    before = os.environ.get("CTSHARD_RULE_SET")
+    os.environ["CTSHARD_RULE_SET"] = rule_set
+    try:
+        return _run(ops, cases_per_op, seed, jobs, progress, simulate_rows, dijkstra, rule_set)
+    finally:
+        if before is None:
+            os.environ.pop("CTSHARD_RULE_SET", None)
+        else:
+            os.environ["CTSHARD_RULE_SET"] = before
+
+
+def _run(ops: list[str], cases_per_op: int, seed: int, jobs: int, progress: bool, simulate_rows: int, dijkstra: bool,
+         rule_set: str) -> dict:
     t_start = time.perf_counter()
-    os.environ["CTSHARD_RULE_SET"] = rule_set  # ctshard_side reads it, in this process and the workers
     feats = ctshard_side.features()
     all_cases, skipped = [], []
     need_counts: dict[str, int] = defaultdict(int)
