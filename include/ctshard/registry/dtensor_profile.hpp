@@ -266,6 +266,9 @@ inline void follow_views(OpRegistry& r) {
   follow(r, {"aten.expand.default"}, "reshape_strategy (expand)",
          view(
              false, +[](const OpCall& c) { return expand_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "size"), "ctshard: expand"); }));
+  follow(r, {"aten.repeat.default"}, "reshape_strategy (repeat)",
+         view(
+             false, +[](const OpCall& c) { return repeat_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "repeats"), "ctshard: repeat"); }));
   follow(r, {"aten.view_as_real.default"}, "reshape_strategy (view_as_real)", [](const OpCall& call, std::span<const Spec> cur, const OpRule&) {
     return std::vector<MeshStrategy>{
         reshape_strategy(cur[0], call.tensors[0].shape, dtensor_ops::view_as_real_rule(call.tensors[0].shape), call.mesh_sizes, false)};
@@ -582,6 +585,12 @@ inline void single_dim_rules(OpRegistry& r) {
   deviate(r, {"aten.max_pool2d_with_indices_backward.default"}, [](const OpCall&, OpRule base) {
     base.filter = {};
     base.uneven_inputs = UnevenInputs::reject;
+    return base;
+  });
+  // clamp / clamp_min / clamp_max with scalar bounds: `_register_single_dim_pointwise` as a plain
+  // pointwise op (no Partial rows; ctshard passes P(max) / P(min), the ops being non-decreasing)
+  deviate(r, {"aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default"}, [](const OpCall&, OpRule base) {
+    base.rules = without_partial_input_rows(base.rules);
     return base;
   });
   deviate(r, {"aten._fused_rms_norm_backward.default"}, [](const OpCall&, OpRule base) {
