@@ -57,11 +57,16 @@ POSITIVE_OPS = {"aten.log.default", "aten.log1p.default", "aten.sqrt.default", "
                 "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
                 "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm_backward.default"}
 NOT_SIMULATED: set[str] = set()
+# batch norm's CPU kernels do not check the per-channel vectors' lengths (they read out of bounds):
+# a length other than the local channel count is a local error without running the kernel
+CHANNEL_VECTOR_OPS = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
+                      "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
+                      "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm_backward.default"}
 # kernels that divide by a local element count and die with SIGFPE (not an exception) on an empty
-# local tensor: an empty local input is a local error without running the kernel
-EMPTY_LOCAL_KILLS = {"aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
-                     "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_no_training.default",
-                     "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm_backward.default"}
+# local tensor: an empty local input is a local error without running the kernel.  The forward
+# kernels do not die: in training mode they raise ("input tensor must have at least one element"),
+# in eval mode they return the empty result, so they run.
+EMPTY_LOCAL_KILLS = {"aten.native_batch_norm_backward.default"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,6 +126,18 @@ def _sdpa_impl(op_name: str):
     }.get(op_name)
 
 
+# ops without a CPU kernel whose aten decomposition (torch._decomp) stands in, per rank as globally
+DECOMPOSED = {"aten._fused_rms_norm_backward.default"}
+
+
+def _decomposed_impl(op_name: str):
+    if op_name not in DECOMPOSED:
+        return None
+    from torch._decomp import decomposition_table
+
+    return decomposition_table[resolve_op(op_name)]
+
+
 # ---------------------------------------------------------------------------------------
 # global inputs
 
@@ -146,8 +163,11 @@ def make_global_inputs(case: dict, gen: torch.Generator) -> list[torch.Tensor]:
         elif dt in (torch.uint64,):
             out.append(torch.zeros(shape, dtype=dt))
         elif case["op"] == "aten._grouped_mm.default" and i == 2:
-            # offs: increasing group ends over the grouped dim of the 2-d operand
-            total = case["tensors"][0]["shape"][0] if len(case["tensors"][0]["shape"]) == 2 else case["tensors"][1]["shape"][0]
+            # offs: increasing group ends over the grouped dim: M (a's dim 0) for 2d x 3d, N (b's
+            # dim 1) for 3d x 2d, K (a's dim 1) for 2d x 2d; ending at the dim's size (the CPU
+            # kernel leaves output rows / columns past the last offset unwritten)
+            sa, sb = case["tensors"][0]["shape"], case["tensors"][1]["shape"]
+            total = (sa[0] if len(sb) == 3 else sa[1]) if len(sa) == 2 else sb[1]
             # distinct cuts: no empty group (the CPU kernel leaves an empty group's output unwritten)
             cuts = sorted((torch.randperm(total - 1, generator=gen)[: shape[0] - 1] + 1).tolist()) + [total]
             out.append(torch.tensor(cuts, dtype=dt))
@@ -477,7 +497,7 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
     op_name = case["op"]
     if op_name in NOT_SIMULATED:
         return {"verdict": "skipped", "detail": "op not simulated on CPU"}
-    op = _sdpa_impl(op_name) or resolve_op(op_name)
+    op = _sdpa_impl(op_name) or _decomposed_impl(op_name) or resolve_op(op_name)
     mesh = case["mesh"]
     ranks = list(itertools.product(*[range(m) for m in mesh]))
     positive = op_name in POSITIVE_OPS
@@ -532,6 +552,7 @@ def _check_row(case: dict, in_specs: list[str | None], out_specs, trials: int = 
             if op_name in EMPTY_LOCAL_KILLS:
                 if any(isinstance(t, torch.Tensor) and t.numel() == 0 for t in l_in):
                     return {"verdict": "local_error", "detail": f"rank {r}: an empty local tensor (the kernel divides by its element count)"}
+            if op_name in CHANNEL_VECTOR_OPS:
                 # the CPU kernel does not check the per-channel vectors' lengths (it reads out of
                 # bounds): a length other than the local channel count is a local error
                 x = l_in[1] if op_name == "aten.native_batch_norm_backward.default" else l_in[0]
