@@ -72,7 +72,9 @@ namespace detail {
 ///   R?, R]` for mean (the kernel divides by the global total_weight, so per-sample gradients are
 ///   exact); `[S?(0), R, S?(0), S?(0), R?, P(sum)]` for sum (total_weight is unused there; P(sum) is
 ///   what the forward's batch row leaves);
-/// - `[P(r), P(r), R, R, R?, R]` for r in sum, avg: linear in grad_output.
+/// - `[P(r), P(r), R, R, R?, R]` for r in sum, avg: linear in grad_output;
+/// - for none and sum, each row also with total_weight `P(sum)`, `P(avg)`, `P(max)`, `P(min)` or
+///   `R` (unused by the kernel: whatever it holds, the result is the same).
 /// DTensor follows the input's batch layout likewise (grad_output replicated unless none,
 /// total_weight replicated for mean); the Partial rows are ctshard's. Throws ctshard::error for a
 /// self rank other than 1 or 2.
@@ -89,16 +91,29 @@ namespace detail {
   rules.set_rank(num_inputs, 0);
   std::vector<Placement> row(rules.width(), Replicate());
   const Placement batch = ShardingPlaceholder(0);
+  // total_weight is read for mean only: for none and sum each row is listed once more per other
+  // placement of it (any value is right, so it stays where it is; DTensor leaves it likewise)
+  const auto add_with_unused_total_weight = [&] {
+    rules.add(row);
+    if (reduction == LossReduction::mean) return;
+    const Placement given = row[num_inputs];
+    for (const Placement p : {Replicate(), Partial(ReduceOp::sum), Partial(ReduceOp::avg), Partial(ReduceOp::max), Partial(ReduceOp::min)}) {
+      if (p == given) continue;
+      row[num_inputs] = p;
+      rules.add(row);
+    }
+    row[num_inputs] = given;
+  };
   if (batched) {
     row[0] = row[2] = row[3] = batch;
     row[1] = reduction == LossReduction::none ? batch : Replicate();
     row[num_inputs] = reduction == LossReduction::sum ? Partial(ReduceOp::sum) : Replicate();
-    rules.add(row);
+    add_with_unused_total_weight();
   }
   for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg}) {
     row.assign(row.size(), Replicate());
     row[0] = row[1] = Partial(r);
-    rules.add(row);
+    add_with_unused_total_weight();
   }
   return rules;
 }
