@@ -367,9 +367,11 @@ TEST_CASE("training rules: nll_loss splits the batch only where the loss is a su
     return out;
   };
   CHECK(rows_text(bwd(b, 2).rules) ==
-        concat({unused_tw("S?(0),R,S?(0),S?(0),", "P(sum)"), unused_tw("P(sum),P(sum),R,R,", "R"), unused_tw("P(avg),P(avg),R,R,", "R")}));
+        concat({unused_tw("S?(0),R,S?(0),S?(0),", "P(sum)"), unused_tw("P(sum),P(sum),R,R,", "R"), unused_tw("P(avg),P(avg),R,R,", "R"),
+                Rows{"R,R,R,R,P(sum)", "R,R,R,R,P(avg)", "R,R,R,R,P(max)", "R,R,R,R,P(min)"}}));
   CHECK(rows_text(bwd({meta({2048}), meta({2048, 32000}), meta({2048}, 8), meta({})}, 0).rules) ==
-        concat({unused_tw("S?(0),S?(0),S?(0),S?(0),", "R"), unused_tw("P(sum),P(sum),R,R,", "R"), unused_tw("P(avg),P(avg),R,R,", "R")}));
+        concat({unused_tw("S?(0),S?(0),S?(0),S?(0),", "R"), unused_tw("P(sum),P(sum),R,R,", "R"), unused_tw("P(avg),P(avg),R,R,", "R"),
+                Rows{"R,R,R,R,P(sum)", "R,R,R,R,P(avg)", "R,R,R,R,P(max)", "R,R,R,R,P(min)"}}));
   // nll_loss_backward#5 of the conformance suite (none, 2x2): total_weight P(max)R stays, 0 us
   // (it was all-reduced for 12.0 us)
   const std::vector<TensorMeta> c5{meta({7}), meta({7, 3}), meta({7}, 8), meta({})};

@@ -74,7 +74,8 @@ namespace detail {
 ///   what the forward's batch row leaves);
 /// - `[P(r), P(r), R, R, R?, R]` for r in sum, avg: linear in grad_output;
 /// - for none and sum, each row also with total_weight `P(sum)`, `P(avg)`, `P(max)`, `P(min)` or
-///   `R` (unused by the kernel: whatever it holds, the result is the same).
+///   `R` (unused by the kernel: whatever it holds, the result is the same), and the all-Replicate
+///   row with total_weight `P(r)` for each r.
 /// DTensor follows the input's batch layout likewise (grad_output replicated unless none,
 /// total_weight replicated for mean); the Partial rows are ctshard's. Throws ctshard::error for a
 /// self rank other than 1 or 2.
@@ -114,6 +115,13 @@ namespace detail {
     row.assign(row.size(), Replicate());
     row[0] = row[1] = Partial(r);
     add_with_unused_total_weight();
+  }
+  if (reduction != LossReduction::mean) {  // the all-Replicate row (the framework's) with total_weight kept
+    for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+      row.assign(row.size(), Replicate());
+      row[num_inputs] = Partial(r);
+      rules.add(row);
+    }
   }
   return rules;
 }
