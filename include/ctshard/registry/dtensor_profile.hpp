@@ -266,9 +266,15 @@ inline void follow_views(OpRegistry& r) {
   follow(r, {"aten.expand.default"}, "reshape_strategy (expand)",
          view(
              false, +[](const OpCall& c) { return expand_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "size"), "ctshard: expand"); }));
-  follow(r, {"aten.repeat.default"}, "reshape_strategy (repeat)",
-         view(
-             false, +[](const OpCall& c) { return repeat_dim_map(c.tensors[0].shape, op_args::int_list(c, 1, "repeats"), "ctshard: repeat"); }));
+  // repeat: DTensor's `dim_repeat` DimMap, where `Repeat(InputDim(i), n > 1)` marks input dim i
+  // unshardable (it is replicated first); ctshard's dim map has it as a broadcast of dim i, which
+  // `reshape_strategy` would read as expand's `Broadcast(InputDim(i))`, so the input dim is dropped
+  follow(r, {"aten.repeat.default"}, "reshape_strategy (repeat)", [](const OpCall& call, std::span<const Spec> cur, const OpRule&) {
+    dtensor_ops::ViewRule rule = view_rule_of(repeat_dim_map(call.tensors[0].shape, op_args::int_list(call, 1, "repeats"), "ctshard: repeat"));
+    for (dtensor_ops::ViewRuleDim& d : rule)
+      if (d.kind == dtensor_ops::ViewRuleDim::Kind::broadcast) d.first = d.last = -1;
+    return std::vector<MeshStrategy>{reshape_strategy(cur[0], call.tensors[0].shape, rule, call.mesh_sizes, false)};
+  });
   follow(r, {"aten.view_as_real.default"}, "reshape_strategy (view_as_real)", [](const OpCall& call, std::span<const Spec> cur, const OpRule&) {
     return std::vector<MeshStrategy>{
         reshape_strategy(cur[0], call.tensors[0].shape, dtensor_ops::view_as_real_rule(call.tensors[0].shape), call.mesh_sizes, false)};
