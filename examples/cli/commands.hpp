@@ -20,6 +20,13 @@
 
 namespace ctshard::cli {
 
+/// The text of a JSON document as the tool prints it (`indent` as nlohmann's dump): bytes that are
+/// not UTF-8 (a graph file may hold them in names or literals) become U+FFFD instead of throwing.
+template <class Json>
+[[nodiscard]] std::string json_text(const Json& doc, int indent = -1) {
+  return doc.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 /// `ctshard table`: one op's full filtered strategy table, per-input costs, and the choice.
 struct TableOptions {
   std::string op;                                 ///< mm, bmm, addmm, baddbmm, dot, einsum:EQ, pointwise:NAME, or an op name

@@ -56,7 +56,7 @@ bool print_coverage(const std::string& dir, const PlanOptions& options, const Op
               << std::setprecision(1) << 100.0 * share << std::defaultfloat << "% covered)\n";
     for (const auto& [op, count] : plan.fallback_ops) std::cout << "  " << op << " x" << count << '\n';
   }
-  if (json) std::cout << nlohmann::json{{"files", report}}.dump(2) << '\n';
+  if (json) std::cout << json_text(nlohmann::json{{"files", report}}, 2) << '\n';
   return any_read;
 }
 
@@ -336,7 +336,7 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
       options.cost_model = parse_cost_model(table.cost_model);
       options.algo = table.algo;
       const auto t = table_json(options);
-      if (table_json_flag) std::cout << t.dump() << '\n';
+      if (table_json_flag) std::cout << json_text(t) << '\n';
       else print_table(t, std::cout);
       return 0;
     }
@@ -346,13 +346,13 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
       io.max_memory_mib = iopddl_memory_mib;
       io.deadline = deadline_after(io.time_limit_s);
       const auto doc = iopddl_json(iopddl_path, io);
-      if (iopddl_json_flag) std::cout << doc.dump() << '\n';
+      if (iopddl_json_flag) std::cout << json_text(doc) << '\n';
       else print_iopddl(doc, std::cout);
       return 0;
     }
     if (*ops_cmd) {
       const auto ops = cli::ops_json();
-      if (ops_json) std::cout << ops.dump(2) << '\n';
+      if (ops_json) std::cout << json_text(ops, 2) << '\n';
       else
         for (const auto& n : ops["ops"]) std::cout << n.get<std::string>() << '\n';
       return 0;
@@ -369,7 +369,7 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
       options.dtype = cost.dtype;
       options.cost_model = parse_cost_model(cost.cost_model);
       const auto c = cost_json(options);
-      if (cost_json_flag) std::cout << c.dump(2) << '\n';
+      if (cost_json_flag) std::cout << json_text(c, 2) << '\n';
       else print_cost(c, std::cout);
       return 0;
     }
@@ -417,12 +417,12 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
     }
     if (global) {
       const GlobalPlan plan = global_plan(graph, options, global_options, plan_registry);
-      if (json) std::cout << global_plan_json(plan, options, global_options).dump(2) << '\n';
+      if (json) std::cout << json_text(global_plan_json(plan, options, global_options), 2) << '\n';
       else print_global_plan(plan, options, global_options, std::cout);
       return 0;
     }
     const Plan plan = plan_graph(graph, options, plan_registry);
-    if (json) std::cout << plan_json(plan, options).dump(2) << '\n';
+    if (json) std::cout << json_text(plan_json(plan, options), 2) << '\n';
     else print_plan(plan, options, std::cout);
     return 0;
   } catch (const std::exception& e) {

@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (g.result.lower_bound > g.result.cost) std::abort();
       if (g.result.optimal && g.optimality_gap != 0) std::abort();
     }
-    (void)ctshard::cli::global_plan_json(g, options, global).dump();
+    (void)ctshard::cli::json_text(ctshard::cli::global_plan_json(g, options, global));
   } catch (const ctshard::error&) {
   } catch (const ctshard::solve::time_limit_reached&) {  // out of time in the greedy plan: no plan at all
   }

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.cost_model = (selector & 8u) != 0 ? ctshard::CostModel::consistent : ctshard::CostModel::dtensor;
   try {
     const ctshard::cli::Plan plan = ctshard::cli::plan_graph(graph, options, ctshard::cli::registry_for((selector & 16u) != 0 ? "sound" : "dtensor"));
-    (void)ctshard::cli::plan_json(plan, options).dump();
+    (void)ctshard::cli::json_text(ctshard::cli::plan_json(plan, options));
   } catch (const ctshard::error&) {}
   return 0;
 }

@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     o.args = ctshard::cli::parse_arg_json("--args", args);
     o.kwargs = ctshard::cli::parse_arg_json("--kwargs", kwargs);
-    (void)ctshard::cli::choice_json(o).dump();
+    (void)ctshard::cli::json_text(ctshard::cli::choice_json(o));
   } catch (const ctshard::error&) {}
   return 0;
 }

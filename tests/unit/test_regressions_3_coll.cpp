@@ -227,6 +227,10 @@ TEST_CASE("R13: coalesced collectives apply the law per tensor, _out variants sh
                      "R,P(avg),R,P(avg)", "S?(0),S?(0),S?(0),S?(0)", "P(sum),P(sum),P(sum),P(sum)", "P(avg),P(avg),P(avg),P(avg)"});
   CHECK(chosen(rule, mesh_of({2}), coalesced.tensors, {spec("P(sum)"), spec("P(sum)")}).second == 0.0);
   CHECK(chosen(rule, mesh_of({2}), coalesced.tensors, {spec("S(1)"), spec("R")}) == std::pair<std::string, double>{"S(1) R | S(1) R", 0.0});
+  // a tensor list naming a tensor input the call does not have (fuzz_rules: a heap overflow before)
+  const OpCall past =
+      make_call("_c10d_functional.all_reduce_coalesced.default", {meta({4, 6}), meta({6})}, {tensors_arg({0, 7}), str_arg("sum"), str_arg("0")});
+  CHECK_THAT(error_of([&] { return rule_for(past); }), Catch::Contains("refers to tensor input 7 of 2"));
   const OpCall gathers = make_call("_c10d_functional.all_gather_into_tensor_coalesced.default", {meta({4, 6}), meta({2})},
                                    {tensors_arg({0, 1}), int_arg(2), str_arg("0")});
   CHECK(chosen(rule_for(gathers), mesh_of({2}), gathers.tensors, {spec("S(0)"), spec("R")}) ==

@@ -133,7 +133,10 @@ inline OpRule collective_rule(const OpCall& call, const CollectiveSchema& s) {
       std::vector<TensorShape> ins, outs;
       CollectiveLaw law;
       for (std::size_t i = 0; i < n; ++i) {
-        const TensorShape& in = call.tensors[static_cast<std::size_t>(list->ints[i])].shape;
+        const std::int64_t ref = list->ints[i];
+        if (ref < 0 || static_cast<std::size_t>(ref) >= call.tensors.size())
+          op_args::bad_argument(call, "inputs", "refers to tensor input " + std::to_string(ref) + " of " + std::to_string(call.tensors.size()));
+        const TensorShape& in = call.tensors[static_cast<std::size_t>(ref)].shape;
         std::optional<TensorShape> annotated;
         if (output_annotated(call, i)) annotated = call.outputs[i].shape;
         TensorShape out;
