@@ -220,6 +220,15 @@ def missing_features(case: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # a case
 
+def available() -> bool:
+    """True when ctshard answers (the Python package or the tool), for the suites' skip marker."""
+    try:
+        ops()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def ctshard_table(case: dict, einsum_linearity: str = "dtensor", partial_passthrough: str = "ctshard",
                   rule_set: str | None = None) -> dict:
     """ctshard's `table --json` dict for the case (``partial_passthrough``, ``rule_set`` as

@@ -31,15 +31,7 @@ torch = pytest.importorskip("torch")
 import ctshard_side  # noqa: E402
 
 
-def _ctshard_available() -> bool:
-    try:
-        ctshard_side.ops()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
-needs_ctshard = pytest.mark.skipif(not _ctshard_available(),
+needs_ctshard = pytest.mark.skipif(not ctshard_side.available(),
                                    reason="ctshard (Python package or build/examples/ctshard) not available")
 
 
