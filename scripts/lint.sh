@@ -30,7 +30,7 @@ major_version() { "$1" --version | grep -oE 'version [0-9]+' | head -1 | cut -d'
 
 # The repository's C++ files under the source folders, relative paths.
 cpp_files() {
-  local dirs=(include examples tests benchmarks python/src)
+  local dirs=(include src examples tests benchmarks python/src)
   if command -v git >/dev/null && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     # tracked and new (not ignored) files that exist
     git ls-files --cached --others --exclude-standard -- "${dirs[@]}" | grep -E '\.(cpp|hpp|cpp\.in)$' | sort -u |
@@ -91,10 +91,10 @@ run_tidy() {
   else  # configure again: new sources and headers join the globs (and the per-header TUs)
     cmake -S "$root" -B "$build" >"$build/lint-configure.log" 2>&1 || { cat "$build/lint-configure.log"; return 1; }
   fi
-  # the one generated header the sources include (the tool's embedded default graph)
-  mkdir -p "$build/examples/generated"
-  cmake -DIN="$root/examples/default_graph.fx.txt" -DOUT="$build/examples/generated/default_graph.hpp" -DNAME=default_graph_text \
-    -P "$root/examples/embed_text.cmake" || return 1
+  # the one generated header the sources include (the library's embedded default graph)
+  mkdir -p "$build/src/generated"
+  cmake -DIN="$root/src/report/default_graph.fx.txt" -DOUT="$build/src/generated/default_graph.hpp" -DNAME=default_graph_text \
+    -P "$root/cmake/embed_text.cmake" || return 1
 
   # project TUs: sources under the root (not the nanobind sources the extension compiles) and
   # the per-header TUs generated in the build tree

@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/greedy.hpp"
 #include "ctshard/registry.hpp"
-#include "fx_graph.hpp"
-#include "plan.hpp"
+#include "ctshard/report/plan_report.hpp"
 
 namespace {
 using namespace ctshard;
@@ -151,13 +152,13 @@ BENCHMARK_CAPTURE(cold_with_factory, add_2x2x2x2, add4d_call(), {2, 2, 2, 2}, Qu
 
 void plan_graph(benchmark::State& state, const fx::Graph& graph, std::vector<std::int64_t> mesh, SelectAlgo algo,
                 std::map<std::string, Spec> placements) {
-  cli::PlanOptions options;
+  graph::PlanOptions options;
   options.mesh = std::move(mesh);
   options.algo = algo;
   options.placements = std::move(placements);
   std::size_t fallback = 0;
   for (auto _ : state) {
-    auto plan = cli::plan_graph(graph, options, builtin_registry());
+    auto plan = graph::plan_graph(graph, options, builtin_registry());
     fallback = plan.nodes_fallback;
     benchmark::DoNotOptimize(plan);
   }
@@ -183,7 +184,7 @@ BENCHMARK_CAPTURE(plan_graph_file, vit_2x2x2x2x2x2x2x2, "vit_b16_fw.fx.txt", {2,
 /// The embedded default block (data + tensor parallel placements) on an 8-dim mesh.
 void plan_default_8(benchmark::State& state) {
   const std::vector<std::int64_t> mesh(8, 2);
-  plan_graph(state, cli::default_graph(), mesh, SelectAlgo::search, cli::default_placements(mesh.size()));
+  plan_graph(state, report::default_graph(), mesh, SelectAlgo::search, report::default_placements(mesh.size()));
 }
 BENCHMARK(plan_default_8)->Unit(benchmark::kMillisecond);
 }  // namespace

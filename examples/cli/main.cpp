@@ -11,20 +11,25 @@
 #include <iostream>
 #include <map>
 
-#include "commands.hpp"
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/global_plan.hpp"
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/graph/option_checks.hpp"
+#include "ctshard/io/gzip_file.hpp"
+#include "ctshard/io/output_file.hpp"
 #include "ctshard/registry.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/global_report.hpp"
+#include "ctshard/report/iopddl_report.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "ctshard/solve/iopddl.hpp"
-#include "fx_graph.hpp"
-#include "global_plan.hpp"
-#include "iopddl_command.hpp"
-#include "option_checks.hpp"
-#include "output_file.hpp"
-#include "plan.hpp"
 
 namespace {
 
 using namespace ctshard;
-using namespace ctshard::cli;
+using namespace ctshard::graph;
+using namespace ctshard::io;
+using namespace ctshard::report;
 
 bool print_coverage(const std::string& dir, const PlanOptions& options, const OpRegistry& registry, bool json) {
   if (!std::filesystem::is_directory(dir)) throw error("ctshard plan --coverage: '" + dir + "' is not a directory");
@@ -351,7 +356,7 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
       return 0;
     }
     if (*ops_cmd) {
-      const auto ops = cli::ops_json();
+      const auto ops = report::ops_json();
       if (ops_json) std::cout << json_text(ops, 2) << '\n';
       else
         for (const auto& n : ops["ops"]) std::cout << n.get<std::string>() << '\n';
@@ -434,7 +439,7 @@ int run(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): only CLI
 int main(int argc, char** argv) {
   const int status = run(argc, argv);
   // a failed write to standard output (a full disk, `> /dev/full`) is a failure of the command
-  if (!ctshard::cli::stdout_ok()) {
+  if (!ctshard::io::stdout_ok()) {
     std::cerr << "error: cannot write to standard output\n";
     return status == 0 ? 1 : status;
   }

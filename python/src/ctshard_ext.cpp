@@ -17,12 +17,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/global_plan.hpp"
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/graph/option_checks.hpp"
 #include "ctshard/registry.hpp"
-#include "fx_graph.hpp"
-#include "global_plan.hpp"
-#include "option_checks.hpp"
-#include "plan.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/global_report.hpp"
+#include "ctshard/report/plan_report.hpp"
 
 namespace nb = nanobind;
 using nlohmann::json;
@@ -83,7 +85,7 @@ std::int64_t int_field(nb::handle h, const std::string& what) {
 }
 
 /// A Python number argument (int or float; `what` names it) as a double: ValueError for another
-/// type (the range is checked by cli::check_global_options).
+/// type (the range is checked by graph::check_global_options).
 double number_field(nb::handle h, const std::string& what) {
   if (nb::isinstance<nb::bool_>(h) || !(nb::isinstance<nb::int_>(h) || nb::isinstance<nb::float_>(h)))
     throw error(what + " must be a number, got " + ascii_of(h));
@@ -96,18 +98,18 @@ double number_field(nb::handle h, const std::string& what) {
 }
 
 /// Python value -> JSON (None, bool, int, float, str, list/tuple, dict in insertion order; at most
-/// cli::max_arg_nesting levels of lists, cli::max_arg_values values in all, counted in
+/// report::max_arg_nesting levels of lists, report::max_arg_values values in all, counted in
 /// `values`). Raises ValueError naming the value for anything else.
 nlohmann::ordered_json to_json(nb::handle h, std::size_t& values, std::size_t depth = 0) {
-  if (++values > cli::max_arg_values)
-    throw error("ctshard: arguments hold more than " + std::to_string(cli::max_arg_values) + " values (numbers, strings, lists)");
+  if (++values > report::max_arg_values)
+    throw error("ctshard: arguments hold more than " + std::to_string(report::max_arg_values) + " values (numbers, strings, lists)");
   if (h.is_none()) return nullptr;
   if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
   if (nb::isinstance<nb::int_>(h)) return int64_of(h);
   if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
   if (nb::isinstance<nb::str>(h)) return text_of(h, "ctshard: a string argument");
-  if ((nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::dict>(h)) && depth >= cli::max_arg_nesting)
-    throw error("ctshard: arguments nest lists deeper than " + std::to_string(cli::max_arg_nesting) + " levels");
+  if ((nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::dict>(h)) && depth >= report::max_arg_nesting)
+    throw error("ctshard: arguments nest lists deeper than " + std::to_string(report::max_arg_nesting) + " levels");
   if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
     for (nb::handle item : h) a.push_back(to_json(item, values, depth + 1));
@@ -184,10 +186,10 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
 
 /// The table request of table() / choose() / _bench_choose(): every argument decoded and checked
 /// here (strings as text_of, ints as int_field; ValueError naming the argument).
-cli::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
-                                nb::handle dtype, nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model,
-                                const std::string& algo_default, nb::handle algo, nb::handle partial_passthrough, nb::handle rule_set) {
-  cli::TableOptions o;
+report::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
+                                   nb::handle dtype, nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model,
+                                   const std::string& algo_default, nb::handle algo, nb::handle partial_passthrough, nb::handle rule_set) {
+  report::TableOptions o;
   o.op = text_of(op, "ctshard.table: op");
   if (nb::isinstance<nb::str>(shapes) || !(nb::isinstance<nb::list>(shapes) || nb::isinstance<nb::tuple>(shapes)))
     throw error("ctshard.table: shapes must be a list of shapes (lists of integers; [] for 0-d), got " + ascii_of(shapes));
@@ -199,10 +201,10 @@ cli::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mes
   o.einsum_linearity = text_of(einsum_linearity, "ctshard.table: einsum_linearity");
   o.partial_passthrough = partial_passthrough.is_none() ? std::string("ctshard") : text_of(partial_passthrough, "ctshard.table: partial_passthrough");
   o.rule_set = rule_set.is_none() ? std::string("ctshard") : text_of(rule_set, "ctshard.table: rule_set");
-  (void)cli::registry_for(o.einsum_linearity, o.partial_passthrough, o.rule_set);  // a bad name is an error before any work
-  o.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.table: cost_model"));
+  (void)report::registry_for(o.einsum_linearity, o.partial_passthrough, o.rule_set);  // a bad name is an error before any work
+  o.cost_model = report::parse_cost_model(text_of(cost_model, "ctshard.table: cost_model"));
   o.algo = algo.is_none() ? algo_default : text_of(algo, "ctshard.table: algo");
-  (void)cli::parse_algo(o.algo);  // a bad name is an error before any work
+  (void)report::parse_algo(o.algo);  // a bad name is an error before any work
   std::size_t values = 0;
   o.args = args.is_none() ? nlohmann::ordered_json::array() : to_json(args, values);
   o.kwargs = kwargs.is_none() ? nlohmann::ordered_json::object() : to_json(kwargs, values);
@@ -212,17 +214,17 @@ cli::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mes
 nb::object table(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                  nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough,
                  nb::handle rule_set) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
-                                            "enumerate", algo, partial_passthrough, rule_set);
-  return without_gil([&] { return cli::table_json(o); });
+  const report::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
+                                               "enumerate", algo, partial_passthrough, rule_set);
+  return without_gil([&] { return report::table_json(o); });
 }
 
 nb::object choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                   nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough,
                   nb::handle rule_set) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, "search",
-                                            algo, partial_passthrough, rule_set);
-  return without_gil([&] { return cli::choice_json(o); });
+  const report::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
+                                               "search", algo, partial_passthrough, rule_set);
+  return without_gil([&] { return report::choice_json(o); });
 }
 
 /// Benchmark hook: the C++ API's choice latency for one request, timed inside C++ (no Python in
@@ -232,10 +234,10 @@ nb::object choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle 
 /// shapes); `repeat_ns`: the same query again (the enumerator's remembered answer).
 nb::object bench_choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                         nb::handle devices_per_host, nb::handle einsum_linearity, std::int64_t repeat, nb::handle cost_model) {
-  const cli::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
-                                            "enumerate", nb::none(), nb::none(), nb::none());
+  const report::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
+                                               "enumerate", nb::none(), nb::none(), nb::none());
   return without_gil([&] {
-    const cli::PreparedTable t = cli::prepare_table(o);
+    const report::PreparedTable t = report::prepare_table(o);
     using clock = std::chrono::steady_clock;
     const auto per_call = [&](auto&& body) {
       const auto start = clock::now();
@@ -261,15 +263,15 @@ nb::object bench_choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::h
 
 nb::object cost(nb::handle shape, nb::handle mesh, nb::handle src, nb::handle dst, nb::handle dtype, nb::handle devices_per_host,
                 nb::handle cost_model) {
-  cli::CostOptions o;
+  report::CostOptions o;
   o.shape = int_list(shape, "cost: shape");
   o.mesh = int_list(mesh, "cost: mesh");
   o.from = text_of(src, "ctshard.cost: src");
   o.to = text_of(dst, "ctshard.cost: dst");
   o.dtype = text_of(dtype, "ctshard.cost: dtype");
   o.devices_per_host = int_field(devices_per_host, "ctshard.cost: devices_per_host");
-  o.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.cost: cost_model"));
-  return without_gil([&] { return cli::cost_json(o); });
+  o.cost_model = report::parse_cost_model(text_of(cost_model, "ctshard.cost: cost_model"));
+  return without_gil([&] { return report::cost_json(o); });
 }
 
 // ---- plan ------------------------------------------------------------------------------------
@@ -444,12 +446,12 @@ std::map<std::string, Spec> placements_of(nb::handle place) {
 enum class GraphSource { embedded_default, text, path, records };
 
 /// The options of algo="global" from a dict (None: the greedy plan): numbers checked by the
-/// command line's rules (cli::check_global_options), every value's type too. Raises ValueError
+/// command line's rules (graph::check_global_options), every value's type too. Raises ValueError
 /// naming the option and the value.
-std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
+std::optional<graph::GlobalOptions> global_options_of(nb::handle global) {
   if (global.is_none()) return std::nullopt;
   if (!nb::isinstance<nb::dict>(global)) throw error("ctshard.plan: global options must be a dict");
-  cli::GlobalOptions o;
+  graph::GlobalOptions o;
   const auto flag = [](nb::handle v, const std::string& what) {
     if (!nb::isinstance<nb::bool_>(v)) throw error(what + " must be True or False, got " + ascii_of(v));
     return nb::cast<bool>(v);
@@ -475,13 +477,13 @@ std::optional<cli::GlobalOptions> global_options_of(nb::handle global) {
       throw error("ctshard.plan: unknown global option '" + key + "'");
     }
   }
-  cli::check_global_options(o, "ctshard.plan", cli::OptionNames::python);
+  graph::check_global_options(o, "ctshard.plan", graph::OptionNames::python);
   return o;
 }
 
 /// The greedy plan's options beyond the common ones, from a dict (None: the defaults):
 /// data_parallel (bool), batch_size (int or None), repair_time_limit_ms (float >= 0).
-void plan_options_of(nb::handle extra, cli::PlanOptions& o) {
+void plan_options_of(nb::handle extra, graph::PlanOptions& o) {
   if (extra.is_none()) return;
   if (!nb::isinstance<nb::dict>(extra)) throw error("ctshard.plan: plan options must be a dict");
   for (auto [k, v] : nb::borrow<nb::dict>(extra)) {
@@ -509,35 +511,35 @@ void plan_options_of(nb::handle extra, cli::PlanOptions& o) {
 nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, nb::handle mesh, nb::handle place, nb::handle devices_per_host,
                 nb::handle einsum_linearity, nb::handle sym, nb::handle cost_model, nb::handle global, nb::handle algo,
                 nb::handle partial_passthrough, nb::handle rule_set, nb::handle extra) {
-  std::optional<cli::GlobalOptions> global_options = global_options_of(global);
+  std::optional<graph::GlobalOptions> global_options = global_options_of(global);
   if (global_options) {  // one deadline for the request, from here (reading the graph included)
     global_options->deadline = solve::Deadline::after(global_options->time_limit_ms / 1000.0);
   }
-  cli::PlanOptions options;
-  options.algo = cli::parse_algo(text_of(algo, "ctshard.plan: algo"));
+  graph::PlanOptions options;
+  options.algo = report::parse_algo(text_of(algo, "ctshard.plan: algo"));
   options.mesh = int_list(mesh, "plan: mesh");
   options.devices_per_host = int_field(devices_per_host, "ctshard.plan: devices_per_host");
   options.placements = placements_of(place);
   options.symbols = symbols_of(sym);
-  options.cost_model = cli::parse_cost_model(text_of(cost_model, "ctshard.plan: cost_model"));
+  options.cost_model = report::parse_cost_model(text_of(cost_model, "ctshard.plan: cost_model"));
   plan_options_of(extra, options);
   const std::string rule_set_name = text_of(rule_set, "ctshard.plan: rule_set");
-  const OpRegistry& registry = cli::registry_for(text_of(einsum_linearity, "ctshard.plan: einsum_linearity"),
-                                                 text_of(partial_passthrough, "ctshard.plan: partial_passthrough"), rule_set_name);
-  options.rule_set = cli::parse_rule_set(rule_set_name);
+  const OpRegistry& registry = report::registry_for(text_of(einsum_linearity, "ctshard.plan: einsum_linearity"),
+                                                    text_of(partial_passthrough, "ctshard.plan: partial_passthrough"), rule_set_name);
+  options.rule_set = report::parse_rule_set(rule_set_name);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
   const std::string text = kind == GraphSource::text   ? text_of(graph, "ctshard.plan: graph text")
                            : kind == GraphSource::path ? text_of(graph, "ctshard.plan: graph path")
                                                        : std::string();
   return without_gil([&] {
-    fx::Graph g = kind == GraphSource::embedded_default ? cli::default_graph()
+    fx::Graph g = kind == GraphSource::embedded_default ? report::default_graph()
                   : kind == GraphSource::text           ? fx::parse_fx_graph(text, source)
                   : kind == GraphSource::path           ? fx::read_fx_graph_file(text)
                                                         : std::move(*records);
-    if (kind == GraphSource::embedded_default && options.placements.empty()) options.placements = cli::default_placements(options.mesh.size());
-    if (global_options) return cli::global_plan_json(cli::global_plan(g, options, *global_options, registry), options, *global_options);
-    return cli::plan_json(cli::plan_graph(g, options, registry), options);
+    if (kind == GraphSource::embedded_default && options.placements.empty()) options.placements = report::default_placements(options.mesh.size());
+    if (global_options) return report::global_plan_json(graph::global_plan(g, options, *global_options, registry), options, *global_options);
+    return report::plan_json(graph::plan_graph(g, options, registry), options);
   });
 }
 
@@ -614,7 +616,7 @@ NB_MODULE(_ext, m) {
   def_plan<GraphSource::text, nb::handle, nb::handle>(m, "plan_text", nb::arg("text"), nb::arg("source"));
   def_plan<GraphSource::path, nb::handle>(m, "plan_file", nb::arg("path"));
   def_plan<GraphSource::records, nb::handle, nb::handle>(m, "plan_records", nb::arg("records"), nb::arg("source"));
-  m.def("ops", [] { return to_python(cli::ops_json()); });
+  m.def("ops", [] { return to_python(report::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.
   m.def("_gil_held_during_work", [] { return without_gil([] { return json(PyGILState_Check() != 0); }); });

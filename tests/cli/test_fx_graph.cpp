@@ -1,6 +1,6 @@
 // Tests of the FX graph printout reader used by `ctshard plan` (examples/cli/fx_graph.hpp).
 
-#include "fx_graph.hpp"
+#include "ctshard/fx/reader.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -19,12 +19,15 @@
 #include <nlohmann/json.hpp>
 
 #include "../sanitizer_scale.hpp"
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/global_plan.hpp"
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/io/gzip_file.hpp"
 #include "ctshard/registry.hpp"
+#include "ctshard/report/global_report.hpp"
+#include "ctshard/report/iopddl_report.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "ctshard/solve/iopddl.hpp"
-#include "fx_graph.hpp"
-#include "global_plan.hpp"
-#include "iopddl_command.hpp"
-#include "plan.hpp"
 #include "run_tool.hpp"
 
 using namespace ctshard;
@@ -58,7 +61,7 @@ std::map<std::string, Spec> fsdp_placements(const fx::Graph& g, const std::vecto
 }
 
 /// Checks one global plan against its greedy plan and the model (see the file comment).
-void check_global(const cli::GlobalPlan& g) {
+void check_global(const graph::GlobalPlan& g) {
   REQUIRE(g.result.feasible);
   CHECK(g.result.optimal);
   CHECK(g.optimality_gap == 0.0);
@@ -241,13 +244,13 @@ std::pair<std::size_t, std::size_t> check_real_graphs(const std::vector<fs::path
       const bool large = name.starts_with("swin") || name.starts_with("t5_small") || name.starts_with("qwen3") || name.starts_with("resnet50");
       if (skip_large_3d && mesh.size() == 3 && large) continue;
       for (const bool fsdp : {false, true}) {
-        cli::PlanOptions options;
+        graph::PlanOptions options;
         options.mesh = mesh;
         if (fsdp) options.placements = fsdp_placements(graph, mesh);
-        cli::GlobalOptions global;
+        graph::GlobalOptions global;
         global.time_limit_ms = 120000;
         INFO(name << " on " << mesh.size() << "-dim mesh, " << (fsdp ? "fsdp" : "replicated") << " inputs");
-        const cli::GlobalPlan g = cli::global_plan(graph, options, global, builtin_registry());
+        const graph::GlobalPlan g = graph::global_plan(graph, options, global, builtin_registry());
         check_global(g);
         ++plans;
         improved += g.plan.total_cost_us < g.greedy.total_cost_us - 1e-3 ? 1 : 0;
@@ -301,15 +304,15 @@ TEST_CASE("plan --global: rows needing a StridedShard or Partial no producer del
   for (const std::string name : {"more/dlrm_fw.fx.txt", "qwen2_vllm_l1_tp2_r0.fx.txt"}) {
     INFO(name);
     const fx::Graph graph = fx::read_fx_graph_file(dir + name);
-    cli::PlanOptions options;
+    graph::PlanOptions options;
     options.mesh = {2, 2, 2};
     options.placements = fsdp_placements(graph, options.mesh);
-    cli::GlobalOptions offered;
+    graph::GlobalOptions offered;
     offered.time_limit_ms = 120000;
-    cli::GlobalOptions every = offered;
+    graph::GlobalOptions every = offered;
     every.every_candidate = true;
-    const cli::GlobalPlan a = cli::global_plan(graph, options, offered, builtin_registry());
-    const cli::GlobalPlan b = cli::global_plan(graph, options, every, builtin_registry());
+    const graph::GlobalPlan a = graph::global_plan(graph, options, offered, builtin_registry());
+    const graph::GlobalPlan b = graph::global_plan(graph, options, every, builtin_registry());
     check_global(a);
     check_global(b);
     CHECK(a.undelivered_rows > 0);
@@ -327,12 +330,12 @@ TEST_CASE("plan --global: StridedShard split factors do not compound through cha
     return;
   }
   const fx::Graph graph = fx::read_fx_graph_file(path);
-  cli::PlanOptions options;
+  graph::PlanOptions options;
   options.mesh = {2, 4};
   options.placements = fsdp_placements(graph, options.mesh);
-  cli::GlobalOptions global;
+  graph::GlobalOptions global;
   global.time_limit_ms = 120000;  // the proof, not the speed, is under test (solved in ~1 s in Release)
-  const cli::GlobalPlan g = cli::global_plan(graph, options, global, builtin_registry());
+  const graph::GlobalPlan g = graph::global_plan(graph, options, global, builtin_registry());
   // views filled with every producer's strided kinds made split factors 2 .. 8192 and up to 3590
   // candidates per node (605,762 in all, 1.1e9 edge cells, minutes to build); views regroup plain
   // Shard and the greedy kinds only
@@ -462,7 +465,7 @@ TEST_CASE("plan --global --free-inputs: inputs become variables, with the comput
   CHECK(free["compute_us"].get<double>() > 0);
   CHECK(free["input_placements"]["primals_1"] == "S(0)R");  // pinned stays
   // a budget forces the inputs to shard: every input's local bytes summed stay within it
-  const fx::Graph graph = cli::default_graph();
+  const fx::Graph graph = report::default_graph();
   std::map<std::string, double> bytes;
   for (const auto& n : graph.nodes)
     if (n.kind == "placeholder" && !n.outputs.empty() && n.outputs[0].known()) bytes[n.name] = static_cast<double>(n.outputs[0].nbytes());
@@ -518,7 +521,7 @@ TEST_CASE("ctshard iopddl: instances B and G at their optimum with the bound rea
     CHECK(j["optimal"].get<bool>());
     CHECK(seconds < c.limit_s);
     // the strategies, checked against the instance read independently of the solver
-    const solve::IopddlInstance inst = solve::read_iopddl(cli::read_maybe_gzip(path));
+    const solve::IopddlInstance inst = solve::read_iopddl(io::read_maybe_gzip(path));
     const auto labels = j["strategies"].get<std::vector<std::uint32_t>>();
     CHECK(inst.graph.evaluate(labels) == j["cost"].get<solve::cost_t>());
     CHECK(inst.graph.feasible(labels));
@@ -542,16 +545,16 @@ TEST_CASE("an exported instance is written in pieces, whole or not at all, plain
   for (const std::string name : {"out.json", "out.json.gz"}) {
     const std::string path = (dir / name).string();
     // 7-byte pieces stand in for the 1 GiB pieces of a multi-gigabyte export (zlib's lengths are 32-bit)
-    cli::write_maybe_gzip(path, text, 7);
+    io::write_maybe_gzip(path, text, 7);
     INFO(name);
-    CHECK(cli::read_maybe_gzip(path) == text);
+    CHECK(io::read_maybe_gzip(path) == text);
     CHECK_FALSE(fs::exists(path + ".tmp"));
-    cli::write_maybe_gzip(path, "replaced");
-    CHECK(cli::read_maybe_gzip(path) == "replaced");
+    io::write_maybe_gzip(path, "replaced");
+    CHECK(io::read_maybe_gzip(path) == "replaced");
   }
   // a directory that does not exist: an error naming the path, and no file left behind
   const std::string bad = (dir / "missing" / "out.json").string();
-  CHECK_THROWS_WITH(cli::write_maybe_gzip(bad, text), Catch::Contains(bad));
+  CHECK_THROWS_WITH(io::write_maybe_gzip(bad, text), Catch::Contains(bad));
   CHECK_FALSE(fs::exists(bad + ".tmp"));
   fs::remove_all(dir);
 }

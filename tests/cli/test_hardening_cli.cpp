@@ -127,7 +127,7 @@ TEST_CASE("hardening cli: table --args / --kwargs from a file or standard input"
   CHECK(bad_out.size() < 600);
 }
 
-#include "fx_graph.hpp"
+#include "ctshard/fx/reader.hpp"
 
 TEST_CASE("hardening fx: the reader's resource limits give parse errors", "[fx][hardening]") {
   using ctshard::fx::parse_error;

@@ -19,8 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../sanitizer_scale.hpp"
-#include "iopddl_command.hpp"
-#include "output_file.hpp"
+#include "ctshard/io/gzip_file.hpp"
+#include "ctshard/io/output_file.hpp"
+#include "ctshard/report/iopddl_report.hpp"
 #include "run_tool.hpp"
 
 namespace fs = std::filesystem;
@@ -162,16 +163,16 @@ TEST_CASE("issue 22 cli: gzip input is bounded as it inflates; skipped values ne
   const fs::path dir = scratch("gzip");
   // 64 MiB of spaces compress to ~64 KiB; with a 1 MiB cap they are refused while inflating
   const std::string bomb_path = (dir / "bomb.json.gz").string();
-  ctshard::cli::write_maybe_gzip(bomb_path, std::string(std::size_t{64} << 20, ' '));
+  ctshard::io::write_maybe_gzip(bomb_path, std::string(std::size_t{64} << 20, ' '));
   CHECK(fs::file_size(bomb_path) < (std::size_t{1} << 20));
-  CHECK_THROWS_WITH(ctshard::cli::read_maybe_gzip(bomb_path, std::size_t{1} << 20), Contains("holds more than 1048576 bytes (inflated)"));
+  CHECK_THROWS_WITH(ctshard::io::read_maybe_gzip(bomb_path, std::size_t{1} << 20), Contains("holds more than 1048576 bytes (inflated)"));
   int status = 0;
   std::string out = run_tool_status("iopddl '" + bomb_path + "' --max-memory-mib 16", status);
   CHECK(status == 1);
   CHECK_THAT(out, Contains("holds more than 16777216 bytes (inflated)"));
   // a small file of deep nesting under an unknown key: it crashed the reader
   const std::string deep_path = (dir / "deep.json.gz").string();
-  ctshard::cli::write_maybe_gzip(deep_path, "{\"x\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}");
+  ctshard::io::write_maybe_gzip(deep_path, "{\"x\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}");
   CHECK(fs::file_size(deep_path) < 8192);
   out = run_tool_status("iopddl '" + deep_path + "'", status);
   CHECK(status == 1);
@@ -297,7 +298,7 @@ TEST_CASE("issue 22 cli: OutputFile writes whole or nothing and checks every wri
   const fs::path dir = scratch("outputfile");
   const std::string path = (dir / "out.txt").string();
   {
-    ctshard::cli::OutputFile f(path);
+    ctshard::io::OutputFile f(path);
     f.write("abc", 3);
     CHECK_FALSE(fs::exists(path));  // nothing at the target until committed
     CHECK(fs::exists(f.temp_path()));
@@ -306,7 +307,7 @@ TEST_CASE("issue 22 cli: OutputFile writes whole or nothing and checks every wri
   CHECK(slurp(path) == "abc");
   std::string temp;
   {
-    ctshard::cli::OutputFile f(path);
+    ctshard::io::OutputFile f(path);
     temp = f.temp_path();
     f.write("zzz", 3);
   }  // not committed: removed, the target unchanged
@@ -314,7 +315,7 @@ TEST_CASE("issue 22 cli: OutputFile writes whole or nothing and checks every wri
   CHECK(slurp(path) == "abc");
   // device nodes are refused before anything is opened (only the new code runs here: an old
   // tool given --export-costgraph /dev/null replaced the device node with a file)
-  if (fs::exists("/dev/full")) CHECK_THROWS_WITH(ctshard::cli::write_file("/dev/full", "x"), Contains("it is a character device"));
-  if (fs::exists("/dev/null")) CHECK_THROWS_WITH(ctshard::cli::check_output_target("/dev/null"), Contains("it is a character device"));
+  if (fs::exists("/dev/full")) CHECK_THROWS_WITH(ctshard::io::write_file("/dev/full", "x"), Contains("it is a character device"));
+  if (fs::exists("/dev/null")) CHECK_THROWS_WITH(ctshard::io::check_output_target("/dev/null"), Contains("it is a character device"));
   fs::remove_all(dir);
 }

@@ -10,9 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/greedy.hpp"
 #include "ctshard/registry.hpp"
-#include "fx_graph.hpp"
-#include "plan.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "run_tool.hpp"
 
 using namespace ctshard;
@@ -31,10 +32,10 @@ TEST_CASE("plan: every real graph on meshes 8, 2x4, 2x2x2, deterministically", "
     std::size_t op_nodes = 0;
     for (const auto& n : graph.nodes) op_nodes += n.kind == "call_function" && n.target != "getitem";
     for (const auto& mesh : {std::vector<std::int64_t>{8}, std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>{2, 2, 2}}) {
-      cli::PlanOptions options;
+      graph::PlanOptions options;
       options.mesh = mesh;
-      const cli::Plan first = cli::plan_graph(graph, options, builtin_registry());
-      const cli::Plan second = cli::plan_graph(graph, options, builtin_registry());
+      const graph::Plan first = graph::plan_graph(graph, options, builtin_registry());
+      const graph::Plan second = graph::plan_graph(graph, options, builtin_registry());
       INFO(entry.path().filename().string() << " on a " << mesh.size() << "-dim mesh");
       CHECK(first.nodes.size() == op_nodes);
       CHECK(first.nodes_with_rule + first.nodes_fallback == op_nodes);

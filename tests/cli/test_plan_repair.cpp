@@ -17,11 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/global_plan.hpp"
+#include "ctshard/graph/greedy.hpp"
 #include "ctshard/registry.hpp"
+#include "ctshard/report/global_report.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "ctshard/solve/candidates.hpp"
-#include "fx_graph.hpp"
-#include "global_plan.hpp"
-#include "plan.hpp"
 
 using namespace ctshard;
 
@@ -67,8 +69,8 @@ fx::Graph graph_of(const std::string& signature, const std::string& body) {
   return fx::parse_fx_graph("class GraphModule(torch.nn.Module):\n    def forward(self, " + signature + "):\n" + body, "<test graph>");
 }
 
-cli::PlanOptions options_of(std::vector<std::int64_t> mesh, const std::map<std::string, std::string>& place, CostModel model = CostModel::dtensor) {
-  cli::PlanOptions o;
+graph::PlanOptions options_of(std::vector<std::int64_t> mesh, const std::map<std::string, std::string>& place, CostModel model = CostModel::dtensor) {
+  graph::PlanOptions o;
   o.mesh = std::move(mesh);
   o.cost_model = model;
   for (const auto& [name, spec] : place) o.placements[name] = parse_spec(spec);
@@ -83,7 +85,7 @@ double price(const std::string& from, const std::string& to, std::vector<std::in
   return redistribute_cost(parse_spec(from), parse_spec(to), meta, t);
 }
 
-const cli::PlannedNode& node(const cli::Plan& p, const std::string& name) {
+const graph::PlannedNode& node(const graph::Plan& p, const std::string& name) {
   for (const auto& n : p.nodes)
     if (n.name == name) return n;
   FAIL("no node " << name);
@@ -100,12 +102,12 @@ TEST_CASE("dead end: a Partial-only consumer of a sharded value: the latest prod
                                "        neg: \"f32[8, 4]\" = torch.ops.aten.neg.default(relu)\n"
                                "        psum: \"f32[8, 4]\" = torch.ops.test.psum_only.default(neg)\n"
                                "        return (psum,)\n");
-  const cli::PlanOptions o = options_of({2}, {{"x", "S(0)"}});
-  const cli::Plan plain = cli::greedy_pass(g, o, test_registry(), nullptr, {});
+  const graph::PlanOptions o = options_of({2}, {{"x", "S(0)"}});
+  const graph::Plan plain = graph::greedy_pass(g, o, test_registry(), nullptr, {});
   REQUIRE(std::isinf(plain.total_cost_us));  // DTensor's choices: S(0) all along, then S(0) -> P(sum)
   CHECK(std::isinf(node(plain, "psum").cost_us));
 
-  const cli::Plan p = cli::plan_graph(g, o, test_registry());
+  const graph::Plan p = graph::plan_graph(g, o, test_registry());
   const double gather = price("S(0)", "R", {8, 4}, {2});
   REQUIRE(std::isfinite(gather));
   CHECK(p.total_cost_us == Approx(gather));
@@ -129,11 +131,11 @@ TEST_CASE("dead end: a Partial-only consumer of a sharded value: the latest prod
   CHECK(psum.cost_us == 0);  // Replicate -> Partial is free
 
   // the consistent model prices S(0) -> P(sum) through Replicate: no dead end, no repair
-  const cli::PlanOptions c = options_of({2}, {{"x", "S(0)"}}, CostModel::consistent);
-  const cli::Plan q = cli::plan_graph(g, c, test_registry());
+  const graph::PlanOptions c = options_of({2}, {{"x", "S(0)"}}, CostModel::consistent);
+  const graph::Plan q = graph::plan_graph(g, c, test_registry());
   CHECK(q.nodes_repaired == 0);
   CHECK(q.total_cost_us == Approx(price("S(0)", "P(sum)", {8, 4}, {2}, CostModel::consistent)));
-  CHECK(q.total_cost_us == Approx(cli::greedy_pass(g, c, test_registry(), nullptr, {}).total_cost_us));
+  CHECK(q.total_cost_us == Approx(graph::greedy_pass(g, c, test_registry(), nullptr, {}).total_cost_us));
 }
 
 TEST_CASE("dead end: Partial(max) -> Partial(sum), the reduction itself replicates", "[plan][repair]") {
@@ -144,9 +146,9 @@ TEST_CASE("dead end: Partial(max) -> Partial(sum), the reduction itself replicat
   for (const auto& mesh : {std::vector<std::int64_t>{2}, std::vector<std::int64_t>{2, 2}}) {
     INFO("mesh of " << mesh.size() << " dims");
     const std::string sharded = mesh.size() == 1 ? "S(1)" : "S(1)S(1)", replicated = mesh.size() == 1 ? "R" : "RR";
-    const cli::PlanOptions o = options_of(mesh, {{"x", sharded}});
-    REQUIRE(std::isinf(cli::greedy_pass(g, o, test_registry(), nullptr, {}).total_cost_us));  // amax -> P(max)...
-    const cli::Plan p = cli::plan_graph(g, o, test_registry());
+    const graph::PlanOptions o = options_of(mesh, {{"x", sharded}});
+    REQUIRE(std::isinf(graph::greedy_pass(g, o, test_registry(), nullptr, {}).total_cost_us));  // amax -> P(max)...
+    const graph::Plan p = graph::plan_graph(g, o, test_registry());
     CHECK(p.total_cost_us == Approx(price(sharded, replicated, {8, 4}, mesh)));
     CHECK(p.nodes_repaired == 1);
     CHECK(node(p, "amax").repaired);
@@ -162,14 +164,14 @@ TEST_CASE("dead end: a value two consumers need as different Partials is replica
                                "        pmax: \"f32[8, 4]\" = torch.ops.test.pmax_only.default(relu)\n"
                                "        add: \"f32[8, 4]\" = torch.ops.aten.add.Tensor(psum, x)\n"
                                "        return (add, pmax)\n");
-  const cli::PlanOptions o = options_of({2}, {{"x", "S(0)"}});
-  const cli::Plan p = cli::plan_graph(g, o, test_registry());
+  const graph::PlanOptions o = options_of({2}, {{"x", "S(0)"}});
+  const graph::Plan p = graph::plan_graph(g, o, test_registry());
   CHECK(p.nodes_repaired == 1);
   CHECK(node(p, "relu").outputs == Strings{"R"});
   CHECK(node(p, "psum").outputs == Strings{"P(sum)"});
   CHECK(node(p, "pmax").outputs == Strings{"P(max)"});
   // add keeps DTensor's choice given P(sum) and S(0): its cost is what DTensor's choice prices
-  const cli::Plan plain_after = cli::greedy_pass(g, o, test_registry(), nullptr, {{"relu", {{parse_spec("R"), parse_spec("R")}, false, "test"}}});
+  const graph::Plan plain_after = graph::greedy_pass(g, o, test_registry(), nullptr, {{"relu", {{parse_spec("R"), parse_spec("R")}, false, "test"}}});
   CHECK(node(p, "add").inputs == node(plain_after, "add").inputs);
   CHECK(p.total_cost_us == Approx(price("S(0)", "R", {8, 4}, {2}) + node(plain_after, "add").cost_us));
 }
@@ -179,9 +181,9 @@ TEST_CASE("dead end: the only row left by shardability needs a Partial", "[plan]
                                "        relu: \"f32[1, 4]\" = torch.ops.aten.relu.default(y)\n"
                                "        s: \"f32[1, 4]\" = torch.ops.test.shard0_or_psum.default(relu)\n"
                                "        return (s,)\n");
-  const cli::PlanOptions o = options_of({2}, {{"y", "S(1)"}});
-  REQUIRE(std::isinf(cli::greedy_pass(g, o, test_registry(), nullptr, {}).total_cost_us));
-  const cli::Plan p = cli::plan_graph(g, o, test_registry());
+  const graph::PlanOptions o = options_of({2}, {{"y", "S(1)"}});
+  REQUIRE(std::isinf(graph::greedy_pass(g, o, test_registry(), nullptr, {}).total_cost_us));
+  const graph::Plan p = graph::plan_graph(g, o, test_registry());
   CHECK(p.total_cost_us == Approx(price("S(1)", "R", {1, 4}, {2})));
   CHECK(node(p, "relu").repaired);
   CHECK(node(p, "s").inputs == Strings{"P(sum)"});
@@ -192,9 +194,9 @@ TEST_CASE("no finite plan: an error naming the node and why, and the JSON of a r
                                "        psum: \"f32[8, 4]\" = torch.ops.test.psum_only.default(x)\n"
                                "        return (psum,)\n");
   for (const auto& [mesh, spec] : {std::pair{std::vector<std::int64_t>{2}, "S(0)"}, std::pair{std::vector<std::int64_t>{2, 2}, "RS(0)"}}) {
-    const cli::PlanOptions o = options_of(mesh, {{"x", spec}});
+    const graph::PlanOptions o = options_of(mesh, {{"x", spec}});
     try {
-      (void)cli::plan_graph(g, o, test_registry());
+      (void)graph::plan_graph(g, o, test_registry());
       FAIL("no error for a graph with no finite plan");
     } catch (const error& e) {
       const std::string what = e.what();
@@ -206,14 +208,14 @@ TEST_CASE("no finite plan: an error naming the node and why, and the JSON of a r
     }
   }
   // a replicated input has a finite plan: nothing to repair
-  CHECK(cli::plan_graph(g, options_of({2}, {}), test_registry()).total_cost_us == 0);
+  CHECK(graph::plan_graph(g, options_of({2}, {}), test_registry()).total_cost_us == 0);
 
   const fx::Graph h = graph_of("x: \"f32[8, 4]\"",
                                "        relu: \"f32[8, 4]\" = torch.ops.aten.relu.default(x)\n"
                                "        psum: \"f32[8, 4]\" = torch.ops.test.psum_only.default(relu)\n"
                                "        return (psum,)\n");
-  const cli::PlanOptions o = options_of({2}, {{"x", "S(0)"}});
-  const auto j = cli::plan_json(cli::plan_graph(h, o, test_registry()), o);
+  const graph::PlanOptions o = options_of({2}, {{"x", "S(0)"}});
+  const auto j = report::plan_json(graph::plan_graph(h, o, test_registry()), o);
   CHECK(j["nodes_repaired"] == 1);
   REQUIRE(j["nodes"].size() == 2);
   CHECK(j["nodes"][0]["repaired"] == true);
@@ -230,9 +232,9 @@ TEST_CASE("dead end: plan --global starts from the repaired greedy plan and is n
                                "        relu: \"f32[8, 1]\" = torch.ops.aten.relu.default(amax)\n"
                                "        psum: \"f32[8, 1]\" = torch.ops.test.psum_only.default(relu)\n"
                                "        return (psum,)\n");
-  const cli::PlanOptions o = options_of({2}, {{"x", "S(1)"}});
-  const cli::Plan p = cli::plan_graph(g, o, test_registry());
-  const cli::GlobalPlan gp = cli::global_plan(g, o, cli::GlobalOptions{}, test_registry());
+  const graph::PlanOptions o = options_of({2}, {{"x", "S(1)"}});
+  const graph::Plan p = graph::plan_graph(g, o, test_registry());
+  const graph::GlobalPlan gp = graph::global_plan(g, o, graph::GlobalOptions{}, test_registry());
   CHECK(gp.greedy.total_cost_us == Approx(p.total_cost_us));
   CHECK(gp.greedy.nodes.size() == p.nodes.size());  // the builder saw the final pass only
   CHECK(gp.result.optimal);
@@ -277,7 +279,7 @@ RandomGraph random_graph(std::mt19937& rng, std::size_t mesh_dims, std::size_t m
 /// The least total over every labelling with one row of each op's table (placeholders filled
 /// with plain Shard, filters and shardability applied, as `plan --global --every-candidate`
 /// offers them when no StridedShard is around); +inf when none is finite.
-double brute_force(const fx::Graph& g, const cli::PlanOptions& o, const OpRegistry& registry) {
+double brute_force(const fx::Graph& g, const graph::PlanOptions& o, const OpRegistry& registry) {
   const MeshTopology mesh = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), o.mesh.size()), o.devices_per_host, {}, o.cost_model);
   const TensorMeta meta{TensorShape{4, 4}, 4};
   struct OpNode {
@@ -341,16 +343,16 @@ TEST_CASE("dead ends on random graphs (meshes 2, 2x2): the plan is finite exactl
     const bool two_dims = trial % 4 == 3;  // every fourth graph on a 2x2 mesh, with at most 3 op nodes
     const RandomGraph r = random_graph(rng, two_dims ? 2 : 1, two_dims ? 3 : 6);
     const fx::Graph g = fx::parse_fx_graph(r.text, "<random graph>");
-    const cli::PlanOptions o = options_of(two_dims ? std::vector<std::int64_t>{2, 2} : std::vector<std::int64_t>{2}, r.place);
+    const graph::PlanOptions o = options_of(two_dims ? std::vector<std::int64_t>{2, 2} : std::vector<std::int64_t>{2}, r.place);
     INFO(r.text << "x=" << r.place.at("x") << " y=" << r.place.at("y"));
     const double optimum = brute_force(g, o, test_registry());
-    const cli::Plan plain = cli::greedy_pass(g, o, test_registry(), nullptr, {});
+    const graph::Plan plain = graph::greedy_pass(g, o, test_registry(), nullptr, {});
     if (!std::isfinite(plain.total_cost_us)) ++dead_ends;
     ++plans;
     bool threw = false;
-    cli::Plan p;
+    graph::Plan p;
     try {
-      p = cli::plan_graph(g, o, test_registry());
+      p = graph::plan_graph(g, o, test_registry());
     } catch (const error& e) {
       threw = true;
       CHECK(std::string(e.what()).find("no finite plan") != std::string::npos);

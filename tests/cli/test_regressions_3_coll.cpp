@@ -10,9 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/greedy.hpp"
 #include "ctshard/registry.hpp"
-#include "fx_graph.hpp"
-#include "plan.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "run_tool.hpp"
 
 using namespace ctshard;
@@ -22,18 +23,18 @@ namespace {
 std::string shared(const std::string& rel) { return std::string(CTSHARD_SHARED_DIR) + "/" + rel; }
 std::string data(const std::string& name) { return (std::filesystem::path(__FILE__).parent_path() / "data" / name).string(); }
 
-const cli::PlannedNode& planned(const cli::Plan& plan, const std::string& name) {
+const graph::PlannedNode& planned(const graph::Plan& plan, const std::string& name) {
   for (const auto& n : plan.nodes)
     if (n.name == name) return n;
   FAIL("no planned node " << name);
   throw;
 }
 
-cli::Plan plan_of(const fx::Graph& g, std::vector<std::int64_t> mesh, std::map<std::string, Spec> place = {}) {
-  cli::PlanOptions o;
+graph::Plan plan_of(const fx::Graph& g, std::vector<std::int64_t> mesh, std::map<std::string, Spec> place = {}) {
+  graph::PlanOptions o;
   o.mesh = std::move(mesh);
   o.placements = std::move(place);
-  return cli::plan_graph(g, o, builtin_registry());
+  return graph::plan_graph(g, o, builtin_registry());
 }
 }  // namespace
 
@@ -69,7 +70,7 @@ TEST_CASE("R14: the flex attention graph with a dict argument plans, out and log
   CHECK(n->args[4].items.size() == 11);
   CHECK(n->args[7] == fx::Arg::make_list({}));
   // heads: q S(1) on 2x2 together with S(0)
-  const cli::Plan p = plan_of(g, {2, 2}, {{"q", parse_spec("S(0)S(1)")}});
+  const graph::Plan p = plan_of(g, {2, 2}, {{"q", parse_spec("S(0)S(1)")}});
   CHECK(planned(p, "flex_attention").outputs[0] == "S(0)S(1)");
   CHECK(p.total_cost_us == 0.0);
 }
@@ -83,15 +84,15 @@ TEST_CASE("R14: a score_mod that reads the head index keeps heads whole, one tha
   CHECK(alibi.submodule("sdpa_score0")->graph.uses_placeholder(2) == true);   // score + h
   CHECK(plain.submodule("sdpa_score0")->graph.uses_placeholder(2) == false);  // score * 2 + (q - kv)
   for (const fx::Graph* g : {&plain, &alibi}) {
-    const cli::Plan batch = plan_of(*g, {2}, {{"q", parse_spec("S(0)")}});
+    const graph::Plan batch = plan_of(*g, {2}, {{"q", parse_spec("S(0)")}});
     CHECK(planned(batch, "flex_attention").outputs[0] == "S(0)");
     CHECK(batch.total_cost_us == 0.0);
     CHECK(batch.nodes_fallback == 0);
   }
-  const cli::Plan heads_plain = plan_of(plain, {2}, {{"q", parse_spec("S(1)")}});
+  const graph::Plan heads_plain = plan_of(plain, {2}, {{"q", parse_spec("S(1)")}});
   CHECK(planned(heads_plain, "flex_attention").outputs[0] == "S(1)");
   CHECK(heads_plain.total_cost_us == 0.0);
-  const cli::Plan heads_alibi = plan_of(alibi, {2}, {{"q", parse_spec("S(1)")}});
+  const graph::Plan heads_alibi = plan_of(alibi, {2}, {{"q", parse_spec("S(1)")}});
   CHECK(planned(heads_alibi, "flex_attention").outputs[0] == "R");
   CHECK(heads_alibi.total_cost_us > 0.0);
 }
@@ -105,11 +106,11 @@ TEST_CASE("R14: an argument the reader cannot interpret makes only that node fal
         return (c,)
 )";
   const fx::Graph g = fx::parse_fx_graph(text, "odd.fx");
-  const cli::Plan p = plan_of(g, {2}, {{"x", parse_spec("S(0)")}});
+  const graph::Plan p = plan_of(g, {2}, {{"x", parse_spec("S(0)")}});
   REQUIRE(p.nodes.size() == 3);
   CHECK(p.nodes_fallback == 1);
   CHECK(planned(p, "a").outputs[0] == "S(0)");
-  const cli::PlannedNode& b = planned(p, "b");
+  const graph::PlannedNode& b = planned(p, "b");
   CHECK(b.fallback);
   CHECK_THAT(b.reason, Contains("cannot read the arguments") && Contains("unknown call 'frobnicate(...)'"));
   CHECK(b.inputs == std::vector<std::string>{"R"});  // its one node reference, gathered
@@ -137,7 +138,7 @@ TEST_CASE("R12 / R13: the greedy dead end through vllm.all_reduce of a P(max) is
     WARN("../shared not found: skipping");
     return;
   }
-  const cli::Plan p = plan_of(fx::read_fx_graph_file(path), {2}, {{"x", parse_spec("S(1)")}});
+  const graph::Plan p = plan_of(fx::read_fx_graph_file(path), {2}, {{"x", parse_spec("S(1)")}});
   CHECK(std::isfinite(p.total_cost_us));
   CHECK(p.total_cost_us > 0.0);
   CHECK(planned(p, "amax").outputs[0] == "P(max)");
@@ -152,7 +153,7 @@ TEST_CASE("R18: broadcast and auto_functionalized_v2 on the real joint graph", "
     return;
   }
   const fx::Graph g = fx::read_fx_graph_file(path);
-  const cli::Plan p = plan_of(g, {2, 4});
+  const graph::Plan p = plan_of(g, {2, 4});
   std::size_t broadcasts = 0, v2 = 0;
   for (const auto& n : p.nodes) {
     if (n.op == "_c10d_functional.broadcast.default") {

@@ -7,10 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/greedy.hpp"
 #include "ctshard/registry.hpp"
-#include "fx_graph.hpp"
-#include "plan.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "run_tool.hpp"
 
 using namespace ctshard;
@@ -91,11 +92,11 @@ def forward(self, x: "f32[8, 8]", y: "f32[8, 8]"):
     return (sum_1, sum_2)
 )",
                                          "two_sums");
-  cli::PlanOptions o;
+  graph::PlanOptions o;
   o.mesh = {2};
   o.placements = {{"x", parse_spec("S(0)")}, {"y", parse_spec("S(1)")}};
   o.rule_set = RuleProfile::dtensor;
-  const cli::Plan p = cli::plan_graph(g, o, cli::registry_for("dtensor", "ctshard", "dtensor"));
+  const graph::Plan p = graph::plan_graph(g, o, report::registry_for("dtensor", "ctshard", "dtensor"));
   REQUIRE(p.nodes.size() == 2);
   CHECK(p.nodes[0].inputs == std::vector<std::string>{"S(0)"});
   CHECK(p.nodes[0].outputs == std::vector<std::string>{"P(sum)"});

@@ -14,10 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "ctshard/runtime.hpp"
-#include "fx_graph.hpp"
-#include "plan.hpp"
 #include "run_tool.hpp"
 
 using namespace ctshard;
@@ -58,16 +59,18 @@ bool have_shared(const std::string& name) {
   return false;
 }
 
-cli::PlanOptions options(std::vector<std::int64_t> mesh, const std::map<std::string, std::string>& place = {},
-                         std::map<std::string, std::int64_t> symbols = {}) {
-  cli::PlanOptions o;
+graph::PlanOptions options(std::vector<std::int64_t> mesh, const std::map<std::string, std::string>& place = {},
+                           std::map<std::string, std::int64_t> symbols = {}) {
+  graph::PlanOptions o;
   o.mesh = std::move(mesh);
   for (const auto& [name, spec] : place) o.placements.emplace(name, parse_spec(spec));
   o.symbols = std::move(symbols);
   return o;
 }
 
-nlohmann::json plan_of(const fx::Graph& g, const cli::PlanOptions& o) { return cli::plan_json(cli::plan_graph(g, o, cli::registry_for("sound")), o); }
+nlohmann::json plan_of(const fx::Graph& g, const graph::PlanOptions& o) {
+  return report::plan_json(graph::plan_graph(g, o, report::registry_for("sound")), o);
+}
 
 /// The plans agree node by node (name, op, input and output specs, cost, fallback) and in totals.
 void check_same_plan(const nlohmann::json& a, const nlohmann::json& b) {
@@ -443,11 +446,11 @@ TEST_CASE("plan: R03 plans with no fallback, bound or not, and bound equals the 
 TEST_CASE("plan: a symbolic copy of the default block equals the default block when bound", "[plan][sym]") {
   const fx::Graph symbolic = fx::read_fx_graph_file(kData + "default_block_symbolic.fx.txt");
   CHECK(symbolic.symbols() == std::vector<std::string>{"s0"});
-  const fx::Graph original = cli::default_graph();
+  const fx::Graph original = report::default_graph();
   for (const auto& mesh : {std::vector<std::int64_t>{2, 4}, std::vector<std::int64_t>{8}, std::vector<std::int64_t>{2, 2, 2}}) {
     INFO("mesh of " << mesh.size() << " dims");
-    cli::PlanOptions o = options(mesh);
-    o.placements = cli::default_placements(mesh.size());
+    graph::PlanOptions o = options(mesh);
+    o.placements = report::default_placements(mesh.size());
     const auto want = plan_of(original, o);
     o.symbols = {{"s0", 8}};
     const auto got = plan_of(symbolic, o);
@@ -456,8 +459,8 @@ TEST_CASE("plan: a symbolic copy of the default block equals the default block w
   }
   // unbound: still planned everywhere, but the batch (8191 sequences) never stays sharded
   // through the view that splits the 128*s0 rows into (s0, 128)
-  cli::PlanOptions o = options({2, 4});
-  o.placements = cli::default_placements(2);
+  graph::PlanOptions o = options({2, 4});
+  o.placements = report::default_placements(2);
   const auto unbound = plan_of(symbolic, o);
   CHECK(unbound["nodes_fallback"] == 0);
   CHECK(node_named(unbound, "addmm")["outputs"] == nlohmann::json::array({"S(0)S(1)"}));  // 128*8191 rows divide by 2
@@ -547,7 +550,7 @@ TEST_CASE("plan: --sym and --place errors", "[plan][sym]") {
   const fx::Graph g = fx::parse_fx_graph(kFlatten, "flatten");
   CHECK_THROWS_WITH(plan_of(g, options({2}, {}, {{"s7", 3}})), "ctshard plan: --sym names 's7', which is not a symbol of flatten (its symbols: s77)");
   CHECK_THROWS_WITH(plan_of(g, options({2}, {}, {{"s77", 0}})), "ctshard plan: --sym s77=0: a symbol's value must be a positive integer");
-  CHECK_THROWS_WITH(plan_of(cli::default_graph(), options({2}, {}, {{"s0", 4}})),
+  CHECK_THROWS_WITH(plan_of(report::default_graph(), options({2}, {}, {{"s0", 4}})),
                     Contains("--sym names 's0', which is not a symbol of <embedded default") && Contains("(it has no symbolic sizes)"));
   CHECK_THROWS_WITH(plan_of(g, options({2}, {{"primals_1", "S(0)"}})),
                     "ctshard plan: --place names 'primals_1', a symbolic integer input (Sym(s77)), not a tensor");

@@ -1,6 +1,6 @@
 // libFuzzer target: the FX graph reader. Malformed text must raise fx::parse_error.
+#include "ctshard/fx/reader.hpp"
 #include "fuzz_common.hpp"
-#include "fx_graph.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <vector>
 
-#include "commands.hpp"
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/global_plan.hpp"
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/global_report.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "fuzz_common.hpp"
-#include "fx_graph.hpp"
-#include "global_plan.hpp"
-#include "plan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -23,23 +25,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   static const std::vector<std::int64_t> meshes[] = {{2}, {4}, {2, 2}, {2, 4}, {2, 2, 2}, {1, 4}, {3}, {8}};
-  ctshard::cli::PlanOptions options;
+  ctshard::graph::PlanOptions options;
   options.mesh = meshes[selector & 7u];
   options.cost_model = (selector & 8u) != 0 ? ctshard::CostModel::consistent : ctshard::CostModel::dtensor;
-  ctshard::cli::GlobalOptions global;
+  ctshard::graph::GlobalOptions global;
   global.time_limit_ms = 500;
   global.max_memory_mib = 256;
   global.free_inputs = (selector & 16u) != 0;
   global.every_candidate = (selector & 32u) != 0;
   if ((selector & 64u) != 0) global.memory_budget_gib = 1e-6;
   try {
-    const ctshard::cli::GlobalPlan g = ctshard::cli::global_plan(graph, options, global, ctshard::cli::registry_for("sound"));
+    const ctshard::graph::GlobalPlan g = ctshard::graph::global_plan(graph, options, global, ctshard::report::registry_for("sound"));
     if (g.built && g.result.feasible) {
       if (g.result.cost > g.graph.evaluate(g.greedy_labels) && g.graph.feasible(g.greedy_labels)) std::abort();
       if (g.result.lower_bound > g.result.cost) std::abort();
       if (g.result.optimal && g.optimality_gap != 0) std::abort();
     }
-    (void)ctshard::cli::json_text(ctshard::cli::global_plan_json(g, options, global));
+    (void)ctshard::report::json_text(ctshard::report::global_plan_json(g, options, global));
   } catch (const ctshard::error&) {
   } catch (const ctshard::solve::time_limit_reached&) {  // out of time in the greedy plan: no plan at all
   }

@@ -3,10 +3,11 @@
 // ctshard::error; the plan's JSON document must build.
 #include <vector>
 
-#include "commands.hpp"
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/plan_report.hpp"
 #include "fuzz_common.hpp"
-#include "fx_graph.hpp"
-#include "plan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -18,12 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   static const std::vector<std::int64_t> meshes[] = {{2}, {3}, {2, 2}, {2, 4}, {2, 2, 2}, {1, 4}, {4}, {8}};
-  ctshard::cli::PlanOptions options;
+  ctshard::graph::PlanOptions options;
   options.mesh = meshes[selector & 7u];
   options.cost_model = (selector & 8u) != 0 ? ctshard::CostModel::consistent : ctshard::CostModel::dtensor;
   try {
-    const ctshard::cli::Plan plan = ctshard::cli::plan_graph(graph, options, ctshard::cli::registry_for((selector & 16u) != 0 ? "sound" : "dtensor"));
-    (void)ctshard::cli::json_text(ctshard::cli::plan_json(plan, options));
+    const ctshard::graph::Plan plan =
+        ctshard::graph::plan_graph(graph, options, ctshard::report::registry_for((selector & 16u) != 0 ? "sound" : "dtensor"));
+    (void)ctshard::report::json_text(ctshard::report::plan_json(plan, options));
   } catch (const ctshard::error&) {}
   return 0;
 }

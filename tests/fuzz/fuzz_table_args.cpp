@@ -4,7 +4,7 @@
 // through choice_json. Only ctshard::error may come out.
 #include <string>
 
-#include "commands.hpp"
+#include "ctshard/report/commands.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -36,15 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t nul = rest.find('\0');
   const std::string args(rest.substr(0, nul));
   const std::string kwargs = nul == std::string_view::npos ? std::string("{}") : std::string(rest.substr(nul + 1));
-  ctshard::cli::TableOptions o;
+  ctshard::report::TableOptions o;
   o.op = c.op;
   o.shapes = c.shapes;
   o.mesh = (data[0] & 0x80u) != 0 ? std::vector<std::int64_t>{2, 2} : std::vector<std::int64_t>{2};
   o.inputs.assign(c.shapes.size(), o.mesh.size() == 2 ? "RR" : "R");
   try {
-    o.args = ctshard::cli::parse_arg_json("--args", args);
-    o.kwargs = ctshard::cli::parse_arg_json("--kwargs", kwargs);
-    (void)ctshard::cli::json_text(ctshard::cli::choice_json(o));
+    o.args = ctshard::report::parse_arg_json("--args", args);
+    o.kwargs = ctshard::report::parse_arg_json("--kwargs", kwargs);
+    (void)ctshard::report::json_text(ctshard::report::choice_json(o));
   } catch (const ctshard::error&) {}
   return 0;
 }

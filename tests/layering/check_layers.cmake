@@ -1,8 +1,10 @@
 # Fails when a public header includes one from a higher layer or a sibling it must not see.
 #   cmake -DROOT=<dir holding ctshard/> -P check_layers.cmake
 # Layers (docs/architecture.md): base (config.hpp, error.hpp) -> core -> einsum -> rules ->
-# {expand, select, registry} -> solve -> umbrellas (ctshard.hpp -> rules.hpp -> runtime.hpp -> registry.hpp) -> tools
-# (examples/, python/, outside include/). cost/ needs core only and feeds select/; solve/ (the whole-graph solver) sits
+# {expand, select, registry} -> solve -> umbrellas (ctshard.hpp -> rules.hpp -> runtime.hpp -> registry.hpp) -> io ->
+# graph -> fx -> report -> tools (examples/, python/, outside include/). io/ (checked file input and output) needs
+# solve/'s deadline only; graph/ (IR, greedy, cost-graph builder) plans over the registry and feeds solve/; fx/ reads
+# text into graph/'s IR; report/ renders the tools' documents. cost/ needs core only and feeds select/; solve/ (the whole-graph solver) sits
 # above select/ and is in no umbrella; ext/ are opt-in views over expand/.
 # A unit may include itself and the units listed for it; nothing in include/ names a tool.
 set(allowed_base     base)
@@ -14,6 +16,10 @@ set(allowed_expand   base core einsum rules expand)
 set(allowed_select   base core einsum rules cost select)
 set(allowed_registry base core einsum rules registry)
 set(allowed_solve    base core einsum rules cost select solve)  # whole-graph solver: candidates over select/, priced by cost/
+set(allowed_io       base solve io)
+set(allowed_graph    base core einsum rules cost expand select registry solve registry.hpp runtime.hpp rules.hpp ctshard.hpp graph)
+set(allowed_fx       base graph fx)
+set(allowed_report   base core einsum rules cost expand select registry solve registry.hpp runtime.hpp rules.hpp ctshard.hpp io graph fx report)
 set(allowed_ext      base core einsum rules expand ext)
 set(allowed_ctshard.hpp  base core einsum rules cost expand select)  # compile-time tables + selection rules
 set(allowed_rules.hpp    base core einsum rules ctshard.hpp)

@@ -1,4 +1,4 @@
-#include "plan.hpp"
+#include "ctshard/graph/greedy.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -14,12 +14,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "commands.hpp"
+#include "ctshard/graph/dead_end_repair.hpp"
 #include "ctshard/registry.hpp"
-#include "default_graph.hpp"
-#include "plan_repair.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::graph {
 namespace {
 
 /// Current spec and meta of one output of a value produced so far.
@@ -89,7 +87,7 @@ std::int64_t next_prime(std::int64_t n, const std::unordered_set<std::int64_t>& 
 
 class Planner {
  public:
-  Planner(const fx::Graph& g, const PlanOptions& o, const OpRegistry& r, const PlanObserver* observer = nullptr,
+  Planner(const Graph& g, const PlanOptions& o, const OpRegistry& r, const PlanObserver* observer = nullptr,
           const std::map<std::string, ForcedRow>* forced = nullptr)
       : graph_(g), options_(o), registry_(r), observer_(observer), forced_(forced) {
     std::size_t n = o.mesh.size();
@@ -133,7 +131,7 @@ class Planner {
   DataParallelInputs data_parallel() {
     bind_symbols();
     DataParallelInputs dp;
-    const auto dim0_text = [](const fx::TensorType& t) {
+    const auto dim0_text = [](const TensorType& t) {
       return !t.dim_exprs.empty() && !t.dim_exprs[0].empty() ? t.dim_exprs[0] : std::to_string(t.shape[0]);
     };
     const auto value_of = [&](const std::string& text) {
@@ -172,7 +170,7 @@ class Planner {
     }
     for (const auto& node : graph_.nodes) {
       if (node.kind != "placeholder" || !node.sym_expr.empty() || node.outputs.empty()) continue;
-      const fx::TensorType& t = node.outputs[0];
+      const TensorType& t = node.outputs[0];
       if (t.known() && !t.shape.empty() && value_of(dim0_text(t)) == dp.value) dp.inputs.push_back(node.name);
     }
     if (dp.inputs.empty()) dp.note = "no input has dim 0 of size " + dp.batch;
@@ -215,7 +213,7 @@ class Planner {
     if (const auto it = sizes_.find(text); it != sizes_.end()) return it->second;
     Evaluated r;
     try {
-      const fx::SizeExpr e = fx::SizeExpr::parse(text);
+      const SizeExpr e = SizeExpr::parse(text);
       r.value = e.evaluate([&](const std::string& name) { return symbol_values_.at(name); });
       const bool unbound = std::any_of(e.symbols().begin(), e.symbols().end(), [&](const std::string& n) { return options_.symbols.count(n) == 0; });
       if (unbound && !e.is_monomial()) {
@@ -234,7 +232,7 @@ class Planner {
 
   /// The meta of a tensor type with its sizes evaluated; nullopt with `*problem` set when a size
   /// has no (non-negative integer) value.
-  std::optional<TensorMeta> meta_of(const fx::TensorType& t, std::string* problem = nullptr) {
+  std::optional<TensorMeta> meta_of(const TensorType& t, std::string* problem = nullptr) {
     TensorMeta m;
     std::vector<std::int64_t> shape = t.shape;  // symbolic dims hold -1 until evaluated
     for (std::size_t i = 0; i < t.dim_exprs.size() && i < shape.size(); ++i) {
@@ -254,7 +252,7 @@ class Planner {
 
   void check_placements() {
     for (const auto& [name, spec] : options_.placements) {
-      const fx::Node* n = graph_.find(name);
+      const Node* n = graph_.find(name);
       if (n == nullptr || n->kind != "placeholder")
         throw error("ctshard plan: --place names '" + name + "', which is not an input (placeholder) of " + graph_.source_name);
       if (!n->sym_expr.empty())
@@ -267,7 +265,7 @@ class Planner {
     }
   }
 
-  Value replicated(const fx::Node& node) {
+  Value replicated(const Node& node) {
     Value v;
     const std::size_t n = node.outputs.empty() ? 1 : node.outputs.size();
     v.outs.reserve(n);
@@ -280,7 +278,7 @@ class Planner {
     return v;
   }
 
-  void define_source(const fx::Node& node) {
+  void define_source(const Node& node) {
     Value v = replicated(node);
     if (const auto it = options_.placements.find(node.name); it != options_.placements.end()) v.outs[0].spec = it->second;
     for (std::size_t k = 0; k < v.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
@@ -288,9 +286,9 @@ class Planner {
     values_[node.name] = std::move(v);
   }
 
-  void define_getitem(const fx::Node& node) {
+  void define_getitem(const Node& node) {
     Value v = replicated(node);
-    if (!node.args.empty() && node.args[0].is_node() && node.args.size() > 1 && node.args[1].kind == fx::ArgKind::integer) {
+    if (!node.args.empty() && node.args[0].is_node() && node.args.size() > 1 && node.args[1].kind == ArgKind::integer) {
       const auto it = values_.find(node.args[0].text);
       const auto k = static_cast<std::size_t>(node.args[1].int_value);
       if (it != values_.end() && k < it->second.outs.size()) {
@@ -302,7 +300,7 @@ class Planner {
     values_[node.name] = std::move(v);
   }
 
-  Resolved resolve(const fx::Arg& a) const {
+  Resolved resolve(const Arg& a) const {
     Resolved r{Spec(mesh_.size()), TensorMeta{}, false, "", "", 0};
     const auto it = values_.find(a.text);
     if (it == values_.end()) return r;
@@ -317,30 +315,30 @@ class Planner {
 
   /// `a` with every reference to a symbolic-integer node replaced by its value (an integer), or
   /// by its expression text (opaque) when it has no integer value.
-  fx::Arg substitute(const fx::Arg& a) const {
-    if (a.kind == fx::ArgKind::list) {
-      fx::Arg out = a;
+  Arg substitute(const Arg& a) const {
+    if (a.kind == ArgKind::list) {
+      Arg out = a;
       for (auto& item : out.items) item = substitute(item);
       return out;
     }
     if (!a.is_node() || a.index) return a;
     const auto it = sym_values_.find(a.text);
     if (it == sym_values_.end()) return a;
-    return it->second.ok ? fx::Arg::make_int(it->second.value) : fx::Arg::make_opaque(sym_exprs_.at(a.text));
+    return it->second.ok ? Arg::make_int(it->second.value) : Arg::make_opaque(sym_exprs_.at(a.text));
   }
 
   /// A reference, in a higher-order op's arguments, to a get_attr node without a tensor type: a
   /// submodule (flex attention's score_mod / mask_mod), not a tensor input. Its OpArg is `other`
   /// with the submodule's name; when the graph holds the submodule's body, `integer` is 1 and
   /// `ints` lists the positions of the placeholders the body reads.
-  std::optional<OpArg> submodule_reference(const fx::Arg& a) const {
+  std::optional<OpArg> submodule_reference(const Arg& a) const {
     if (!a.is_node() || a.index) return std::nullopt;
-    const fx::Node* n = graph_.find(a.text);
+    const Node* n = graph_.find(a.text);
     if (n == nullptr || n->kind != "get_attr" || (!n->outputs.empty() && n->outputs[0].known())) return std::nullopt;
     OpArg out;
     out.kind = OpArg::Kind::other;
     out.text = n->target;
-    if (const fx::Submodule* sub = graph_.submodule(n->target); sub != nullptr && sub->unreadable.empty()) {
+    if (const Submodule* sub = graph_.submodule(n->target); sub != nullptr && sub->unreadable.empty()) {
       out.integer = 1;
       for (std::size_t k = 0;; ++k) {
         const std::optional<bool> used = sub->graph.uses_placeholder(k);
@@ -351,43 +349,43 @@ class Planner {
     return out;
   }
 
-  OpArg convert(const fx::Arg& a, OpCall& call, std::vector<Resolved>& inputs, bool higher_order = false) const {
+  OpArg convert(const Arg& a, OpCall& call, std::vector<Resolved>& inputs, bool higher_order = false) const {
     OpArg out;
     if (higher_order)
       if (std::optional<OpArg> sub = submodule_reference(a)) return *sub;
     switch (a.kind) {
-      case fx::ArgKind::node:
+      case ArgKind::node:
         out.kind = OpArg::Kind::tensor;
         out.integer = static_cast<std::int64_t>(call.tensors.size());
         inputs.push_back(resolve(a));
         call.tensors.push_back(inputs.back().meta);
         break;
-      case fx::ArgKind::integer:
+      case ArgKind::integer:
         out.kind = OpArg::Kind::integer;
         out.integer = a.int_value;
         break;
-      case fx::ArgKind::floating:
+      case ArgKind::floating:
         out.kind = OpArg::Kind::floating;
         out.floating = a.float_value;
         break;
-      case fx::ArgKind::boolean:
+      case ArgKind::boolean:
         out.kind = OpArg::Kind::boolean;
         out.integer = a.bool_value ? 1 : 0;
         break;
-      case fx::ArgKind::none: out.kind = OpArg::Kind::none; break;
-      case fx::ArgKind::string:
+      case ArgKind::none: out.kind = OpArg::Kind::none; break;
+      case ArgKind::string:
         out.kind = OpArg::Kind::string;
         out.text = a.text;
         break;
-      case fx::ArgKind::list: {
-        const auto all = [&](fx::ArgKind k) {
+      case ArgKind::list: {
+        const auto all = [&](ArgKind k) {
           return std::all_of(a.items.begin(), a.items.end(),
-                             [&](const fx::Arg& item) { return item.kind == k && !(higher_order && submodule_reference(item)); });
+                             [&](const Arg& item) { return item.kind == k && !(higher_order && submodule_reference(item)); });
         };
-        if (all(fx::ArgKind::integer)) {
+        if (all(ArgKind::integer)) {
           out.kind = OpArg::Kind::int_list;
           for (const auto& item : a.items) out.ints.push_back(item.int_value);
-        } else if (all(fx::ArgKind::node)) {
+        } else if (all(ArgKind::node)) {
           out.kind = OpArg::Kind::tensor_list;
           for (const auto& item : a.items) out.ints.push_back(convert(item, call, inputs).integer);
         } else {
@@ -396,11 +394,11 @@ class Planner {
         }
         break;
       }
-      case fx::ArgKind::dict:
+      case ArgKind::dict:
         out.kind = OpArg::Kind::dict;
         for (const auto& item : a.items) out.items.push_back(convert(item, call, inputs, higher_order));
         break;
-      case fx::ArgKind::opaque:
+      case ArgKind::opaque:
         out.kind = OpArg::Kind::other;
         out.text = a.text;
         break;
@@ -408,7 +406,7 @@ class Planner {
     return out;
   }
 
-  PlannedNode plan_node(const fx::Node& node) {
+  PlannedNode plan_node(const Node& node) {
     PlannedNode p;
     p.name = node.name;
     p.op = node.target;
@@ -520,7 +518,7 @@ class Planner {
   /// The `rng_state` of `higher_order.graphsafe_run_with_rng_state` is a torch.Generator, which a
   /// graph passes by name with no annotation: it becomes an opaque 0-d value (8 bytes), which the
   /// wrapper's rule keeps Replicate (an unplaced graph input is Replicate, so it moves nothing).
-  void infer_unknown_input(const fx::Node& node, std::vector<Resolved>& inputs, OpCall& call) {
+  void infer_unknown_input(const Node& node, std::vector<Resolved>& inputs, OpCall& call) {
     if (node.target == "higher_order.graphsafe_run_with_rng_state")
       for (const auto& [name, arg] : call.kwargs)
         if (name == "rng_state" && arg.kind == OpArg::Kind::tensor && static_cast<std::size_t>(arg.integer) < inputs.size()) {
@@ -590,7 +588,7 @@ class Planner {
     return h;
   }
 
-  const fx::Graph& graph_;
+  const Graph& graph_;
   const PlanOptions& options_;
   const OpRegistry& registry_;
   const PlanObserver* observer_ = nullptr;
@@ -616,16 +614,16 @@ class Planner {
 
 }  // namespace
 
-Plan greedy_pass(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
+Plan greedy_pass(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
                  const std::map<std::string, ForcedRow>& forced) {
   return Planner(graph, options, registry, observer, forced.empty() ? nullptr : &forced).run();
 }
 
-DataParallelInputs data_parallel_inputs(const fx::Graph& graph, const PlanOptions& options) {
+DataParallelInputs data_parallel_inputs(const Graph& graph, const PlanOptions& options) {
   return Planner(graph, options, builtin_registry()).data_parallel();
 }
 
-PlanOptions resolve_inputs(const fx::Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp) {
+PlanOptions resolve_inputs(const Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp) {
   dp.reset();
   if (!options.data_parallel) return options;
   PlanOptions out = options;
@@ -637,7 +635,7 @@ PlanOptions resolve_inputs(const fx::Graph& graph, const PlanOptions& options, s
 }
 
 namespace {
-Plan plan_with_repair(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer) {
+Plan plan_with_repair(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer) {
   std::optional<DataParallelInputs> dp;
   const PlanOptions resolved = resolve_inputs(graph, options, dp);
   Plan plan = greedy_pass(graph, resolved, registry, observer, {});
@@ -647,106 +645,12 @@ Plan plan_with_repair(const fx::Graph& graph, const PlanOptions& options, const 
 }
 }  // namespace
 
-Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
+Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
   return plan_with_repair(graph, options, registry, nullptr);
 }
 
-Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
+Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
   return plan_with_repair(graph, options, registry, &observer);
 }
 
-nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
-  nlohmann::json j;
-  j["source"] = plan.source;
-  j["mesh"] = options.mesh;
-  j["rule_set"] = std::string(to_string(options.rule_set));
-  j["cost_model"] = to_string(options.cost_model);
-  j["algo"] = options.algo == SelectAlgo::search ? "search" : "enumerate";
-  j["placements"] = nlohmann::json::object();
-  for (const auto& [name, spec] : plan.placements) j["placements"][name] = to_string(spec);
-  j["symbols"] = nlohmann::json::array();
-  for (const auto& s : plan.symbols) j["symbols"].push_back({{"name", s.name}, {"value", s.value}, {"bound", s.bound}});
-  j["nodes"] = nlohmann::json::array();
-  for (const auto& n : plan.nodes) {
-    nlohmann::json node = {{"name", n.name},        {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"cost_us", cost_value(n.cost_us)},
-                           {"fallback", n.fallback}};
-    if (n.fallback) node["reason"] = n.reason;
-    if (n.repaired) {  // as `reason` of a fallback: only where it applies
-      node["repaired"] = true;
-      node["repair"] = n.repair;
-    }
-    j["nodes"].push_back(std::move(node));
-  }
-  j["total_cost_us"] = cost_value(plan.total_cost_us);
-  j["nodes_with_rule"] = plan.nodes_with_rule;
-  j["nodes_fallback"] = plan.nodes_fallback;
-  j["fallback_ops"] = plan.fallback_ops;
-  j["nodes_repaired"] = plan.nodes_repaired;
-  if (plan.data_parallel) {
-    const DataParallelInputs& dp = *plan.data_parallel;
-    j["data_parallel"] = {
-        {"batch_size", dp.value}, {"batch_size_text", dp.batch}, {"inferred", dp.inferred}, {"inputs", dp.inputs}, {"note", dp.note}};
-  }
-  return j;
-}
-
-void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out) {
-  out << "plan of " << plan.source << " on mesh ";
-  for (std::size_t i = 0; i < options.mesh.size(); ++i) {
-    if (i > 0) out << 'x';
-    out << options.mesh[i];
-  }
-  out << "\ninput placements:";
-  for (const auto& [name, spec] : plan.placements) out << ' ' << name << '=' << to_string(spec);
-  out << (plan.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
-  if (plan.data_parallel) {
-    const DataParallelInputs& dp = *plan.data_parallel;
-    out << "data parallel: batch size " << dp.batch << (dp.inferred ? " (inferred)" : "") << ", " << dp.inputs.size() << " inputs S(0) on mesh dim 0"
-        << (dp.note.empty() ? "" : " (" + dp.note + ")") << '\n';
-  }
-  if (!plan.symbols.empty()) {
-    out << "symbols:";
-    for (const auto& s : plan.symbols) out << ' ' << s.name << '=' << s.value << (s.bound ? "" : " (unbound: prime hint)");
-    out << '\n';
-  }
-  for (const auto& n : plan.nodes) {
-    std::string ins;
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-      ins += (i ? ", " : "");
-      ins += n.inputs[i];
-    }
-    std::string outs;
-    for (std::size_t i = 0; i < n.outputs.size(); ++i) {
-      outs += (i ? ", " : "");
-      outs += n.outputs[i];
-    }
-    out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   " << std::fixed
-        << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
-        << (n.repaired ? "   [repaired: " + n.repair + "]" : "") << '\n';
-  }
-  out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
-  out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';
-  if (plan.nodes_repaired > 0) out << "nodes repaired (dead ends of the greedy pass, docs/semantics.md): " << plan.nodes_repaired << '\n';
-  for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
-}
-
-std::map<std::string, Spec> default_placements(std::size_t mesh_ndim) {
-  auto spec = [&](Placement first, Placement last) {
-    Spec s(mesh_ndim);
-    s[0] = first;
-    if (mesh_ndim > 1) s[mesh_ndim - 1] = last;
-    return s;
-  };
-  std::map<std::string, Spec> p{{"primals_1", spec(Shard(0), Replicate())}};
-  if (mesh_ndim > 1) {
-    p["primals_2"] = spec(Replicate(), Shard(0));
-    p["primals_6"] = spec(Replicate(), Shard(0));
-    p["primals_4"] = spec(Replicate(), Shard(1));
-    p["primals_8"] = spec(Replicate(), Shard(1));
-  }
-  return p;
-}
-
-fx::Graph default_graph() { return fx::parse_fx_graph(default_graph_text, "<embedded default: examples/default_graph.fx.txt>"); }
-
-}  // namespace ctshard::cli
+}  // namespace ctshard::graph

@@ -1,37 +1,34 @@
 #pragma once
-/// \file plan.hpp
+/// \file greedy.hpp
 /// Sharding propagation through an aten FX graph: every op node, in graph order, takes the
 /// strategy DTensor's selection would take given its inputs' current specs; ops without a rule
 /// fall back visibly (all inputs replicated, outputs Replicate).
 ///
-/// Symbolic shapes: every size expression (fx::SizeExpr) is evaluated with the symbol values of
+/// Symbolic shapes: every size expression (SizeExpr) is evaluated with the symbol values of
 /// PlanOptions::symbols. An unbound symbol is never assumed divisible by anything: the distinct
 /// unbound symbols get the primes 8191, 8209, 8219, ... as hints in order of first appearance
-/// (fx::Graph::symbols), so a monomial size k*s is divisible by exactly what divides k; a
+/// (Graph::symbols), so a monomial size k*s is divisible by exactly what divides k; a
 /// non-monomial expression with an unbound symbol (`s0 + 1`, `(s0//2)`) takes the smallest prime
 /// above its hinted value that is not a symbol's hint. Shapes and costs use these values. A
-/// symbolic-integer node (fx::Node::sym_expr) is not planned; used as an argument it is the
+/// symbolic-integer node (Node::sym_expr) is not planned; used as an argument it is the
 /// integer value of its expression.
 
 #include <cstdint>
 #include <functional>
-#include <iosfwd>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "ctshard/core/spec.hpp"
 #include "ctshard/cost/mesh_topology.hpp"
+#include "ctshard/graph/ir.hpp"
 #include "ctshard/registry/builtin_registry.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/select/enumerator.hpp"
-#include "fx_graph.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::graph {
 
 /// One planned op node.
 struct PlannedNode {
@@ -122,9 +119,9 @@ struct ValueSource {
 struct PlanObserver {
   /// A placeholder or get_attr node: its spec (pinned by PlanOptions::placements, else Replicate)
   /// and meta.
-  std::function<void(const fx::Node& node, const Spec& spec, const TensorMeta& meta, bool known)> on_source;
+  std::function<void(const Node& node, const Spec& spec, const TensorMeta& meta, bool known)> on_source;
   /// An op node (not getitem, not symbolic).
-  std::function<void(const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned)>
+  std::function<void(const Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned)>
       on_op;
   /// Called before the graph is planned again from its start (the dead-end repair re-plans it):
   /// what was reported so far is superseded.
@@ -144,13 +141,13 @@ struct ForcedRow {
 /// the nodes named in `forced`, which take their row; no dead-end repair. `options.placements`
 /// must already hold the data-parallel inputs (resolve_inputs). Throws like plan_graph, except
 /// for dead ends (an infinite total is returned as is).
-Plan greedy_pass(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
+Plan greedy_pass(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
                  const std::map<std::string, ForcedRow>& forced);
 
 /// `options` with the data-parallel inputs added to `placements` when `options.data_parallel`
 /// (inputs `placements` names keep their spec), and what was placed in `dp` (set only then).
 /// Throws like data_parallel_inputs.
-PlanOptions resolve_inputs(const fx::Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp);
+PlanOptions resolve_inputs(const Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp);
 
 /// The data-parallel inputs of `graph` (docs/semantics.md, "Data-parallel inputs"): the batch
 /// size B is `options.batch_size` or, inferred, the most common size of dim 0 among the graph's
@@ -160,7 +157,7 @@ PlanOptions resolve_inputs(const fx::Graph& graph, const PlanOptions& options, s
 /// of rank >= 1 whose dim 0 is B is listed, unless B's value is below the size of mesh dim 0
 /// (then nothing is, and `note` says why). Symbols take their values as in plan_graph. Throws
 /// ctshard::error for a batch size below 1 or a size expression that does not evaluate.
-DataParallelInputs data_parallel_inputs(const fx::Graph& graph, const PlanOptions& options);
+DataParallelInputs data_parallel_inputs(const Graph& graph, const PlanOptions& options);
 
 /// The first hint prime of an unbound symbol (the next ones are the following primes).
 inline constexpr std::int64_t first_symbol_hint = 8191;
@@ -175,26 +172,8 @@ inline constexpr std::int64_t first_symbol_hint = 8191;
 /// below 1, when a size expression of the graph does not parse, or when no finite plan exists
 /// (naming the node with no finite row and why) or none was found within
 /// `repair_time_limit_ms`.
-Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry);
+Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry);
 /// The same plan, reporting every source and op node to `observer` as it is planned.
-Plan plan_graph(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
+Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
 
-/// The `plan --json` document: source, mesh, rule_set, placements, symbols ([{name, value,
-/// bound}]), nodes ({name, op, inputs, outputs, cost_us, fallback[, reason][, repaired: true,
-/// repair]}), total_cost_us, nodes_with_rule, nodes_fallback, fallback_ops, nodes_repaired, and
-/// with --data-parallel data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
-nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
-
-/// Text rendering of a plan: one line per op node, then totals and the fallback ops.
-void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out);
-
-/// The embedded default graph (`examples/default_graph.fx.txt`: one pre-norm transformer block).
-fx::Graph default_graph();
-
-/// Placements the embedded default block starts from when none are given: activations
-/// batch-sharded on mesh dim 0 (data parallel) and, on a mesh of 2+ dims, Megatron-style tensor
-/// parallelism on the last mesh dim (QKV and MLP-up weights split by output rows, attention-out
-/// and MLP-down weights by input columns).
-std::map<std::string, Spec> default_placements(std::size_t mesh_ndim);
-
-}  // namespace ctshard::cli
+}  // namespace ctshard::graph

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <string>
 
-namespace ctshard::cli {
+namespace ctshard::io {
 
 /// Throws ctshard::error naming `path` unless it is absent or a regular file (lstat: a symbolic
 /// link is refused, even to a regular file).
@@ -56,4 +56,4 @@ void write_file(const std::string& path, const std::string& text);
 /// failed (a full disk, `> /dev/full`, a closed descriptor).
 bool stdout_ok();
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::io

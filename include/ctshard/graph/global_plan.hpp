@@ -9,21 +9,18 @@
 /// The model is documented in docs/global_plan.md.
 
 #include <cstdint>
-#include <iosfwd>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/graph/ir.hpp"
 #include "ctshard/solve/budget.hpp"
 #include "ctshard/solve/cost_graph.hpp"
 #include "ctshard/solve/solver.hpp"
-#include "fx_graph.hpp"
-#include "plan.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::graph {
 
 /// Options of `ctshard plan --global` beyond PlanOptions.
 struct GlobalOptions {
@@ -85,21 +82,10 @@ struct GlobalPlan {
 /// budget or a cost outside the solver's exact range (naming the node and the value),
 /// solve::memory_limit_reached when the problem needs more than max_memory_mib, and
 /// solve::time_limit_reached when the deadline passes before the greedy plan is complete.
-GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
+GlobalPlan global_plan(const Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
 
 /// Only the cost graph (for `--export-costgraph`): variables in graph order. Bounded by
 /// max_memory_mib and by `global.deadline` when set (then time_limit_reached once it passes).
-solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
+solve::CostGraph build_cost_graph(const Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
 
-/// The `plan --global --json` document: `plan --json`'s fields (nodes with a `changed` flag)
-/// plus algo, lower_bound_us, optimality_gap, proven_optimal, greedy_total_cost_us,
-/// greedy_nodes_repaired (the greedy plan's dead-end repairs; the global plan's own nodes are never "repaired"),
-/// nodes_changed, changes (per changed node: greedy and global inputs, outputs, cost), solver
-/// statistics, and with free inputs objective_us, compute_us and the input placements chosen.
-nlohmann::json global_plan_json(const GlobalPlan& plan, const PlanOptions& options, const GlobalOptions& global);
-
-/// Text rendering: the plan as `print_plan` prints it, each changed node marked, then the
-/// comparison with the greedy plan and the proof (lower bound, gap).
-void print_global_plan(const GlobalPlan& plan, const PlanOptions& options, const GlobalOptions& global, std::ostream& out);
-
-}  // namespace ctshard::cli
+}  // namespace ctshard::graph

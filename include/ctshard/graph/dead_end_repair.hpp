@@ -1,11 +1,11 @@
 #pragma once
-/// \file plan_repair.hpp
+/// \file dead_end_repair.hpp
 /// The dead-end repair of plan_graph (docs/semantics.md, "Dead ends"), defined in
-/// global_plan.cpp beside the cost-graph builder whose candidate rows it searches.
+/// src/graph/global_plan.cpp beside the cost-graph builder whose candidate rows it searches.
 
-#include "plan.hpp"
+#include "ctshard/graph/greedy.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::graph {
 
 /// Repairs `first`, a greedy pass of `graph` under `options` (data-parallel inputs already
 /// resolved) whose total is infinite: while some node's cost is infinite, the earliest node j
@@ -15,6 +15,6 @@ namespace ctshard::cli {
 /// plan; when `observer` is given, the final pass is reported to it (after `on_restart`). Throws
 /// ctshard::error naming the dead-end node and why when no finite plan exists over those rows,
 /// or when the exact checks do not finish within `options.repair_time_limit_ms`.
-Plan repair_dead_ends(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer, Plan first);
+Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer, Plan first);
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::graph

@@ -10,7 +10,7 @@
 
 #include "ctshard/registry/op_call.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::report {
 
 /// Where a table call's tensors stand among its positional arguments.
 enum class TensorArgs {
@@ -31,4 +31,4 @@ std::vector<std::string> table_op_names();
 /// Throws ctshard::error naming an unknown dtype.
 std::size_t dtype_itemsize(std::string_view dtype);
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::report

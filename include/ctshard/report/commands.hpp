@@ -18,7 +18,7 @@
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/select/enumerator.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::report {
 
 /// The text of a JSON document as the tool prints it (`indent` as nlohmann's dump): bytes that are
 /// not UTF-8 (a graph file may hold them in names or literals) become U+FFFD instead of throwing.
@@ -165,4 +165,4 @@ std::vector<std::vector<std::int64_t>> parse_shapes(const std::string& text);
 /// "8x8" for {8, 8}, "scalar" for {}.
 std::string shape_text(const std::vector<std::int64_t>& shape);
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::report

@@ -2,11 +2,11 @@
 #include <ostream>
 #include <span>
 
-#include "commands.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/op_catalog.hpp"
 #include "ctshard/runtime.hpp"
-#include "op_catalog.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::report {
 
 nlohmann::json cost_json(const CostOptions& o) {
   const MeshTopology mesh = MeshTopology::build(o.mesh, o.devices_per_host, {}, o.cost_model);
@@ -49,4 +49,4 @@ void print_cost(const nlohmann::json& c, std::ostream& out) {
   out << " us\n";
 }
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::report

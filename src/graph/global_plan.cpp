@@ -1,4 +1,4 @@
-#include "global_plan.hpp"
+#include "ctshard/graph/global_plan.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,13 +12,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "commands.hpp"
+#include "ctshard/graph/dead_end_repair.hpp"
+#include "ctshard/graph/option_checks.hpp"
 #include "ctshard/registry.hpp"
 #include "ctshard/solve/candidates.hpp"
-#include "option_checks.hpp"
-#include "plan_repair.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::graph {
 namespace {
 
 using solve::cost_t;
@@ -241,7 +240,7 @@ class DeliveredPlacements {
 
 class Builder {
  public:
-  Builder(const fx::Graph& g, const PlanOptions& o, const GlobalOptions& go, const OpRegistry& r)
+  Builder(const Graph& g, const PlanOptions& o, const GlobalOptions& go, const OpRegistry& r)
       : graph_(g),
         options_(o),
         global_(go),
@@ -264,12 +263,12 @@ class Builder {
   template <class Pass>
   void build(Pass&& pass, bool costs) {
     PlanObserver obs;
-    obs.on_source = [&](const fx::Node& node, const Spec& spec, const TensorMeta& meta, bool known) {
+    obs.on_source = [&](const Node& node, const Spec& spec, const TensorMeta& meta, bool known) {
       SourceInfo s{spec, meta, known, node.kind == "placeholder", options_.placements.count(node.name) != 0};
       sources_[node.name] = s;
       sources_order_.push_back(node.name);
     };
-    obs.on_op = [&](const fx::Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned) {
+    obs.on_op = [&](const Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned) {
       // the greedy plan is the first part of the request: no plan at all when time runs out here
       global_.deadline.check("ctshard plan --global: the greedy plan (at node '" + node.name + "')");
       OpInfo info;
@@ -819,10 +818,9 @@ class Builder {
 
   /// The value a name refers to: (defining node, output), looking through getitem nodes.
   ValueSource value_named(const std::string& name) const {
-    const fx::Node* n = graph_.find(name);
+    const Node* n = graph_.find(name);
     if (n == nullptr) throw error("ctshard plan --tie: '" + name + "' is not a node of " + graph_.source_name);
-    if (n->kind == "call_function" && n->target == "getitem" && n->args.size() > 1 && n->args[0].is_node() &&
-        n->args[1].kind == fx::ArgKind::integer) {
+    if (n->kind == "call_function" && n->target == "getitem" && n->args.size() > 1 && n->args[0].is_node() && n->args[1].kind == ArgKind::integer) {
       ValueSource s = value_named(n->args[0].text);
       s.output = static_cast<std::size_t>(n->args[1].int_value);
       return s;
@@ -900,7 +898,7 @@ class Builder {
     cg_.limits.push_back(std::move(l));
   }
 
-  const fx::Graph& graph_;
+  const Graph& graph_;
   const PlanOptions& options_;
   const GlobalOptions& global_;
   const OpRegistry& registry_;
@@ -933,7 +931,7 @@ std::string row_text(const PlannedNode& n) { return "(" + join_specs(n.inputs) +
 
 }  // namespace
 
-Plan repair_dead_ends(const fx::Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer, Plan first) {
+Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer, Plan first) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + std::chrono::duration<double, std::milli>(std::max(0.0, options.repair_time_limit_ms));
   const auto remaining_s = [&] { return std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count()); };
@@ -1016,7 +1014,7 @@ Plan repair_dead_ends(const fx::Graph& graph, const PlanOptions& options, const 
   return pass;
 }
 
-solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global, const OpRegistry& registry) {
+solve::CostGraph build_cost_graph(const Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global, const OpRegistry& registry) {
   std::optional<DataParallelInputs> dp;
   const PlanOptions options = resolve_inputs(graph, unresolved, dp);
   Builder b(graph, options, global, registry);
@@ -1024,7 +1022,7 @@ solve::CostGraph build_cost_graph(const fx::Graph& graph, const PlanOptions& unr
   return std::move(b.cg_);
 }
 
-GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global_in, const OpRegistry& registry) {
+GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global_in, const OpRegistry& registry) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   std::optional<DataParallelInputs> dp;
@@ -1090,124 +1088,4 @@ GlobalPlan global_plan(const fx::Graph& graph, const PlanOptions& unresolved, co
   return out;
 }
 
-nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options, const GlobalOptions& global) {
-  nlohmann::json j = plan_json(g.plan, options);
-  for (std::size_t i = 0; i < g.plan.nodes.size(); ++i) j["nodes"][i]["changed"] = static_cast<bool>(g.changed[i]);
-  j["algo"] = "global";
-  j["lower_bound_us"] = cost_value(g.lower_bound_us);
-  j["optimality_gap"] = g.optimality_gap;
-  j["proven_optimal"] = g.result.optimal;
-  j["status"] = g.result.status;
-  j["greedy_total_cost_us"] = cost_value(g.greedy.total_cost_us);
-  j["greedy_nodes_repaired"] = g.greedy.nodes_repaired;
-  j["objective_us"] = cost_value(g.objective_us);
-  j["greedy_objective_us"] = cost_value(g.greedy_objective_us);
-  std::size_t changed = 0;
-  nlohmann::json changes = nlohmann::json::array();
-  for (std::size_t i = 0; i < g.plan.nodes.size(); ++i) {
-    if (!g.changed[i]) continue;
-    ++changed;
-    const auto& a = g.greedy.nodes[i];
-    const auto& b = g.plan.nodes[i];
-    changes.push_back({{"name", b.name},
-                       {"op", b.op},
-                       {"greedy", {{"inputs", a.inputs}, {"outputs", a.outputs}, {"cost_us", cost_value(a.cost_us)}}},
-                       {"global", {{"inputs", b.inputs}, {"outputs", b.outputs}, {"cost_us", cost_value(b.cost_us)}}}});
-  }
-  j["nodes_changed"] = changed;
-  j["changes"] = changes;
-  nlohmann::json inputs = nlohmann::json::object();
-  for (const auto& [name, spec] : g.inputs) inputs[name] = to_string(spec);
-  j["input_placements"] = inputs;
-  if (global.free_inputs) {
-    j["free_inputs"] = true;
-    j["compute_us"] = g.compute_us;
-    j["greedy_compute_us"] = g.greedy_compute_us;
-    j["device_tflops"] = global.device_tflops;
-    j["device_gbps"] = global.device_gbps;
-    if (global.memory_budget_gib > 0) j["memory_budget_gib"] = global.memory_budget_gib;
-  }
-  const auto& s = g.result.stats;
-  j["solver"] = {{"variables", g.variables},
-                 {"candidates", g.candidates},
-                 {"max_candidates", g.max_candidates},
-                 {"edges", g.graph.edges.size()},
-                 {"greedy_rows_added", g.greedy_rows_added},
-                 {"undelivered_rows", g.undelivered_rows},
-                 {"live_after_reduction", {{"nodes", s.live_nodes}, {"labels", s.live_labels}, {"edges", s.live_edges}}},
-                 {"search_core", {{"nodes", s.core_nodes}, {"labels", s.core_labels}}},
-                 {"eliminated", s.eliminated},
-                 {"dominated_labels", s.dominated},
-                 {"reduced_cost_fixed", s.reduced_cost_fixed},
-                 {"dual_iterations", s.dual_iterations},
-                 {"search_nodes", s.search_nodes},
-                 {"search_splits", s.search_splits},
-                 {"elimination_work", s.elimination_work},
-                 {"phase_ms", {{"reduce", s.reduce_ms}, {"dual", s.dual_ms}, {"elimination", s.elimination_ms}, {"search", s.search_ms}}},
-                 {"build_complete", g.built},
-                 {"memory_mib", static_cast<double>(g.memory_bytes) / 1048576.0},
-                 {"build_ms", g.build_ms},
-                 {"solve_ms", g.solve_ms},
-                 {"solve_cpu_ms", g.result.cpu_seconds * 1000.0},
-                 {"time_limit_ms", global.time_limit_ms},
-                 {"max_memory_mib", static_cast<double>(memory_budget_bytes(global.max_memory_mib)) / 1048576.0}};
-  return j;
-}
-
-void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const GlobalOptions& global, std::ostream& out) {
-  std::ostringstream body;
-  print_plan(g.plan, options, body);
-  // mark changed nodes: print_plan writes one line per node after the header lines
-  std::istringstream lines(body.str());
-  std::string line;
-  std::size_t node = 0;
-  const std::size_t header = 2 + (g.plan.symbols.empty() ? 0 : 1) + (g.plan.data_parallel ? 1 : 0);
-  std::size_t row = 0;
-  while (std::getline(lines, line)) {
-    if (row >= header && node < g.plan.nodes.size()) {
-      out << line << (g.changed[node] ? "   [changed]" : "") << '\n';
-      ++node;
-    } else {
-      out << line << '\n';
-    }
-    ++row;
-  }
-  std::size_t changed = 0;
-  for (bool c : g.changed) changed += c ? 1 : 0;
-  out << std::fixed << std::setprecision(3);
-  out << "global plan: redistribution " << g.plan.total_cost_us << " us (greedy " << g.greedy.total_cost_us << " us), " << changed << " of "
-      << g.plan.nodes.size() << " nodes changed\n";
-  if (global.free_inputs)
-    out << "objective (redistribution + compute): " << g.objective_us << " us (greedy " << g.greedy_objective_us << " us); compute " << g.compute_us
-        << " us (greedy " << g.greedy_compute_us << " us)\n";
-  if (!g.built) out << "the time limit (" << global.time_limit_ms << " ms) was reached while the cost graph was built: this is the greedy plan\n";
-  out << "lower bound: " << g.lower_bound_us << " us, gap " << std::setprecision(6) << g.optimality_gap
-      << (g.result.optimal ? " (proven optimal)" : (" (" + g.result.status + ")")) << std::setprecision(3) << '\n';
-  out << "solver: " << g.variables << " variables, " << g.candidates << " candidates (max " << g.max_candidates << "), " << g.graph.edges.size()
-      << " edges; after reduction " << g.result.stats.live_nodes << " nodes; " << g.result.stats.dual_iterations << " dual iterations, "
-      << g.result.stats.search_nodes << " search nodes; build " << g.build_ms << " ms, solve " << g.solve_ms << " ms\n"
-      << std::defaultfloat;
-  // the largest savings
-  std::vector<std::size_t> idx;
-  for (std::size_t i = 0; i < g.plan.nodes.size(); ++i)
-    if (g.changed[i]) idx.push_back(i);
-  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-    return g.greedy.nodes[a].cost_us - g.plan.nodes[a].cost_us > g.greedy.nodes[b].cost_us - g.plan.nodes[b].cost_us;
-  });
-  if (!idx.empty()) out << "where the global plan differs (largest saving first):\n";
-  for (std::size_t k = 0; k < idx.size() && k < 10; ++k) {
-    const auto& a = g.greedy.nodes[idx[k]];
-    const auto& b = g.plan.nodes[idx[k]];
-    const auto join = [](const std::vector<std::string>& v) {
-      std::string s;
-      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-      return s;
-    };
-    out << "  " << b.name << " " << b.op << ": (" << join(a.inputs) << ") -> " << join(a.outputs) << " " << std::fixed << std::setprecision(3)
-        << a.cost_us << " us  =>  (" << join(b.inputs) << ") -> " << join(b.outputs) << " " << b.cost_us << " us\n"
-        << std::defaultfloat;
-  }
-  if (idx.size() > 10) out << "  ... and " << idx.size() - 10 << " more\n";
-}
-
-}  // namespace ctshard::cli
+}  // namespace ctshard::graph

@@ -1,4 +1,4 @@
-#include "output_file.hpp"
+#include "ctshard/io/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 
 #include "ctshard/error.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::io {
 namespace {
 
 std::string reason() { return std::strerror(errno); }
@@ -114,4 +114,4 @@ bool stdout_ok() {
   return ok;
 }
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::io

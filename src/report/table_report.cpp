@@ -5,11 +5,11 @@
 #include <ostream>
 #include <span>
 
-#include "commands.hpp"
 #include "ctshard/registry.hpp"
-#include "op_catalog.hpp"
+#include "ctshard/report/commands.hpp"
+#include "ctshard/report/op_catalog.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::report {
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> parts;
@@ -437,4 +437,4 @@ void print_table(const nlohmann::json& t, std::ostream& out) {
       << t["choice"]["rule"].get<std::string>() << ")\n";
 }
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::report

@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
-#include "global_plan.hpp"
+#include "ctshard/graph/global_plan.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::graph {
 
 /// How a field is named in messages: as a command-line option or a Python keyword.
 enum class OptionNames { cli, python };
@@ -47,4 +47,4 @@ void check_global_options(GlobalOptions& o, std::string_view api, OptionNames na
 /// The memory budget of `ctshard iopddl --max-memory-mib` (checked as in check_global_options).
 std::size_t checked_memory_budget(double max_memory_mib, std::string_view api, OptionNames names);
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::graph

@@ -1,4 +1,4 @@
-#include "option_checks.hpp"
+#include "ctshard/graph/option_checks.hpp"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include "ctshard/error.hpp"
 #include "ctshard/solve/budget.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::graph {
 namespace {
 
 /// A field's name: "--device-tflops" (cli) or "device_tflops" (python) from "device_tflops".
@@ -74,4 +74,4 @@ std::size_t checked_memory_budget(double max_memory_mib, std::string_view api, O
   return memory_budget_bytes(max_memory_mib);
 }
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::graph

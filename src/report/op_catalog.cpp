@@ -1,12 +1,13 @@
-#include "op_catalog.hpp"
+#include "ctshard/report/op_catalog.hpp"
 
 #include <map>
 
 #include "ctshard/error.hpp"
+#include "ctshard/fx/reader.hpp"
 #include "ctshard/registry/op_args.hpp"
-#include "fx_graph.hpp"
 
-namespace ctshard::cli {
+namespace ctshard::report {
+
 namespace {
 /// Short name -> aten overload and tensor arity (the reference cases always give every tensor).
 struct ShortName {
@@ -125,4 +126,4 @@ std::size_t dtype_itemsize(std::string_view dtype) {
   return fx::dtype_itemsize(name);
 }
 
-}  // namespace ctshard::cli
+}  // namespace ctshard::report

@@ -1,10 +1,10 @@
-// Reader for PyTorch aten-level FX graph printouts; see fx_graph.hpp for the accepted format.
+// Reader for PyTorch aten-level FX graph printouts; see ctshard/fx/reader.hpp for the accepted format.
 //
 // Structure: the text is split into lines; everything before `def forward(` is ignored; the
 // signature becomes placeholders; each body line is first checked for balanced brackets and
 // quotes and cut at `;` / `#` (scan_line), then parsed by a small recursive-descent Cursor.
 
-#include "fx_graph.hpp"
+#include "ctshard/fx/reader.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -17,7 +17,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../common/text_scan.hpp"
+
 namespace ctshard::fx {
+
+using text::is_digit;
+using text::is_ident_char;
+using text::is_ident_start;
+using text::is_lower;
+using text::is_quote;
+using text::is_space;
+using text::trim;
 
 namespace {
 
@@ -35,6 +45,8 @@ constexpr DtypeSize kDtypes[] = {
     {"f64", 8}, {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f8e4m3fn", 1}, {"f8e5m2", 1}, {"f8e4m3fnuz", 1}, {"f8e5m2fnuz", 1}, {"c128", 16}, {"c64", 8},
     {"c32", 4}, {"i64", 8}, {"i32", 4}, {"i16", 2},  {"i8", 1},       {"u64", 8},    {"u32", 4},        {"u16", 2},        {"u8", 1},    {"b8", 1},
 };
+
+// ---- character and text helpers ----------------------------------------------------------
 
 // ---- character and text helpers ----------------------------------------------------------
 
@@ -119,59 +131,6 @@ std::string format_error(const std::string& source, std::size_t line, const std:
   }
   return message;
 }
-
-// ---- tensor types ----------------------------------------------------------------------------
-
-/// Parses a size list `[d, d, ...]` at `s[i]` (each size a non-negative integer or a SizeExpr
-/// of symbols); advances `i` past the `]`. Fills `shape` (-1 for a symbolic dim) and `exprs`
-/// (one entry per dim, "" for a static one) when given. Returns "" or the problem.
-std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* shape, std::vector<std::string>* exprs) {
-  if (i >= s.size() || s[i] != '[') return "expected '['";
-  ++i;
-  std::size_t depth = 0;
-  std::size_t begin = i;
-  bool first = true;
-  for (; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '(') {
-      ++depth;
-      continue;
-    }
-    if (c == ')') {
-      if (depth == 0) return "unbalanced ')' in a size";
-      --depth;
-      continue;
-    }
-    if (depth != 0 || (c != ',' && c != ']')) continue;
-    const std::string_view item = trim(s.substr(begin, i - begin));
-    if (item.empty()) {
-      if (c == ']' && first) return ++i, std::string();  // `[]`: a 0-d tensor
-      return "empty size";
-    }
-    std::int64_t value = -1;
-    std::string expr;
-    if (std::all_of(item.begin(), item.end(), is_digit)) {
-      const auto result = std::from_chars(item.data(), item.data() + item.size(), value);
-      if (result.ec != std::errc{}) return "size '" + std::string(item) + "' out of range";
-    } else {
-      try {
-        const SizeExpr e = SizeExpr::parse(item);
-        if (e.symbols().empty()) return "size '" + std::string(item) + "' is neither a non-negative integer nor an expression of symbols";
-      } catch (const std::invalid_argument& e) {
-        return e.what();
-      }
-      expr = std::string(item);
-    }
-    if (shape != nullptr) shape->push_back(value);
-    if (exprs != nullptr) exprs->push_back(std::move(expr));
-    first = false;
-    begin = i + 1;
-    if (c == ']') return ++i, std::string();
-  }
-  return "'[' is never closed";
-}
-
-// ---- line scanning: bracket/quote balance, `;` statements, `#` comments -------------------
 
 char closing_of(char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
 
@@ -503,14 +462,14 @@ std::optional<std::pair<std::string_view, std::string>> declaration_of(std::stri
   return std::make_pair(name, std::move(annotation));
 }
 
-class GraphBuilder {
+class TextReader {
  public:
-  GraphBuilder(std::string_view text, std::string_view source) : source_(source), lines_(split_lines(text, source)) {
+  TextReader(std::string_view text, std::string_view source) : source_(source), lines_(split_lines(text, source)) {
     graph_.source_name = std::string(source);
   }
   /// A nested submodule's builder: `lines` are the lines of its class body, the first of them
   /// line `line_offset + 1` of the source; `depth` counts the enclosing modules.
-  GraphBuilder(std::vector<std::string_view> lines, std::string_view source, std::size_t line_offset, std::size_t depth)
+  TextReader(std::vector<std::string_view> lines, std::string_view source, std::size_t line_offset, std::size_t depth)
       : source_(source), lines_(std::move(lines)), line_offset_(line_offset), depth_(depth) {
     graph_.source_name = std::string(source);
   }
@@ -667,7 +626,7 @@ class GraphBuilder {
       try {
         std::vector<std::string_view> body(lines_.begin() + static_cast<std::ptrdiff_t>(first) + 1,
                                            lines_.begin() + static_cast<std::ptrdiff_t>(end));
-        sub.graph = GraphBuilder(std::move(body), source_, line_offset_ + first + 1, depth_ + 1).build();
+        sub.graph = TextReader(std::move(body), source_, line_offset_ + first + 1, depth_ + 1).build();
       } catch (const parse_error& e) {
         sub.unreadable = e.what();
         sub.graph = Graph{};
@@ -1096,249 +1055,7 @@ class GraphBuilder {
   bool unpacked_ = false;                                  // the fx_pytree.tree_flatten_spec line was read
 };
 
-void append_float(std::string& out, double value) {
-  if (std::isnan(value)) {
-    out += "nan";
-    return;
-  }
-  if (std::isinf(value)) {
-    out += value < 0 ? "-inf" : "inf";
-    return;
-  }
-  char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  const std::string_view text(buffer, static_cast<std::size_t>(result.ptr - buffer));
-  out += text;
-  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
-}
-
 }  // namespace
-
-// ---- size expressions -------------------------------------------------------------------
-
-/// Recursive-descent parser of SizeExpr (grammar in fx_graph.hpp).
-class SizeExprParser {
- public:
-  explicit SizeExprParser(std::string_view text) : s_(trim(text)) { e_.text_ = std::string(s_); }
-
-  SizeExpr run() {
-    if (s_.empty()) fail("empty expression");
-    e_.root_ = logical();
-    skip();
-    if (pos_ < s_.size()) fail(std::string("unexpected '") + s_[pos_] + "'");
-    e_.monomial_ = monomial(e_.root_);
-    return std::move(e_);
-  }
-
- private:
-  using Op = SizeExpr::Op;
-  static constexpr std::size_t kMaxDepth = 32;
-
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw std::invalid_argument("bad size expression '" + std::string(s_) + "': " + problem +
-                                (pos_ >= s_.size() ? std::string(" at the end") : " at column " + std::to_string(pos_ + 1)));
-  }
-  void skip() {
-    while (pos_ < s_.size() && is_space(s_[pos_])) ++pos_;
-  }
-  /// Consumes `token` if it comes next and is not the start of a longer operator.
-  bool eat(std::string_view token) {
-    skip();
-    if (s_.substr(pos_, token.size()) != token) return false;
-    const std::size_t after = pos_ + token.size();
-    if ((token == "*" || token == "/") && after < s_.size() && s_[after] == token[0]) return false;
-    pos_ = after;
-    return true;
-  }
-  std::uint32_t add(Op op, std::vector<std::uint32_t> args = {}, std::int64_t value = 0) {
-    if (op == Op::opaque) e_.integer_ = false;
-    e_.terms_.push_back(SizeExpr::Term{op, value, std::move(args)});
-    return static_cast<std::uint32_t>(e_.terms_.size() - 1);
-  }
-
-  /// Comparisons and `&` / `|` (SymBool printouts such as `s0 >= 2`): parsed, never integer.
-  std::uint32_t logical() {
-    std::uint32_t lhs = comparison();
-    while (eat("&") || eat("|")) lhs = add(Op::opaque, {lhs, comparison()});
-    return lhs;
-  }
-  std::uint32_t comparison() {
-    std::uint32_t lhs = expr();
-    while (eat("==") || eat("!=") || eat("<=") || eat(">=") || eat("<") || eat(">")) lhs = add(Op::opaque, {lhs, expr()});
-    return lhs;
-  }
-  std::uint32_t expr() {
-    std::uint32_t lhs = term();
-    while (true) {
-      const Op op = eat("+") ? Op::add : eat("-") ? Op::sub : Op::literal;
-      if (op == Op::literal) return lhs;
-      lhs = add(op, {lhs, term()});
-    }
-  }
-  std::uint32_t term() {
-    std::uint32_t lhs = unary();
-    while (true) {
-      const Op op = eat("*") ? Op::mul : eat("//") ? Op::floordiv : eat("%") ? Op::mod : eat("/") ? Op::opaque : Op::literal;
-      if (op == Op::literal) return lhs;
-      lhs = add(op, {lhs, unary()});
-    }
-  }
-  std::uint32_t unary() {
-    if (++depth_ > kMaxDepth) fail("nested too deeply");
-    std::uint32_t result = 0;
-    if (eat("-")) {
-      result = add(Op::neg, {unary()});
-    } else if (eat("~")) {
-      result = add(Op::opaque, {unary()});
-    } else {
-      result = primary();
-      if (eat("**")) result = add(Op::pow, {result, unary()});
-    }
-    --depth_;
-    return result;
-  }
-  std::uint32_t primary() {
-    skip();
-    if (pos_ >= s_.size()) fail("expected a number, a symbol or '('");
-    const char c = s_[pos_];
-    if (is_digit(c)) return number();
-    if (c == '(') {
-      ++pos_;
-      const std::uint32_t inner = logical();
-      if (!eat(")")) fail("expected ')'");
-      return inner;
-    }
-    if (!is_ident_start(c)) fail("expected a number, a symbol or '('");
-    const std::size_t start = pos_;
-    while (pos_ < s_.size() && is_ident_char(s_[pos_])) ++pos_;
-    const std::string name(s_.substr(start, pos_ - start));
-    if (eat("(")) return call(name);
-    if (name == "True" || name == "False") return add(Op::opaque);
-    const auto index = std::find(e_.symbols_.begin(), e_.symbols_.end(), name) - e_.symbols_.begin();
-    if (static_cast<std::size_t>(index) == e_.symbols_.size()) e_.symbols_.push_back(name);
-    return add(Op::symbol, {}, static_cast<std::int64_t>(index));
-  }
-  std::uint32_t number() {
-    const std::size_t start = pos_;
-    while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
-    bool is_float = false;
-    if (pos_ < s_.size() && s_[pos_] == '.') {
-      is_float = true;
-      ++pos_;
-      while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
-    }
-    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-      std::size_t j = pos_ + 1;
-      if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
-      if (j < s_.size() && is_digit(s_[j])) {
-        is_float = true;
-        pos_ = j;
-        while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
-      }
-    }
-    if (pos_ < s_.size() && is_ident_char(s_[pos_])) fail("malformed number");
-    if (is_float) return add(Op::opaque);
-    std::int64_t value = 0;
-    if (std::from_chars(s_.data() + start, s_.data() + pos_, value).ec != std::errc{}) {
-      pos_ = start;
-      fail("number out of range");
-    }
-    return add(Op::literal, {}, value);
-  }
-  std::uint32_t call(const std::string& name) {
-    const std::size_t start = pos_;
-    std::vector<std::uint32_t> args;
-    if (++depth_ > kMaxDepth) fail("nested too deeply");
-    do {
-      args.push_back(logical());
-    } while (eat(","));
-    if (!eat(")")) fail("expected ',' or ')'");
-    --depth_;
-    if (name == "Max" || name == "Min") return add(name == "Max" ? Op::max : Op::min, std::move(args));
-    if (name == "Mod") {
-      if (args.size() != 2) {
-        pos_ = start;
-        fail("Mod takes 2 arguments, got " + std::to_string(args.size()));
-      }
-      return add(Op::mod, std::move(args));
-    }
-    return add(Op::opaque, std::move(args));
-  }
-  bool monomial(std::uint32_t t) const {
-    const SizeExpr::Term& term = e_.terms_[t];
-    switch (term.op) {
-      case Op::literal:
-      case Op::symbol: return true;
-      case Op::mul: return monomial(term.args[0]) && monomial(term.args[1]);
-      case Op::pow: return monomial(term.args[0]) && e_.terms_[term.args[1]].op == Op::literal;
-      default: return false;
-    }
-  }
-
-  std::string_view s_;
-  std::size_t pos_ = 0;
-  std::size_t depth_ = 0;
-  SizeExpr e_;
-};
-
-SizeExpr SizeExpr::parse(std::string_view text) { return SizeExprParser(text).run(); }
-
-std::int64_t SizeExpr::evaluate(const std::function<std::int64_t(const std::string&)>& value_of) const {
-  if (!integer_) throw std::domain_error("size expression '" + text_ + "' is not an integer expression");
-  std::vector<std::int64_t> values;
-  values.reserve(symbols_.size());
-  for (const std::string& name : symbols_) values.push_back(value_of(name));
-  return eval(root_, values);
-}
-
-std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& symbol_values) const {
-  const Term& term = terms_[t];
-  const auto fail = [&](const char* problem) -> std::int64_t { throw std::domain_error("size expression '" + text_ + "' " + problem); };
-  const auto arg = [&](std::size_t k) { return eval(term.args[k], symbol_values); };
-  std::int64_t r = 0;
-  switch (term.op) {
-    case Op::literal: return term.value;
-    case Op::symbol: return symbol_values[static_cast<std::size_t>(term.value)];
-    case Op::add: return __builtin_add_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
-    case Op::sub: return __builtin_sub_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
-    case Op::mul: return __builtin_mul_overflow(arg(0), arg(1), &r) ? fail("overflows 64 bits") : r;
-    case Op::neg: return __builtin_sub_overflow(std::int64_t{0}, arg(0), &r) ? fail("overflows 64 bits") : r;
-    case Op::floordiv:
-    case Op::mod: {
-      const std::int64_t a = arg(0), b = arg(1);
-      if (b == 0) return fail("divides by zero");
-      if (b == -1) {  // a / -1 overflows for the smallest value; a % -1 is 0
-        if (term.op == Op::mod) return 0;
-        return __builtin_sub_overflow(std::int64_t{0}, a, &r) ? fail("overflows 64 bits") : r;
-      }
-      std::int64_t q = a / b, m = a % b;
-      if (m != 0 && ((m < 0) != (b < 0))) {  // Python rounds toward negative infinity
-        --q;
-        m += b;
-      }
-      return term.op == Op::floordiv ? q : m;
-    }
-    case Op::pow: {
-      std::int64_t base = arg(0), exponent = arg(1);
-      if (exponent < 0) return fail("raises to a negative power");
-      std::int64_t result = 1;
-      while (exponent > 0) {
-        if ((exponent & 1) != 0 && __builtin_mul_overflow(result, base, &result)) return fail("overflows 64 bits");
-        exponent >>= 1;
-        if (exponent > 0 && __builtin_mul_overflow(base, base, &base)) return fail("overflows 64 bits");
-      }
-      return result;
-    }
-    case Op::max:
-    case Op::min: {
-      std::int64_t best = arg(0);
-      for (std::size_t k = 1; k < term.args.size(); ++k) best = term.op == Op::max ? std::max(best, arg(k)) : std::min(best, arg(k));
-      return best;
-    }
-    case Op::opaque: break;
-  }
-  return fail("is not an integer expression");
-}
 
 // ---- parse_error ------------------------------------------------------------------------
 
@@ -1349,229 +1066,7 @@ parse_error::parse_error(std::string source, std::size_t line, const std::string
       text_(std::move(text)),
       problem_(problem) {}
 
-// ---- dtypes and TensorType --------------------------------------------------------------
-
-bool is_known_dtype(std::string_view dtype) noexcept {
-  for (const DtypeSize& d : kDtypes)
-    if (d.name == dtype) return true;
-  return false;
-}
-
-std::size_t dtype_itemsize(std::string_view dtype) {
-  for (const DtypeSize& d : kDtypes)
-    if (d.name == dtype) return d.size;
-  throw std::invalid_argument("ctshard::fx: unknown dtype '" + std::string(dtype) + "'");
-}
-
-std::size_t TensorType::itemsize() const { return dtype_itemsize(dtype); }
-
-std::int64_t TensorType::numel() const noexcept {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
-  return n;
-}
-
-std::size_t TensorType::nbytes() const { return static_cast<std::size_t>(numel()) * itemsize(); }
-
-std::string TensorType::to_string() const {
-  if (!known()) return "?";
-  std::string out = dtype + "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) out += ", ";
-    out += i < dim_exprs.size() && !dim_exprs[i].empty() ? dim_exprs[i] : std::to_string(shape[i]);
-  }
-  return out + "]";
-}
-
-std::optional<TensorType> parse_tensor_type(std::string_view text, std::string* problem) {
-  const auto fail = [&](std::string why) -> std::optional<TensorType> {
-    if (problem != nullptr) *problem = std::move(why);
-    return std::nullopt;
-  };
-  text = trim(text);
-  std::size_t i = 0;
-  while (i < text.size() && (is_ident_char(text[i]))) ++i;
-  TensorType type;
-  type.dtype = std::string(text.substr(0, i));
-  if (type.dtype.empty()) return fail("expected a dtype such as f32");
-  if (!is_known_dtype(type.dtype)) return fail("unknown dtype '" + type.dtype + "'");
-  std::vector<std::string> exprs;
-  if (std::string why = parse_size_list(text, i, &type.shape, &exprs); !why.empty()) return fail(why);
-  if (std::any_of(exprs.begin(), exprs.end(), [](const std::string& e) { return !e.empty(); })) type.dim_exprs = std::move(exprs);
-  if (i < text.size() && text[i] == '[') {  // strides
-    if (std::string why = parse_size_list(text, i, nullptr, nullptr); !why.empty()) return fail("strides: " + why);
-  }
-  // Optional device suffix: `cpu`, `cuda:0`, `meta`, ...
-  const std::size_t device = i;
-  while (i < text.size() && is_lower(text[i])) ++i;
-  if (i > device && i < text.size() && text[i] == ':') {
-    const std::size_t digits = ++i;
-    while (i < text.size() && is_digit(text[i])) ++i;
-    if (i == digits) return fail("expected a device index after ':'");
-  }
-  if (i != text.size()) return fail("unexpected text after the sizes");
-  return type;
-}
-
-// ---- Arg ----------------------------------------------------------------------------------
-
-Arg Arg::make_node(std::string name, std::optional<std::int64_t> index) {
-  Arg a;
-  a.kind = ArgKind::node;
-  a.text = std::move(name);
-  a.index = index;
-  return a;
-}
-
-Arg Arg::make_int(std::int64_t value) {
-  Arg a;
-  a.kind = ArgKind::integer;
-  a.int_value = value;
-  return a;
-}
-
-Arg Arg::make_float(double value) {
-  Arg a;
-  a.kind = ArgKind::floating;
-  a.float_value = value;
-  return a;
-}
-
-Arg Arg::make_bool(bool value) {
-  Arg a;
-  a.kind = ArgKind::boolean;
-  a.bool_value = value;
-  return a;
-}
-
-Arg Arg::make_none() { return Arg{}; }
-
-Arg Arg::make_string(std::string value) {
-  Arg a;
-  a.kind = ArgKind::string;
-  a.text = std::move(value);
-  return a;
-}
-
-Arg Arg::make_list(std::vector<Arg> items) {
-  Arg a;
-  a.kind = ArgKind::list;
-  a.items = std::move(items);
-  return a;
-}
-
-Arg Arg::make_dict(std::vector<std::pair<Arg, Arg>> entries) {
-  Arg a;
-  a.kind = ArgKind::dict;
-  for (auto& [k, v] : entries) {
-    a.items.push_back(std::move(k));
-    a.items.push_back(std::move(v));
-  }
-  return a;
-}
-
-Arg Arg::make_opaque(std::string text) {
-  Arg a;
-  a.kind = ArgKind::opaque;
-  a.text = std::move(text);
-  return a;
-}
-
-std::string Arg::to_string() const {
-  std::string out;
-  switch (kind) {
-    case ArgKind::node:
-      out = text;
-      if (index) out += "[" + std::to_string(*index) + "]";
-      break;
-    case ArgKind::integer: out = std::to_string(int_value); break;
-    case ArgKind::floating: append_float(out, float_value); break;
-    case ArgKind::boolean: out = bool_value ? "True" : "False"; break;
-    case ArgKind::none: out = "None"; break;
-    case ArgKind::string:
-      out = "'";
-      for (char c : text) {
-        if (c == '\'' || c == '\\') out += '\\';
-        out += c;
-      }
-      out += "'";
-      break;
-    case ArgKind::list:
-      out = "[";
-      for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i].to_string();
-      out += "]";
-      break;
-    case ArgKind::opaque: out = text; break;
-    case ArgKind::dict:
-      out = "{";
-      for (std::size_t i = 0; i + 1 < items.size(); i += 2) out += (i ? ", " : "") + items[i].to_string() + ": " + items[i + 1].to_string();
-      out += "}";
-      break;
-  }
-  return out;
-}
-
-// ---- Node and Graph -----------------------------------------------------------------------
-
-const Arg* Node::kwarg(std::string_view key) const noexcept {
-  for (const auto& [k, value] : kwargs)
-    if (k == key) return &value;
-  return nullptr;
-}
-
-const Node* Graph::find(std::string_view name) const noexcept {
-  for (const Node& node : nodes)
-    if (node.name == name) return &node;
-  return nullptr;
-}
-
-const Submodule* Graph::submodule(std::string_view name) const noexcept {
-  for (const Submodule& s : submodules)
-    if (s.name == name) return &s;
-  return nullptr;
-}
-
-std::optional<bool> Graph::uses_placeholder(std::size_t position) const {
-  const Node* placeholder = nullptr;
-  std::size_t k = 0;
-  for (const Node& n : nodes)
-    if (n.kind == "placeholder" && k++ == position) placeholder = &n;
-  if (placeholder == nullptr) return std::nullopt;
-  const std::string& name = placeholder->name;
-  // iterative walk over nested lists / dicts (Arg nesting is bounded, but no recursion is needed)
-  std::vector<const Arg*> stack;
-  for (const Node& n : nodes) {
-    if (&n == placeholder) continue;
-    for (const Arg& a : n.args) stack.push_back(&a);
-    for (const auto& kv : n.kwargs) stack.push_back(&kv.second);
-    while (!stack.empty()) {
-      const Arg* a = stack.back();
-      stack.pop_back();
-      if (a->is_node() && a->text == name) return true;
-      for (const Arg& item : a->items) stack.push_back(&item);
-    }
-  }
-  return std::find(outputs.begin(), outputs.end(), name) != outputs.end();
-}
-
-std::vector<std::string> Graph::symbols() const {
-  std::vector<std::string> out;
-  std::unordered_set<std::string> seen;  // linear in the number of symbols, not quadratic
-  const auto add = [&](const std::string& text) {
-    const SizeExpr expr = SizeExpr::parse(text);
-    for (const std::string& name : expr.symbols())
-      if (seen.insert(name).second) out.push_back(name);
-  };
-  for (const Node& node : nodes) {
-    if (!node.sym_expr.empty()) add(node.sym_expr);
-    for (const TensorType& t : node.outputs)
-      for (const std::string& e : t.dim_exprs)
-        if (!e.empty()) add(e);
-  }
-  return out;
-}
-
-Graph parse_fx_graph(std::string_view text, std::string_view source_name) { return GraphBuilder(text, source_name).build(); }
+Graph parse_fx_graph(std::string_view text, std::string_view source_name) { return TextReader(text, source_name).build(); }
 
 Graph read_fx_graph_file(const std::string& path) {
   std::error_code ec;

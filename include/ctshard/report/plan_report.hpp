@@ -1,0 +1,39 @@
+#pragma once
+/// \file plan_report.hpp
+/// The greedy plan as the tools show it: the `plan --json` document and its text rendering, and
+/// the embedded default graph `ctshard plan` runs without a file.
+
+#include <cstddef>
+#include <iosfwd>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "ctshard/core/spec.hpp"
+#include "ctshard/graph/greedy.hpp"
+#include "ctshard/graph/ir.hpp"
+
+namespace ctshard::report {
+
+using graph::Plan;
+using graph::PlanOptions;
+
+/// The `plan --json` document: source, mesh, rule_set, placements, symbols ([{name, value,
+/// bound}]), nodes ({name, op, inputs, outputs, cost_us, fallback[, reason][, repaired: true,
+/// repair]}), total_cost_us, nodes_with_rule, nodes_fallback, fallback_ops, nodes_repaired, and
+/// with --data-parallel data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
+nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
+
+/// Text rendering of a plan: one line per op node, then totals and the fallback ops.
+void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out);
+
+/// The embedded default graph (`src/report/default_graph.fx.txt`: one pre-norm transformer block).
+graph::Graph default_graph();
+
+/// Placements the embedded default block starts from when none are given: activations
+/// batch-sharded on mesh dim 0 (data parallel) and, on a mesh of 2+ dims, Megatron-style tensor
+/// parallelism on the last mesh dim (QKV and MLP-up weights split by output rows, attention-out
+/// and MLP-down weights by input columns).
+std::map<std::string, Spec> default_placements(std::size_t mesh_ndim);
+
+}  // namespace ctshard::report

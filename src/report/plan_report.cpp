@@ -1,0 +1,110 @@
+// The greedy plan's `plan --json` document and text rendering, and the embedded default graph.
+
+#include "ctshard/report/plan_report.hpp"
+
+#include <iomanip>
+#include <ostream>
+
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/report/commands.hpp"
+#include "default_graph.hpp"
+
+namespace ctshard::report {
+
+using namespace ctshard::graph;  // NOLINT(google-build-using-namespace): the documents render the planners' types
+
+nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
+  nlohmann::json j;
+  j["source"] = plan.source;
+  j["mesh"] = options.mesh;
+  j["rule_set"] = std::string(to_string(options.rule_set));
+  j["cost_model"] = to_string(options.cost_model);
+  j["algo"] = options.algo == SelectAlgo::search ? "search" : "enumerate";
+  j["placements"] = nlohmann::json::object();
+  for (const auto& [name, spec] : plan.placements) j["placements"][name] = to_string(spec);
+  j["symbols"] = nlohmann::json::array();
+  for (const auto& s : plan.symbols) j["symbols"].push_back({{"name", s.name}, {"value", s.value}, {"bound", s.bound}});
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : plan.nodes) {
+    nlohmann::json node = {{"name", n.name},        {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"cost_us", cost_value(n.cost_us)},
+                           {"fallback", n.fallback}};
+    if (n.fallback) node["reason"] = n.reason;
+    if (n.repaired) {  // as `reason` of a fallback: only where it applies
+      node["repaired"] = true;
+      node["repair"] = n.repair;
+    }
+    j["nodes"].push_back(std::move(node));
+  }
+  j["total_cost_us"] = cost_value(plan.total_cost_us);
+  j["nodes_with_rule"] = plan.nodes_with_rule;
+  j["nodes_fallback"] = plan.nodes_fallback;
+  j["fallback_ops"] = plan.fallback_ops;
+  j["nodes_repaired"] = plan.nodes_repaired;
+  if (plan.data_parallel) {
+    const DataParallelInputs& dp = *plan.data_parallel;
+    j["data_parallel"] = {
+        {"batch_size", dp.value}, {"batch_size_text", dp.batch}, {"inferred", dp.inferred}, {"inputs", dp.inputs}, {"note", dp.note}};
+  }
+  return j;
+}
+
+void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out) {
+  out << "plan of " << plan.source << " on mesh ";
+  for (std::size_t i = 0; i < options.mesh.size(); ++i) {
+    if (i > 0) out << 'x';
+    out << options.mesh[i];
+  }
+  out << "\ninput placements:";
+  for (const auto& [name, spec] : plan.placements) out << ' ' << name << '=' << to_string(spec);
+  out << (plan.placements.empty() ? " all Replicate\n" : " (others Replicate)\n");
+  if (plan.data_parallel) {
+    const DataParallelInputs& dp = *plan.data_parallel;
+    out << "data parallel: batch size " << dp.batch << (dp.inferred ? " (inferred)" : "") << ", " << dp.inputs.size() << " inputs S(0) on mesh dim 0"
+        << (dp.note.empty() ? "" : " (" + dp.note + ")") << '\n';
+  }
+  if (!plan.symbols.empty()) {
+    out << "symbols:";
+    for (const auto& s : plan.symbols) out << ' ' << s.name << '=' << s.value << (s.bound ? "" : " (unbound: prime hint)");
+    out << '\n';
+  }
+  for (const auto& n : plan.nodes) {
+    std::string ins;
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      ins += (i ? ", " : "");
+      ins += n.inputs[i];
+    }
+    std::string outs;
+    for (std::size_t i = 0; i < n.outputs.size(); ++i) {
+      outs += (i ? ", " : "");
+      outs += n.outputs[i];
+    }
+    out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   " << std::fixed
+        << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
+        << (n.repaired ? "   [repaired: " + n.repair + "]" : "") << '\n';
+  }
+  out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
+  out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';
+  if (plan.nodes_repaired > 0) out << "nodes repaired (dead ends of the greedy pass, docs/semantics.md): " << plan.nodes_repaired << '\n';
+  for (const auto& [op, count] : plan.fallback_ops) out << "  fallback " << op << " x" << count << '\n';
+}
+
+std::map<std::string, Spec> default_placements(std::size_t mesh_ndim) {
+  auto spec = [&](Placement first, Placement last) {
+    Spec s(mesh_ndim);
+    s[0] = first;
+    if (mesh_ndim > 1) s[mesh_ndim - 1] = last;
+    return s;
+  };
+  std::map<std::string, Spec> p{{"primals_1", spec(Shard(0), Replicate())}};
+  if (mesh_ndim > 1) {
+    p["primals_2"] = spec(Replicate(), Shard(0));
+    p["primals_6"] = spec(Replicate(), Shard(0));
+    p["primals_4"] = spec(Replicate(), Shard(1));
+    p["primals_8"] = spec(Replicate(), Shard(1));
+  }
+  return p;
+}
+
+graph::Graph default_graph() { return fx::parse_fx_graph(default_graph_text, "<embedded default: src/report/default_graph.fx.txt>"); }
+
+}  // namespace ctshard::report
