@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -373,6 +374,26 @@ TEST_CASE("plan --global --json: the plan's fields plus the proof and the compar
   for (const char* key : {"lower_bound_us", "optimality_gap", "proven_optimal", "greedy_total_cost_us", "nodes_changed", "changes", "solver"})
     CHECK_FALSE(greedy.contains(key));
   CHECK(greedy["total_cost_us"] == j["greedy_total_cost_us"]);
+}
+
+TEST_CASE("plan --global: the environment switches nothing (CTSHARD_TRACE, CTSHARD_DUMP_CORE are not read)", "[global]") {
+  // they once turned on the solver's trace and a core dump through an unchecked fopen: a path in
+  // a missing directory crashed the tool (exit 139)
+  const auto without_timings = [](const std::string& text) {
+    return std::regex_replace(text, std::regex(R"(build [0-9.]+ ms, solve [0-9.]+ ms)"), "");
+  };
+  int status = -1;
+  const std::string plain = run_tool_status("plan --global", status);
+  REQUIRE(status == 0);
+  ::setenv("CTSHARD_TRACE", "1", 1);
+  ::setenv("CTSHARD_DUMP_CORE", "/nonexistent/x", 1);
+  const std::string with_env = run_tool_status("plan --global", status);
+  ::unsetenv("CTSHARD_TRACE");
+  ::unsetenv("CTSHARD_DUMP_CORE");
+  CHECK(status == 0);
+  CHECK(with_env.find("(proven optimal)") != std::string::npos);
+  CHECK(with_env.find("after reduction:") == std::string::npos);  // no trace line on stderr either (run_tool reads both)
+  CHECK(without_timings(with_env) == without_timings(plain));
 }
 
 namespace {

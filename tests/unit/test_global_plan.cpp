@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -744,6 +745,130 @@ TEST_CASE("solve: malformed graphs and starts are errors", "[global][solve]") {
   CHECK_THROWS_AS(solve::solve(g, o), ctshard::error);
   g.unary[0][0] = std::numeric_limits<cost_t>::max() / 8;  // finite but too large for exact arithmetic
   CHECK_THROWS_AS(solve::solve(g), ctshard::error);
+}
+
+namespace {
+
+/// K4 of 3-label nodes, no forbidden entry: the reductions leave a core (it is not a tree).
+CostGraph k4_graph() {
+  CostGraph g;
+  for (int u = 0; u < 4; ++u) g.add_node({0, 2, 1});
+  for (std::uint32_t u = 0; u < 4; ++u)
+    for (std::uint32_t v = u + 1; v < 4; ++v) {
+      std::vector<cost_t> m(9);
+      for (std::uint32_t a = 0; a < 3; ++a)
+        for (std::uint32_t b = 0; b < 3; ++b) m[a * 3 + b] = static_cast<cost_t>((a * 7 + b * 3 + u + v) % 5);
+      g.add_dense_edge(u, v, m);
+    }
+  return g;
+}
+
+/// The lines of `text` (without their '\n'); CHECKs that `text` ends with one.
+std::vector<std::string> lines_of(const std::string& text) {
+  if (!text.empty()) CHECK(text.back() == '\n');
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("solve: progress lines go to SolveOptions::trace.stream, in their format, and change nothing", "[global][solve]") {
+  const CostGraph g = k4_graph();
+  const SolveResult quiet = solve::solve(g);
+  REQUIRE(quiet.optimal);
+  const std::regex reduction(R"(after reduction: max labels \d+; degrees:( \d+:\d+)*)");
+  const std::regex plan(R"(elimination plan: work [0-9.e+]+ \(limit \d+\))");
+  const std::regex elimination(R"(elimination: work \d+, optimum -?\d+\.\d{3})");
+  const std::regex dual(R"(dual \d+: bound -?\d+\.\d{3}, best -?\d+, live \d+ nodes / \d+ labels)");
+  SECTION("the exact elimination finishes the round") {
+    std::ostringstream out;
+    SolveOptions o;
+    o.trace.stream = &out;
+    const SolveResult r = solve::solve(g, o);
+    CHECK(r.cost == quiet.cost);
+    CHECK(r.labels == quiet.labels);
+    const auto lines = lines_of(out.str());
+    REQUIRE(lines.size() >= 3);
+    CHECK(std::regex_match(lines[0], reduction));
+    CHECK(lines[0].find(" 3:4") != std::string::npos);  // four live nodes of degree 3
+    CHECK(std::regex_match(lines[1], plan));
+    CHECK(std::regex_match(lines[2], elimination));
+  }
+  SECTION("message passing: one line per dual pass") {
+    std::ostringstream out;
+    SolveOptions o;
+    o.elimination_work = 0;
+    o.trace.stream = &out;
+    const SolveResult r = solve::solve(g, o);
+    CHECK(r.cost == quiet.cost);
+    const auto lines = lines_of(out.str());
+    REQUIRE(!lines.empty());
+    CHECK(std::regex_match(lines[0], reduction));
+    std::size_t passes = 0;
+    for (const auto& line : lines) {
+      INFO(line);
+      CHECK((std::regex_match(line, reduction) || std::regex_match(line, dual)));
+      passes += std::regex_match(line, dual) ? 1 : 0;
+    }
+    CHECK(passes == r.stats.dual_iterations);
+    CHECK(passes > 0);
+  }
+}
+
+TEST_CASE("solve: SolveOptions::trace.dump_core_path writes the live core, and a path it cannot write is an error naming it", "[global][solve]") {
+  const CostGraph g = k4_graph();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ctshard_dump_core_" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  SECTION("a good path: one `n` line per live node and one `e` line per live edge, the file replaced") {
+    const std::string path = (dir / "core.txt").string();
+    std::ofstream(path) << "stale content that is longer than the core dump will be\n";
+    SolveOptions o;
+    o.elimination_work = 0;
+    o.trace.dump_core_path = path;
+    const SolveResult r = solve::solve(g, o);
+    CHECK(r.optimal);
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::regex node(R"(n (\d+) (\d+))"), edge(R"(e (\d+) (\d+) (\d+) (\d+))");
+    std::size_t nodes = 0, labels = 0, edges = 0;
+    for (const auto& line : lines_of(text.str())) {
+      INFO(line);
+      std::smatch m;
+      if (std::regex_match(line, m, node)) {
+        ++nodes;
+        CHECK(std::stoul(m[1].str()) < g.num_nodes());
+        labels += std::stoul(m[2].str());
+      } else {
+        CHECK(std::regex_match(line, m, edge));
+        ++edges;
+        CHECK(std::stoul(m[1].str()) < std::stoul(m[2].str()));
+        CHECK(std::stoul(m[2].str()) < g.num_nodes());
+      }
+    }
+    CHECK(nodes == r.stats.live_nodes);  // one round: its core is the first reduction's
+    CHECK(labels == r.stats.live_labels);
+    CHECK(edges == r.stats.live_edges);
+    CHECK(nodes > 0);
+    CHECK(edges > 0);
+  }
+  SECTION("a directory that does not exist") {
+    const std::string path = (dir / "no_such_dir" / "core.txt").string();
+    SolveOptions o;
+    o.trace.dump_core_path = path;
+    CHECK_THROWS_AS(solve::solve(g, o), ctshard::error);
+    CHECK_THROWS_WITH(solve::solve(g, o), Catch::Contains("cannot open the core dump file '" + path + "'"));
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  SECTION("a device that is full") {
+    if (!std::filesystem::exists("/dev/full")) return;
+    SolveOptions o;
+    o.trace.dump_core_path = "/dev/full";
+    CHECK_THROWS_WITH(solve::solve(g, o), Catch::Contains("cannot write the core dump file '/dev/full'"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("candidates: every row DTensor's enumeration lists for some input specs is a candidate", "[global][candidates]") {

@@ -20,15 +20,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <deque>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +47,21 @@
 #include "ctshard/solve/reductions.hpp"
 
 namespace ctshard::solve {
+
+/// Diagnostics of a solve; both off by default. The solver reads no environment variable: this is
+/// the only way to turn them on.
+struct SolveTrace {
+  /// Progress lines, each ended by '\n' (per round: the degrees after the reductions, the
+  /// elimination plan's work and the elimination's optimum, every dual pass's bound, incumbent and
+  /// live size; costs in the graph's cost units); null: none. Not owned, written from the solving
+  /// thread, never flushed by the solver.
+  std::ostream* stream = nullptr;
+  /// When not empty: after every round's reductions, the file at this path is replaced by the live
+  /// core, one `n <node> <labels>` line per live node and one `e <u> <v> <rows> <cols>` line per
+  /// live edge (input node indices; the last round's core remains). A file that cannot be opened
+  /// or written throws ctshard::error naming the path.
+  std::string dump_core_path;
+};
 
 /// What the solver may use, and for how long.
 struct SolveOptions {
@@ -74,6 +92,7 @@ struct SolveOptions {
   std::size_t node_limit = static_cast<std::size_t>(-1);  ///< branch-and-bound nodes per round
   /// A labelling to start from (e.g. the greedy plan): the first incumbent when it is feasible.
   std::vector<std::uint32_t> start{};
+  SolveTrace trace{};  ///< progress lines and the core dump (off by default)
 };
 
 /// Counters of one solve.
@@ -189,6 +208,35 @@ inline fine_t choose_scale(const CostGraph& g) { return choose_scale(cost_magnit
   }
   for (auto m : x.least) total = add_costs(total, m);
   return total;
+}
+
+/// Writes printf-style text to `out` (nothing when null): a trace line or a piece of one.
+[[gnu::format(printf, 2, 3)]] inline void trace_printf(std::ostream* out, const char* format, ...) {
+  if (out == nullptr) return;
+  std::va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    std::string text(static_cast<std::size_t>(n) + 1, '\0');
+    std::vsnprintf(text.data(), text.size(), format, again);
+    out->write(text.data(), n);
+  }
+  va_end(again);
+}
+
+/// Replaces the file at `path` with the live core of `p` (SolveTrace::dump_core_path). Throws
+/// ctshard::error naming the path when it cannot be opened or written.
+inline void dump_core(const Problem& p, const std::string& path) {
+  std::ofstream f(path, std::ios::out | std::ios::trunc);
+  if (!f) throw error("ctshard::solve: cannot open the core dump file '" + path + "' for writing");
+  for (std::uint32_t u = 0; u < p.nodes.size(); ++u)
+    if (p.nodes[u].alive) f << "n " << u << ' ' << p.num_labels(u) << '\n';
+  for (const auto& e : p.edges)
+    if (e.alive) f << "e " << e.u << ' ' << e.v << ' ' << e.rows << ' ' << e.cols << '\n';
+  f.close();
+  if (!f) throw error("ctshard::solve: cannot write the core dump file '" + path + "'");
 }
 
 /// Ceil(a / b) for b > 0.
@@ -380,7 +428,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   const clock::time_point deadline = until.at();
   complete = false;
-  const bool trace = std::getenv("CTSHARD_TRACE") != nullptr;
+  std::ostream* const trace = o.trace.stream;
   auto t0 = clock::now();
   Problem p(g, scale, &inc.enforced, &inc.limits);
   ReduceOptions ro;
@@ -424,18 +472,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         ++deg[p.degree(u)];
         max_l = std::max(max_l, p.num_labels(u));
       }
-    std::fprintf(stderr, "after reduction: max labels %zu; degrees:", max_l);
-    for (auto [d, c] : deg) std::fprintf(stderr, " %zu:%zu", d, c);
-    std::fprintf(stderr, "\n");
-    if (const char* dump = std::getenv("CTSHARD_DUMP_CORE")) {
-      FILE* f = std::fopen(dump, "w");
-      for (std::uint32_t u = 0; u < p.nodes.size(); ++u)
-        if (p.nodes[u].alive) std::fprintf(f, "n %u %zu\n", u, p.num_labels(u));
-      for (const auto& e : p.edges)
-        if (e.alive) std::fprintf(f, "e %u %u %u %u\n", e.u, e.v, e.rows, e.cols);
-      std::fclose(f);
-    }
+    trace_printf(trace, "after reduction: max labels %zu; degrees:", max_l);
+    for (auto [d, c] : deg) trace_printf(trace, " %zu:%zu", d, c);
+    trace_printf(trace, "\n");
   }
+  if (!o.trace.dump_core_path.empty()) dump_core(p, o.trace.dump_core_path);
   if (!ok) {
     complete = true;
     return forbidden;  // no labelling keeps the enforced limits and the forbidden pairs
@@ -477,7 +518,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     const std::size_t work = ve.plan(o.elimination_work, max_cells);
     if (trace) {
       VariableElimination probe(p);
-      std::fprintf(stderr, "elimination plan: work %.3g (limit %zu)\n",
+      trace_printf(trace, "elimination plan: work %.3g (limit %zu)\n",
                    static_cast<double>(probe.plan(std::numeric_limits<std::size_t>::max() / 2, std::numeric_limits<std::size_t>::max() / 2)),
                    o.elimination_work);
     }
@@ -490,7 +531,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     st.elimination_work += work;
     st.elimination_ms += ms_since(te);
     if (opt < inf) consider_live(labels);
-    if (trace) std::fprintf(stderr, "elimination: work %zu, optimum %.3f\n", work, static_cast<double>(opt) / static_cast<double>(scale));
+    if (trace) trace_printf(trace, "elimination: work %zu, optimum %.3f\n", work, static_cast<double>(opt) / static_cast<double>(scale));
     return true;
   };
   if (try_elimination()) {
@@ -531,7 +572,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
           consider_live(*x);
         }
         if (trace)
-          std::fprintf(stderr, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it,
+          trace_printf(trace, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it,
                        static_cast<double>(lb) / static_cast<double>(scale), static_cast<long long>(inc.upper()), live_nodes, live_labels);
         if (ceil_div(best_lb, scale) >= inc.upper() || clock::now() > deadline) break;
       }
