@@ -2,9 +2,13 @@
 
 #include "ctshard/report/plan_report.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <iomanip>
 #include <ostream>
+#include <vector>
 
+#include "ctshard/error.hpp"
 #include "ctshard/fx/reader.hpp"
 #include "ctshard/report/commands.hpp"
 #include "default_graph.hpp"
@@ -106,5 +110,50 @@ std::map<std::string, Spec> default_placements(std::size_t mesh_ndim) {
 }
 
 graph::Graph default_graph() { return fx::parse_fx_graph(default_graph_text, "<embedded default: src/report/default_graph.fx.txt>"); }
+
+nlohmann::json coverage_json(const std::string& dir, const PlanOptions& options, const OpRegistry& registry) {
+  if (!std::filesystem::is_directory(dir)) throw error("ctshard plan --coverage: '" + dir + "' is not a directory");
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().string().ends_with(".fx.txt")) files.push_back(e.path());
+  if (files.empty()) throw error("ctshard plan --coverage: no *.fx.txt files in '" + dir + "'");
+  std::sort(files.begin(), files.end());
+  nlohmann::json report = nlohmann::json::array();
+  for (const auto& f : files) {
+    Plan plan;
+    try {
+      plan = plan_graph(fx::read_fx_graph_file(f.string()), options, registry);
+    } catch (const std::exception& e) {  // one unreadable graph does not hide the others
+      report.push_back({{"file", f.filename().string()}, {"error", e.what()}});
+      continue;
+    }
+    const double share = plan.nodes.empty() ? 1.0 : static_cast<double>(plan.nodes_with_rule) / static_cast<double>(plan.nodes.size());
+    report.push_back({{"file", f.filename().string()},
+                      {"nodes_with_rule", plan.nodes_with_rule},
+                      {"nodes_fallback", plan.nodes_fallback},
+                      {"rule_share", share},
+                      {"fallback_ops", plan.fallback_ops}});
+  }
+  return nlohmann::json{{"files", report}};
+}
+
+bool coverage_read_any(const nlohmann::json& coverage) {
+  for (const auto& f : coverage.at("files"))
+    if (!f.contains("error")) return true;
+  return false;
+}
+
+void print_coverage(const nlohmann::json& coverage, std::ostream& out) {
+  for (const auto& f : coverage.at("files")) {
+    const std::string file = f.at("file").get<std::string>();
+    if (f.contains("error")) {
+      out << file << ": error: " << f.at("error").get<std::string>() << '\n';
+      continue;
+    }
+    out << file << ": " << f.at("nodes_with_rule").get<std::size_t>() << " with a rule, " << f.at("nodes_fallback").get<std::size_t>()
+        << " fallback (" << std::fixed << std::setprecision(1) << 100.0 * f.at("rule_share").get<double>() << std::defaultfloat << "% covered)\n";
+    for (const auto& [op, count] : f.at("fallback_ops").items()) out << "  " << op << " x" << count.get<std::size_t>() << '\n';
+  }
+}
 
 }  // namespace ctshard::report

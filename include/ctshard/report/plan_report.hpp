@@ -6,12 +6,14 @@
 #include <cstddef>
 #include <iosfwd>
 #include <map>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "ctshard/core/spec.hpp"
 #include "ctshard/graph/greedy.hpp"
 #include "ctshard/graph/ir.hpp"
+#include "ctshard/registry/op_registry.hpp"
 
 namespace ctshard::report {
 
@@ -35,5 +37,19 @@ graph::Graph default_graph();
 /// parallelism on the last mesh dim (QKV and MLP-up weights split by output rows, attention-out
 /// and MLP-down weights by input columns).
 std::map<std::string, Spec> default_placements(std::size_t mesh_ndim);
+
+/// Rule coverage of every `*.fx.txt` graph in directory `dir` (`plan --coverage`), each planned
+/// greedily under `options` with `registry`, files in name order: `{files: [{file,
+/// nodes_with_rule, nodes_fallback, rule_share, fallback_ops}, ...]}`; a graph that does not
+/// read or plan is `{file, error}` (one unreadable graph does not hide the others). Throws
+/// ctshard::error when `dir` is not a directory or holds no `*.fx.txt` file.
+nlohmann::json coverage_json(const std::string& dir, const PlanOptions& options, const OpRegistry& registry);
+
+/// Whether some graph of a coverage_json() document was read.
+bool coverage_read_any(const nlohmann::json& coverage);
+
+/// Text rendering of a coverage_json() document: per file its counts and share, then its
+/// fallback ops, or its error.
+void print_coverage(const nlohmann::json& coverage, std::ostream& out);
 
 }  // namespace ctshard::report
