@@ -12,13 +12,16 @@ objects and back (it imports torch; ``import ctshard`` alone does not).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from . import _ext
 
-__all__ = ["table", "choose", "cost", "plan", "ops", "format_spec", "__version__"]
+__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "__version__"]
 __version__ = "0.1.0"
 
 
@@ -122,6 +125,86 @@ def cost(
     return _ext.cost(shape, mesh, src, dst, dtype, devices_per_host, cost_model)
 
 
+@dataclasses.dataclass(frozen=True)
+class GlobalOptions:
+    """The options of the whole-graph plan (``plan(..., algo="global")``), as one value:
+    ``plan(graph, algo="global", global_options=GlobalOptions(time_limit_ms=2000, free_inputs=True))``.
+    Each field is the ``plan`` keyword of the same name, with the same default; the numbers are
+    checked by ``plan``, by the command line's rules (docs/robustness.md): NaN or negative time
+    limits, rates that are not finite and positive, budgets out of range raise ValueError naming
+    the option and the value.
+
+    time_limit_ms: bound on the whole call (reading the graph, the greedy plan, the cost graph and
+        the search; at most 10^9 ms): the best plan so far is returned with its gap; when it runs
+        out while the cost graph is built, the greedy plan comes back with ``status``
+        ``"time_limit"`` and ``solver["build_complete"]`` False.
+    free_inputs: unpinned inputs become variables; the objective adds each op's compute time at
+        ``device_tflops`` / ``device_gbps``, and ``memory_budget_gib`` bounds the per-device bytes
+        of the inputs.
+    device_tflops, device_gbps: the device's compute and memory rates for ``free_inputs``.
+    memory_budget_gib: per-device bound on the inputs' bytes with ``free_inputs`` (0: none).
+    ties: pairs of value names that must share a placement, e.g. a parameter and its gradient.
+    every_candidate: offer every candidate row, also those whose input needs a StridedShard or
+        Partial that no producer delivers: the "delivered placements" rule of docs/global_plan.md
+        off, as ``--every-candidate``; a larger, slower problem with, on the shared graphs, the
+        same optimum (``solver["undelivered_rows"]`` counts the rows the rule leaves out).
+    max_memory_mib: memory budget of the cost graph and the solver (0: a quarter of the machine's
+        memory); a problem that does not fit raises ValueError.
+    """
+
+    time_limit_ms: float = 10000
+    free_inputs: bool = False
+    device_tflops: float = 100
+    device_gbps: float = 1000
+    memory_budget_gib: float = 0
+    ties: Sequence[tuple[str, str]] | None = None
+    every_candidate: bool = False
+    max_memory_mib: float = 0
+
+
+_GLOBAL_FIELDS = tuple(f.name for f in dataclasses.fields(GlobalOptions))
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _global_option_values(options: Any) -> dict[str, Any]:
+    """The fields ``global_options`` gives: all of a GlobalOptions, the keys of a dict."""
+    if isinstance(options, GlobalOptions):
+        return {name: getattr(options, name) for name in _GLOBAL_FIELDS}
+    if isinstance(options, Mapping):
+        unknown = sorted((k for k in options if k not in _GLOBAL_FIELDS), key=str)
+        if unknown:
+            raise ValueError(f"ctshard.plan: global_options has no field {', '.join(map(repr, unknown))} "
+                             f"(fields: {', '.join(_GLOBAL_FIELDS)})")
+        return dict(options)
+    raise TypeError(f"ctshard.plan: global_options must be a ctshard.GlobalOptions or a dict of its fields, "
+                    f"got {type(options).__name__}")
+
+
+def _merges_global_options(fn: _F) -> _F:
+    """``plan`` with ``global_options`` turned into the keywords it stands for, after checking
+    that none of them is also given as a keyword (or positionally). Calls without it go to
+    ``fn`` unchanged."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("global_options") is None:
+            return fn(*args, **kwargs)
+        try:
+            given = signature.bind(*args, **kwargs).arguments  # only the arguments the caller gave
+        except TypeError:
+            return fn(*args, **kwargs)  # raises the call's own TypeError
+        values = _global_option_values(given.pop("global_options"))
+        both = [name for name in _GLOBAL_FIELDS if name in values and name in given]
+        if both:
+            raise ValueError(f"ctshard.plan: {', '.join(both)} given both as an argument and in global_options")
+        return fn(**given, **values)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@_merges_global_options
 def plan(
     graph: Any = None,
     mesh: Sequence[int] = (2, 4),
@@ -144,6 +227,8 @@ def plan(
     batch_size: int | None = None,
     repair_time_limit_ms: float = 10000,
     max_memory_mib: float = 0,
+    *,
+    global_options: GlobalOptions | Mapping[str, Any] | None = None,
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -164,23 +249,17 @@ def plan(
         run time, each node's choice by exact search (any mesh up to 8 dims) or by pricing every row
         (an op whose table exceeds 2^20 rows falls back); or ``"global"`` (every
         node's strategy chosen jointly: the exact optimum of the whole graph with its proof, as
-        ``ctshard plan --global --json``; see docs/global_plan.md). The remaining arguments apply
-        to ``"global"`` only: ``time_limit_ms`` (the best plan so far is returned with its gap),
-        ``free_inputs`` (unpinned inputs become variables; the objective adds each op's compute
-        time at ``device_tflops`` / ``device_gbps``, and ``memory_budget_gib`` bounds the
-        per-device bytes of the inputs), ``every_candidate`` (offer every candidate row, also those
-        whose input needs a StridedShard or Partial that no producer delivers: the "delivered
-        placements" rule of docs/global_plan.md off, as ``--every-candidate``; a larger, slower
-        problem with, on the shared graphs, the same optimum; ``solver["undelivered_rows"]``
-        counts the rows the rule leaves out), ``ties`` (pairs of value names that must share a
-        placement, e.g. a parameter and its gradient), ``max_memory_mib`` (memory budget of the
-        cost graph and the solver; 0: a quarter of the machine's memory; a problem that does not
-        fit raises ValueError). ``time_limit_ms`` bounds the whole call (reading the graph, the
-        greedy plan, the cost graph and the search; at most 10^9 ms): when it runs out while the
-        cost graph is built, the greedy plan comes back with ``status`` ``"time_limit"`` and
-        ``solver["build_complete"]`` False. The numbers follow the command line's rules
-        (docs/robustness.md): NaN or negative time limits, rates that are not finite and
-        positive, budgets out of range raise ValueError naming the option and the value.
+        ``ctshard plan --global --json``; see docs/global_plan.md).
+    time_limit_ms, free_inputs, device_tflops, device_gbps, memory_budget_gib, ties,
+    every_candidate, max_memory_mib: the options of ``algo="global"`` only (ignored by the other
+        algos), documented as the fields of ``GlobalOptions``; give them here or together as
+        ``global_options``.
+    global_options: the global plan's options as one ``GlobalOptions`` (every field, defaults
+        included, counts as given: none of the eight keywords above may be given with it) or a
+        dict of some of its fields (the others come from the keywords). A field given both ways
+        raises ValueError naming it, a dict key that is not a field ValueError, anything else
+        TypeError; these checks hold for every ``algo``, but the values, as the keywords', are
+        used by ``algo="global"`` only.
     data_parallel: data-parallel inputs, as ``--data-parallel``: every tensor input whose dim 0 is
         the batch size starts ``S(0)`` on mesh dim 0 (Replicate on the others; ``place`` wins for
         the inputs it names). The batch size is ``batch_size``, or inferred: the most common dim 0
@@ -222,6 +301,7 @@ def plan(
         raise ValueError(f"ctshard.plan: algo must be 'search', 'enumerate', 'greedy' or 'global', got {algo!r}")
     if rule_set not in ("ctshard", "dtensor"):
         raise ValueError(f"ctshard.plan: rule_set must be 'ctshard' or 'dtensor', got {rule_set!r}")
+    # global_options never reaches here: @_merges_global_options passed its fields as the keywords
     greedy_algo = "enumerate" if algo == "enumerate" else "search"
     glob = None
     if algo == "global":

@@ -26,9 +26,9 @@ from torch.distributed.tensor._utils import compute_local_shape_and_global_offse
 from torch.distributed.tensor.debug import CommDebugMode
 from torch.distributed.tensor.placement_types import Placement, _StridedShard
 
-from . import cost as _ctshard_cost
+from . import _ext
 from ._graph import target_name
-from .torch import to_placements, to_spec
+from ._placements import to_placements, to_spec
 
 __all__ = ["run_plan", "PlanRun", "planned_specs", "collective_kind"]
 
@@ -438,7 +438,9 @@ def _priced_steps(meta: Any, mesh_shape: list[int], src: str, dst: str, pricing:
     if src == dst or meta is None or not hasattr(meta, "shape"):
         return []
     dtype = _DTYPE_NAMES.get(getattr(meta, "dtype", torch.float32), "float32")
-    c = _ctshard_cost([int(s) for s in meta.shape], mesh_shape, src, dst, dtype=dtype, **pricing)
+    # ctshard.cost's call, made on the extension: this module never imports the package back
+    c = _ext.cost([int(s) for s in meta.shape], mesh_shape, src, dst, dtype, pricing["devices_per_host"],
+                  pricing.get("cost_model", "dtensor"))
     return [{"collective": s["collective"], "mesh_dim": s["mesh_dim"], "bytes": s["bytes"], "cost_us": s["cost_us"]}
             for s in c["steps"] if s["collective"] != "local"]
 
