@@ -36,16 +36,6 @@ constexpr std::int64_t kMaxGetitemIndex = max_getitem_index;  // larger indices 
 constexpr std::size_t kMaxNesting = max_nesting;              // deeper nested lists / indices are rejected
 constexpr std::string_view kOpsPrefix = "torch.ops.";
 
-struct DtypeSize {
-  std::string_view name;
-  std::size_t size;
-};
-
-constexpr DtypeSize kDtypes[] = {
-    {"f64", 8}, {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f8e4m3fn", 1}, {"f8e5m2", 1}, {"f8e4m3fnuz", 1}, {"f8e5m2fnuz", 1}, {"c128", 16}, {"c64", 8},
-    {"c32", 4}, {"i64", 8}, {"i32", 4}, {"i16", 2},  {"i8", 1},       {"u64", 8},    {"u32", 4},        {"u16", 2},        {"u8", 1},    {"b8", 1},
-};
-
 // ---- character and text helpers ----------------------------------------------------------
 
 // ---- character and text helpers ----------------------------------------------------------
