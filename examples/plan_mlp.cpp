@@ -18,7 +18,7 @@ namespace {
 void print(const char* name, const ctshard::graph::Plan& plan, bool proven) {
   // the total as the tool's JSON prints it (shortest round-trip text; "inf" for no finite plan)
   std::printf("%s %s %d", name, ctshard::report::cost_value(plan.total_cost_us).dump().c_str(), proven ? 1 : 0);
-  for (const auto& n : plan.nodes) std::printf(" %s=%s", n.name.c_str(), n.outputs.empty() ? "-" : n.outputs.front().c_str());
+  for (const auto& n : plan.nodes) std::printf(" %s=%s", n.name.c_str(), n.outputs.empty() ? "-" : ctshard::to_string(n.outputs.front()).c_str());
   std::printf("\n");
 }
 

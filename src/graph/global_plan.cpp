@@ -393,8 +393,8 @@ class Builder {
   }
 
   /// The inputs of op node `i` whose redistribution from their value under `actual` to `targets`
-  /// (spec texts, one per input) is infinite: "input 0 ('amax') P(max) -> P(sum)", joined.
-  std::string infinite_inputs(std::size_t i, const std::vector<std::vector<Spec>>& actual, const std::vector<std::string>& targets) const {
+  /// (one spec per input) is infinite: "input 0 ('amax') P(max) -> P(sum)", joined.
+  std::string infinite_inputs(std::size_t i, const std::vector<std::vector<Spec>>& actual, const std::vector<Spec>& targets) const {
     const OpInfo& op = ops_.at(i);
     std::string out;
     for (std::size_t k = 0; k < op.inputs.size() && k < targets.size(); ++k) {
@@ -403,7 +403,7 @@ class Builder {
       Spec src = specs_[fixed_spec(in)];
       if (const auto it = op_index_.find(in.node); it != op_index_.end() && it->second < actual.size() && in.output < actual[it->second].size())
         src = actual[it->second][in.output];
-      const Spec dst = parse_spec(targets[k]);
+      const Spec& dst = targets[k];
       if (std::isfinite(redistribute_cost(src, dst, op.in_metas.at(k), mesh_))) continue;
       out +=
           (out.empty() ? "" : ", ") + std::string("input ") + std::to_string(k) + " ('" + in.node + "') " + to_string(src) + " -> " + to_string(dst);
@@ -458,10 +458,10 @@ class Builder {
         const std::uint32_t c = labels[it->second];
         n.inputs.clear();
         n.outputs.clear();
-        for (std::size_t k = 0; k < v.nout; ++k) n.outputs.push_back(to_string(specs_[v.spec(c, k)]));
+        for (std::size_t k = 0; k < v.nout; ++k) n.outputs.push_back(specs_[v.spec(c, k)]);
         for (std::size_t k = 0; k + v.nout < v.width; ++k) {
           const Spec& dst = specs_[v.spec(c, v.nout + k)];
-          n.inputs.push_back(to_string(dst));
+          n.inputs.push_back(dst);
           n.cost_us += redistribute_cost(src(k), dst, op.in_metas[k], mesh_);
         }
         if (global_.free_inputs) compute_us += compute_time(i, v, c);
@@ -618,8 +618,8 @@ class Builder {
       }
       // the greedy row
       std::vector<Spec> row;
-      for (const auto& s : op.planned.outputs) row.push_back(parse_spec(s));
-      for (const auto& s : op.planned.inputs) row.push_back(parse_spec(s));
+      for (const Spec& s : op.planned.outputs) row.push_back(s);
+      for (const Spec& s : op.planned.inputs) row.push_back(s);
       std::string key;
       for (const Spec& s : row) {
         const std::uint32_t id = specs_.id(s);
@@ -920,14 +920,8 @@ class Builder {
 
 double us_of(cost_t c) { return solve::is_forbidden(c) ? INFINITY : static_cast<double>(c) / units_per_us; }
 
-std::string join_specs(const std::vector<std::string>& specs) {
-  std::string s;
-  for (std::size_t i = 0; i < specs.size(); ++i) s += (i ? ", " : "") + specs[i];
-  return s;
-}
-
 /// "(S(1)) -> P(max)": a planned node's row.
-std::string row_text(const PlannedNode& n) { return "(" + join_specs(n.inputs) + ") -> " + join_specs(n.outputs); }
+std::string row_text(const PlannedNode& n) { return "(" + specs_text(n.inputs) + ") -> " + specs_text(n.outputs); }
 
 }  // namespace
 
@@ -957,7 +951,7 @@ Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRe
     actual.reserve(pass.nodes.size());
     for (const auto& n : pass.nodes) {
       actual.emplace_back();
-      for (const auto& o : n.outputs) actual.back().push_back(parse_spec(o));
+      for (const Spec& o : n.outputs) actual.back().push_back(o);
     }
     const PlannedNode& dead = pass.nodes[static_cast<std::size_t>(v)];
     const std::string why_dead = b.infinite_inputs(static_cast<std::size_t>(v), actual, dead.inputs);

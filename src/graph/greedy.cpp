@@ -464,7 +464,7 @@ class Planner {
         while (out.outs.size() < e.num_outputs()) out.outs.push_back(Resolved{Spec(mesh_.size()), TensorMeta{}, false, "", "", 0});
         if (forced == nullptr) {
           const Choice choice = e.choose(cached.tensors, current, options_.algo);
-          for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(to_string(e.spec_of(choice, e.num_outputs() + i)));
+          for (std::size_t i = 0; i < inputs.size(); ++i) p.inputs.push_back(e.spec_of(choice, e.num_outputs() + i));
           for (std::size_t k = 0; k < out.outs.size(); ++k) out.outs[k].spec = e.spec_of(choice, k);
           p.cost_us = choice.total_us;
         } else if (!forced->fallback) {
@@ -473,7 +473,7 @@ class Planner {
                         " specs for " + std::to_string(e.num_outputs() + inputs.size()) + " operands");
           for (std::size_t i = 0; i < inputs.size(); ++i) {
             const Spec& target = forced->specs[e.num_outputs() + i];
-            p.inputs.push_back(to_string(target));
+            p.inputs.push_back(target);
             p.cost_us += redistribute_cost(current[i], target, cached.tensors[i], mesh_);
           }
           for (std::size_t k = 0; k < out.outs.size(); ++k) out.outs[k].spec = forced->specs[k];
@@ -494,12 +494,12 @@ class Planner {
       p.inputs.clear();
       p.cost_us = 0;
       for (std::size_t i = 0; i < inputs.size(); ++i) {
-        p.inputs.push_back(to_string(Spec(mesh_.size())));
+        p.inputs.push_back(Spec(mesh_.size()));
         if (inputs[i].known) p.cost_us += redistribute_cost(inputs[i].spec, Spec(mesh_.size()), inputs[i].meta, mesh_);
       }
       out = replicated(node);
     }
-    for (const auto& o : out.outs) p.outputs.push_back(to_string(o.spec));
+    for (const auto& o : out.outs) p.outputs.push_back(o.spec);
     for (std::size_t k = 0; k < out.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
     if (observer_ != nullptr && observer_->on_op) {
       std::vector<ValueSource> sources;
@@ -651,6 +651,22 @@ Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry
 
 Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
   return plan_with_repair(graph, options, registry, &observer);
+}
+
+std::string specs_text(const std::vector<Spec>& specs, std::string_view separator) {
+  std::string s;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (i != 0) s += separator;
+    s += to_string(specs[i]);
+  }
+  return s;
+}
+
+std::vector<std::string> spec_texts(const std::vector<Spec>& specs) {
+  std::vector<std::string> out;
+  out.reserve(specs.size());
+  for (const Spec& s : specs) out.push_back(to_string(s));
+  return out;
 }
 
 }  // namespace ctshard::graph

@@ -36,8 +36,8 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
     const auto& b = g.plan.nodes[i];
     changes.push_back({{"name", b.name},
                        {"op", b.op},
-                       {"greedy", {{"inputs", a.inputs}, {"outputs", a.outputs}, {"cost_us", cost_value(a.cost_us)}}},
-                       {"global", {{"inputs", b.inputs}, {"outputs", b.outputs}, {"cost_us", cost_value(b.cost_us)}}}});
+                       {"greedy", {{"inputs", spec_texts(a.inputs)}, {"outputs", spec_texts(a.outputs)}, {"cost_us", cost_value(a.cost_us)}}},
+                       {"global", {{"inputs", spec_texts(b.inputs)}, {"outputs", spec_texts(b.outputs)}, {"cost_us", cost_value(b.cost_us)}}}});
   }
   j["nodes_changed"] = changed;
   j["changes"] = changes;
@@ -123,13 +123,9 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
   for (std::size_t k = 0; k < idx.size() && k < 10; ++k) {
     const auto& a = g.greedy.nodes[idx[k]];
     const auto& b = g.plan.nodes[idx[k]];
-    const auto join = [](const std::vector<std::string>& v) {
-      std::string s;
-      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-      return s;
-    };
-    out << "  " << b.name << " " << b.op << ": (" << join(a.inputs) << ") -> " << join(a.outputs) << " " << std::fixed << std::setprecision(3)
-        << a.cost_us << " us  =>  (" << join(b.inputs) << ") -> " << join(b.outputs) << " " << b.cost_us << " us\n"
+    out << "  " << b.name << " " << b.op << ": (" << specs_text(a.inputs) << ") -> " << specs_text(a.outputs) << " " << std::fixed
+        << std::setprecision(3) << a.cost_us << " us  =>  (" << specs_text(b.inputs) << ") -> " << specs_text(b.outputs) << " " << b.cost_us
+        << " us\n"
         << std::defaultfloat;
   }
   if (idx.size() > 10) out << "  ... and " << idx.size() - 10 << " more\n";

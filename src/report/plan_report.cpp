@@ -30,7 +30,11 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   for (const auto& s : plan.symbols) j["symbols"].push_back({{"name", s.name}, {"value", s.value}, {"bound", s.bound}});
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : plan.nodes) {
-    nlohmann::json node = {{"name", n.name},        {"op", n.op}, {"inputs", n.inputs}, {"outputs", n.outputs}, {"cost_us", cost_value(n.cost_us)},
+    nlohmann::json node = {{"name", n.name},
+                           {"op", n.op},
+                           {"inputs", spec_texts(n.inputs)},
+                           {"outputs", spec_texts(n.outputs)},
+                           {"cost_us", cost_value(n.cost_us)},
                            {"fallback", n.fallback}};
     if (n.fallback) node["reason"] = n.reason;
     if (n.repaired) {  // as `reason` of a fallback: only where it applies
@@ -72,16 +76,7 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
     out << '\n';
   }
   for (const auto& n : plan.nodes) {
-    std::string ins;
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-      ins += (i ? ", " : "");
-      ins += n.inputs[i];
-    }
-    std::string outs;
-    for (std::size_t i = 0; i < n.outputs.size(); ++i) {
-      outs += (i ? ", " : "");
-      outs += n.outputs[i];
-    }
+    const std::string ins = specs_text(n.inputs), outs = specs_text(n.outputs);
     out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   " << std::fixed
         << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
         << (n.repaired ? "   [repaired: " + n.repair + "]" : "") << '\n';

@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ctshard/core/spec.hpp"
@@ -33,18 +34,24 @@ namespace ctshard::graph {
 /// One planned op node.
 struct PlannedNode {
   std::string name;
-  std::string op;                    ///< aten overload name (or namespace.op.overload)
-  std::vector<std::string> inputs;   ///< specs the strategy needs for each tensor input
-  std::vector<std::string> outputs;  ///< spec of each output
-  double cost_us = 0;                ///< redistribution cost of the inputs (µs)
-  bool fallback = false;             ///< no rule applied: inputs replicated
-  std::string reason;                ///< why it fell back ("no rule", or the rule's error)
+  std::string op;             ///< aten overload name (or namespace.op.overload)
+  std::vector<Spec> inputs;   ///< specs the strategy needs for each tensor input
+  std::vector<Spec> outputs;  ///< spec of each output
+  double cost_us = 0;         ///< redistribution cost of the inputs (µs)
+  bool fallback = false;      ///< no rule applied: inputs replicated
+  std::string reason;         ///< why it fell back ("no rule", or the rule's error)
   /// The dead-end repair changed this node: DTensor's choice had an infinite cost here, or left a
   /// later node with no finite row (docs/semantics.md, "Dead ends"); `repair` says which and
   /// what it took instead.
   bool repaired = false;
   std::string repair;
 };
+
+/// Specs as the tools print a row's side: "S(0)R, RS(1)" (`separator` between them).
+[[nodiscard]] std::string specs_text(const std::vector<Spec>& specs, std::string_view separator = ", ");
+
+/// Each spec's text ("S(0)R"), in order: a row's side in the JSON documents.
+[[nodiscard]] std::vector<std::string> spec_texts(const std::vector<Spec>& specs);
 
 /// The value a symbol took in a plan.
 struct SymbolValue {
