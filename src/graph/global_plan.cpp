@@ -253,41 +253,33 @@ class Builder {
     replicate_ = specs_.id(Spec(o.mesh.size()));
   }
 
-  /// Runs the greedy plan (plan_graph, dead ends repaired) with the observer, then builds the
-  /// variables and the cost graph.
+  /// Runs the greedy plan (plan_graph, dead ends repaired; the request's deadline applies), then
+  /// builds the variables and the cost graph from it.
   void build() {
-    build([&](const PlanObserver& obs) { return plan_graph(graph_, options_, registry_, obs); }, true);
+    PlanOptions timed = options_;
+    timed.deadline = global_.deadline;  // the greedy plan is the first part of the request
+    build(plan_graph_recorded(graph_, timed, registry_), true);
   }
 
-  /// Runs `pass` with the observer and builds the variables, and the cost graph when `costs`.
-  template <class Pass>
-  void build(Pass&& pass, bool costs) {
-    PlanObserver obs;
-    obs.on_source = [&](const Node& node, const Spec& spec, const TensorMeta& meta, bool known) {
-      SourceInfo s{spec, meta, known, node.kind == "placeholder", options_.placements.count(node.name) != 0};
-      sources_[node.name] = s;
-      sources_order_.push_back(node.name);
-    };
-    obs.on_op = [&](const Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned) {
-      // the greedy plan is the first part of the request: no plan at all when time runs out here
-      global_.deadline.check("ctshard plan --global: the greedy plan (at node '" + node.name + "')");
+  /// Builds the variables from a greedy plan and what it saw, and the cost graph when `costs`.
+  void build(RecordedPlan greedy, bool costs) {
+    for (SourceRecord& s : greedy.record.sources) {
+      const bool pinned = options_.placements.count(s.name) != 0;
+      sources_[s.name] = SourceInfo{std::move(s.spec), s.meta, s.known, s.placeholder, pinned};
+      sources_order_.push_back(s.name);
+    }
+    for (OpRecord& op : greedy.record.ops) {
       OpInfo info;
-      info.name = node.name;
-      info.in_metas = call.tensors;
-      info.out_metas = call.outputs;
-      info.inputs.assign(inputs.begin(), inputs.end());
-      if (rule != nullptr) info.rule = *rule;
-      info.planned = planned;
-      op_index_[node.name] = ops_.size();
+      info.name = op.name;
+      info.in_metas = std::move(op.call.tensors);
+      info.out_metas = std::move(op.call.outputs);
+      info.inputs = std::move(op.inputs);
+      info.rule = std::move(op.rule);
+      info.planned = std::move(op.planned);
+      op_index_[info.name] = ops_.size();
       ops_.push_back(std::move(info));
-    };
-    obs.on_restart = [&] {
-      sources_.clear();
-      sources_order_.clear();
-      ops_.clear();
-      op_index_.clear();
-    };
-    greedy_ = pass(obs);
+    }
+    greedy_ = std::move(greedy.plan);
     greedy_done_ = true;
     make_variables();
     if (costs) make_graph();
@@ -925,7 +917,7 @@ std::string row_text(const PlannedNode& n) { return "(" + specs_text(n.inputs) +
 
 }  // namespace
 
-Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer, Plan first) {
+Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, GreedyRecord* record, Plan first) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + std::chrono::duration<double, std::milli>(std::max(0.0, options.repair_time_limit_ms));
   const auto remaining_s = [&] { return std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count()); };
@@ -934,7 +926,11 @@ Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRe
   GlobalOptions every;
   every.every_candidate = true;
   Builder b(graph, options, every, registry);
-  b.build([&](const PlanObserver& obs) { return greedy_pass(graph, options, registry, &obs, {}); }, false);
+  {
+    GreedyRecord seen;
+    Plan unrepaired = greedy_pass(graph, options, registry, &seen, {});
+    b.build(RecordedPlan{std::move(unrepaired), std::move(seen)}, false);
+  }
   using Status = Builder::SuffixAnswer::Status;
   std::map<std::string, ForcedRow> forced;
   Plan pass = std::move(first);
@@ -1001,9 +997,9 @@ Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRe
     pass = greedy_pass(graph, options, registry, nullptr, forced);
     lo = bad;
   }
-  if (observer != nullptr) {
-    if (observer->on_restart) observer->on_restart();
-    pass = greedy_pass(graph, options, registry, observer, forced);
+  if (record != nullptr) {
+    *record = GreedyRecord{};
+    pass = greedy_pass(graph, options, registry, record, forced);
   }
   return pass;
 }

@@ -87,9 +87,9 @@ std::int64_t next_prime(std::int64_t n, const std::unordered_set<std::int64_t>& 
 
 class Planner {
  public:
-  Planner(const Graph& g, const PlanOptions& o, const OpRegistry& r, const PlanObserver* observer = nullptr,
+  Planner(const Graph& g, const PlanOptions& o, const OpRegistry& r, GreedyRecord* record = nullptr,
           const std::map<std::string, ForcedRow>* forced = nullptr)
-      : graph_(g), options_(o), registry_(r), observer_(observer), forced_(forced) {
+      : graph_(g), options_(o), registry_(r), record_(record), forced_(forced) {
     std::size_t n = o.mesh.size();
     mesh_ = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), n), o.devices_per_host, {}, o.cost_model);
   }
@@ -282,7 +282,7 @@ class Planner {
     Value v = replicated(node);
     if (const auto it = options_.placements.find(node.name); it != options_.placements.end()) v.outs[0].spec = it->second;
     for (std::size_t k = 0; k < v.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
-    if (observer_ != nullptr && observer_->on_source) observer_->on_source(node, v.outs[0].spec, v.outs[0].meta, v.outs[0].known);
+    if (record_ != nullptr) record_->sources.push_back({node.name, v.outs[0].spec, v.outs[0].meta, v.outs[0].known, node.kind == "placeholder"});
     values_[node.name] = std::move(v);
   }
 
@@ -407,6 +407,7 @@ class Planner {
   }
 
   PlannedNode plan_node(const Node& node) {
+    options_.deadline.check("ctshard: the greedy plan (at node '" + node.name + "')");
     PlannedNode p;
     p.name = node.name;
     p.op = node.target;
@@ -443,21 +444,20 @@ class Planner {
         infer_unknown_input(node, inputs, call);
         for (const auto& in : inputs)
           if (!in.known) throw error(in.unknown.empty() ? "an input's shape is unknown" : in.unknown);
-        if (observer_ != nullptr) {  // the global planner reads the rule
-          if (registry_.reads_current_specs(call.op)) {
-            // a rule that follows the current inputs, built without them: the rows it keeps for
-            // any input (the dtensor rule set's fixed points), which a whole-graph search can use
-            OpCall whole_graph = call;
-            whole_graph.current.clear();
-            whole_graph.mesh_sizes.clear();
-            used_rule.emplace((*factory)(whole_graph));
-          } else {
-            used_rule.emplace((*factory)(call));
-          }
+        if (record_ != nullptr && registry_.reads_current_specs(call.op)) {
+          // for the global planner, a rule that follows the current inputs built without them:
+          // the rows it keeps for any input (the dtensor rule set's fixed points), which a
+          // whole-graph search can use
+          OpCall whole_graph = call;
+          whole_graph.current.clear();
+          whole_graph.mesh_sizes.clear();
+          used_rule.emplace((*factory)(whole_graph));
         }
         StrategyEnumerator& e = enumerator_for(*factory, std::move(call));
         const OpCall& cached = calls_[last_call_].call;
         observed_call = &cached;
+        // the rule the node's table was built from: each factory runs once per distinct call
+        if (record_ != nullptr && !used_rule) used_rule = calls_[last_call_].rule;
         // A graph may use fewer outputs than an op returns (getitems of unused outputs are absent).
         if (e.num_outputs() < out.outs.size())
           throw error("rule has " + std::to_string(e.num_outputs()) + " outputs, node has " + std::to_string(out.outs.size()));
@@ -501,11 +501,11 @@ class Planner {
     }
     for (const auto& o : out.outs) p.outputs.push_back(o.spec);
     for (std::size_t k = 0; k < out.outs.size(); ++k) origins_[node.name].emplace_back(node.name, k);
-    if (observer_ != nullptr && observer_->on_op) {
+    if (record_ != nullptr) {
       std::vector<ValueSource> sources;
       sources.reserve(inputs.size());
       for (const auto& in : inputs) sources.push_back({in.origin, in.origin_output, in.meta, in.known});
-      observer_->on_op(node, *observed_call, sources, used_rule ? &*used_rule : nullptr, p);
+      record_->ops.push_back(OpRecord{node.name, *observed_call, std::move(sources), std::move(used_rule), p});
     }
     values_[node.name] = std::move(out);
     return p;
@@ -549,8 +549,12 @@ class Planner {
     for (auto it = first; it != end; ++it)
       if (same_call(calls_[it->second].call, call)) return calls_[last_call_ = it->second].enumerator;
     OpRule rule = factory(call);
-    calls_.push_back(CachedCall{std::move(call), StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, std::move(rule.filter),
-                                                                    options_.greedy_fill.value_or(rule.placeholder_fill))});
+    std::optional<OpRule> kept;
+    if (record_ != nullptr) kept = rule;  // recorded for the planners that build on this plan
+    calls_.push_back(CachedCall{
+        std::move(call),
+        StrategyEnumerator(rule.rules, mesh_, rule.uneven_inputs, std::move(rule.filter), options_.greedy_fill.value_or(rule.placeholder_fill)),
+        std::move(kept)});
     call_index_.emplace(h, last_call_ = calls_.size() - 1);
     return calls_.back().enumerator;
   }
@@ -591,7 +595,7 @@ class Planner {
   const Graph& graph_;
   const PlanOptions& options_;
   const OpRegistry& registry_;
-  const PlanObserver* observer_ = nullptr;
+  GreedyRecord* record_ = nullptr;
   const std::map<std::string, ForcedRow>* forced_ = nullptr;  // rows the dead-end repair imposes
   bool symbols_bound_ = false;
   std::map<std::string, std::vector<std::pair<std::string, std::size_t>>> origins_;  // value -> defining (node, output) per output
@@ -606,6 +610,7 @@ class Planner {
   struct CachedCall {
     OpCall call;
     StrategyEnumerator enumerator;
+    std::optional<OpRule> rule;  // kept when recording (GreedyRecord)
   };
   std::vector<CachedCall> calls_;                                 // one enumerator per distinct call
   std::unordered_multimap<std::size_t, std::size_t> call_index_;  // hash_of(call) -> index in calls_
@@ -614,9 +619,9 @@ class Planner {
 
 }  // namespace
 
-Plan greedy_pass(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
+Plan greedy_pass(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, GreedyRecord* record,
                  const std::map<std::string, ForcedRow>& forced) {
-  return Planner(graph, options, registry, observer, forced.empty() ? nullptr : &forced).run();
+  return Planner(graph, options, registry, record, forced.empty() ? nullptr : &forced).run();
 }
 
 DataParallelInputs data_parallel_inputs(const Graph& graph, const PlanOptions& options) {
@@ -635,11 +640,11 @@ PlanOptions resolve_inputs(const Graph& graph, const PlanOptions& options, std::
 }
 
 namespace {
-Plan plan_with_repair(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer) {
+Plan plan_with_repair(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, GreedyRecord* record) {
   std::optional<DataParallelInputs> dp;
   const PlanOptions resolved = resolve_inputs(graph, options, dp);
-  Plan plan = greedy_pass(graph, resolved, registry, observer, {});
-  if (!std::isfinite(plan.total_cost_us)) plan = repair_dead_ends(graph, resolved, registry, observer, std::move(plan));
+  Plan plan = greedy_pass(graph, resolved, registry, record, {});
+  if (!std::isfinite(plan.total_cost_us)) plan = repair_dead_ends(graph, resolved, registry, record, std::move(plan));
   plan.data_parallel = std::move(dp);
   return plan;
 }
@@ -649,8 +654,10 @@ Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry
   return plan_with_repair(graph, options, registry, nullptr);
 }
 
-Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer) {
-  return plan_with_repair(graph, options, registry, &observer);
+RecordedPlan plan_graph_recorded(const Graph& graph, const PlanOptions& options, const OpRegistry& registry) {
+  RecordedPlan out;
+  out.plan = plan_with_repair(graph, options, registry, &out.record);
+  return out;
 }
 
 std::string specs_text(const std::vector<Spec>& specs, std::string_view separator) {

@@ -12,9 +12,9 @@ namespace ctshard::graph {
 /// after which no finite completion exists over the candidate rows of `plan --global
 /// --every-candidate` (built from the unrepaired pass) takes the cheapest candidate row from
 /// which one exists, and the graph is planned again with that row forced. Returns the finite
-/// plan; when `observer` is given, the final pass is reported to it (after `on_restart`). Throws
+/// plan; with `record`, it is replaced by what the final pass saw. Throws
 /// ctshard::error naming the dead-end node and why when no finite plan exists over those rows,
 /// or when the exact checks do not finish within `options.repair_time_limit_ms`.
-Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer, Plan first);
+Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, GreedyRecord* record, Plan first);
 
 }  // namespace ctshard::graph

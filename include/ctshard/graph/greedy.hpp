@@ -14,7 +14,6 @@
 /// integer value of its expression.
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -28,6 +27,7 @@
 #include "ctshard/registry/builtin_registry.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/select/enumerator.hpp"
+#include "ctshard/solve/budget.hpp"
 
 namespace ctshard::graph {
 
@@ -108,6 +108,9 @@ struct PlanOptions {
   /// The rule set the registry given to plan_graph was built with (`--rule-set`), recorded in
   /// plan_json as `rule_set`; the registry itself decides the rows.
   RuleProfile rule_set = RuleProfile::ctshard;
+  /// The request's deadline: once it passes, the greedy pass stops at the next op node with
+  /// solve::time_limit_reached (unset: never). The whole-graph plan sets it (GlobalOptions).
+  solve::Deadline deadline{};
 };
 
 /// Where a tensor input of an op node comes from: the node that defines the value (a placeholder,
@@ -119,20 +122,37 @@ struct ValueSource {
   bool known = false;      ///< meta known
 };
 
-/// What `plan_graph` saw at one node, for tools that build on the greedy plan (the global
-/// planner): every source value (placeholder / get_attr) as it is defined, and every op node
-/// with its call, the sources of its tensor inputs, its rule (nullptr when it fell back) and the
-/// greedy choice. The references are valid only during the callback.
-struct PlanObserver {
-  /// A placeholder or get_attr node: its spec (pinned by PlanOptions::placements, else Replicate)
-  /// and meta.
-  std::function<void(const Node& node, const Spec& spec, const TensorMeta& meta, bool known)> on_source;
-  /// An op node (not getitem, not symbolic).
-  std::function<void(const Node& node, const OpCall& call, std::span<const ValueSource> inputs, const OpRule* rule, const PlannedNode& planned)>
-      on_op;
-  /// Called before the graph is planned again from its start (the dead-end repair re-plans it):
-  /// what was reported so far is superseded.
-  std::function<void()> on_restart;
+/// A source value (placeholder or get_attr node) as the greedy plan defined it.
+struct SourceRecord {
+  std::string name;
+  Spec spec;                 ///< pinned by PlanOptions::placements, else Replicate
+  TensorMeta meta{};         ///< its global meta
+  bool known = false;        ///< meta known
+  bool placeholder = false;  ///< a graph input (not a get_attr constant)
+};
+
+/// An op node (not getitem, not symbolic) as the greedy plan saw it.
+struct OpRecord {
+  std::string name;
+  OpCall call;                      ///< the call its rule was built for (tensor metas, arguments)
+  std::vector<ValueSource> inputs;  ///< where each tensor input comes from
+  std::optional<OpRule> rule;       ///< its rule (the rows a whole-graph search may use); unset when it fell back
+  PlannedNode planned;              ///< the greedy choice
+};
+
+/// What a greedy plan saw, in graph order, for the planners that build on it (the cost-graph
+/// builder takes it as input): every source value and every op node with its call, input
+/// sources, rule and choice. Each rule factory runs once per distinct call (the greedy pass
+/// caches the rule it built the node's table from).
+struct GreedyRecord {
+  std::vector<SourceRecord> sources;
+  std::vector<OpRecord> ops;
+};
+
+/// A greedy plan with its record (plan_graph_recorded).
+struct RecordedPlan {
+  Plan plan;
+  GreedyRecord record;
 };
 
 /// A row a node must take in a greedy pass (the dead-end repair): the specs of its outputs, then
@@ -148,7 +168,8 @@ struct ForcedRow {
 /// the nodes named in `forced`, which take their row; no dead-end repair. `options.placements`
 /// must already hold the data-parallel inputs (resolve_inputs). Throws like plan_graph, except
 /// for dead ends (an infinite total is returned as is).
-Plan greedy_pass(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver* observer,
+/// With `record`, what the pass saw is appended to it.
+Plan greedy_pass(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, GreedyRecord* record,
                  const std::map<std::string, ForcedRow>& forced);
 
 /// `options` with the data-parallel inputs added to `placements` when `options.data_parallel`
@@ -180,7 +201,7 @@ inline constexpr std::int64_t first_symbol_hint = 8191;
 /// (naming the node with no finite row and why) or none was found within
 /// `repair_time_limit_ms`.
 Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry);
-/// The same plan, reporting every source and op node to `observer` as it is planned.
-Plan plan_graph(const Graph& graph, const PlanOptions& options, const OpRegistry& registry, const PlanObserver& observer);
+/// The same plan with what it saw (of the final pass when the dead-end repair re-planned).
+RecordedPlan plan_graph_recorded(const Graph& graph, const PlanOptions& options, const OpRegistry& registry);
 
 }  // namespace ctshard::graph
