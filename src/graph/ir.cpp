@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "../common/text_scan.hpp"
+#include "ctshard/core/dtype.hpp"
 #include "ctshard/error.hpp"
 
 namespace ctshard::graph {
@@ -24,16 +25,6 @@ using text::is_space;
 using text::trim;
 
 namespace {
-
-struct DtypeSize {
-  std::string_view name;
-  std::size_t size;
-};
-
-constexpr DtypeSize kDtypes[] = {
-    {"f64", 8}, {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f8e4m3fn", 1}, {"f8e5m2", 1}, {"f8e4m3fnuz", 1}, {"f8e5m2fnuz", 1}, {"c128", 16}, {"c64", 8},
-    {"c32", 4}, {"i64", 8}, {"i32", 4}, {"i16", 2},  {"i8", 1},       {"u64", 8},    {"u32", 4},        {"u16", 2},        {"u8", 1},    {"b8", 1},
-};
 
 // ---- tensor types ----------------------------------------------------------------------------
 
@@ -332,15 +323,10 @@ std::int64_t SizeExpr::eval(std::uint32_t t, const std::vector<std::int64_t>& sy
 
 // ---- dtypes and TensorType --------------------------------------------------------------
 
-bool is_known_dtype(std::string_view dtype) noexcept {
-  for (const DtypeSize& d : kDtypes)
-    if (d.name == dtype) return true;
-  return false;
-}
+bool is_known_dtype(std::string_view dtype) noexcept { return find_fx_dtype(dtype) != nullptr; }
 
 std::size_t dtype_itemsize(std::string_view dtype) {
-  for (const DtypeSize& d : kDtypes)
-    if (d.name == dtype) return d.size;
+  if (const std::optional<std::size_t> size = fx_itemsize_of(dtype)) return *size;
   throw std::invalid_argument("ctshard::fx: unknown dtype '" + std::string(dtype) + "'");
 }
 

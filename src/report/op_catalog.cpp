@@ -1,9 +1,10 @@
 #include "ctshard/report/op_catalog.hpp"
 
 #include <map>
+#include <optional>
 
+#include "ctshard/core/dtype.hpp"
 #include "ctshard/error.hpp"
-#include "ctshard/fx/reader.hpp"
 #include "ctshard/registry/op_args.hpp"
 
 namespace ctshard::report {
@@ -94,36 +95,8 @@ OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std
 }
 
 std::size_t dtype_itemsize(std::string_view dtype) {
-  // torch names -> the short names of FX annotations, whose sizes the FX reader knows
-  static const std::map<std::string, std::string, std::less<>> long_names = {{"float32", "f32"},
-                                                                             {"float", "f32"},
-                                                                             {"float64", "f64"},
-                                                                             {"double", "f64"},
-                                                                             {"float16", "f16"},
-                                                                             {"half", "f16"},
-                                                                             {"bfloat16", "bf16"},
-                                                                             {"int64", "i64"},
-                                                                             {"long", "i64"},
-                                                                             {"int32", "i32"},
-                                                                             {"int", "i32"},
-                                                                             {"int16", "i16"},
-                                                                             {"int8", "i8"},
-                                                                             {"uint8", "u8"},
-                                                                             {"bool", "b8"},
-                                                                             {"float8_e4m3fn", "f8e4m3fn"},
-                                                                             {"complex64", "c64"},
-                                                                             {"uint16", "u16"},
-                                                                             {"uint32", "u32"},
-                                                                             {"uint64", "u64"},
-                                                                             {"float8_e5m2", "f8e5m2"},
-                                                                             {"complex128", "c128"},
-                                                                             {"complex32", "c32"},
-                                                                             {"cfloat", "c64"},
-                                                                             {"cdouble", "c128"}};
-  const auto it = long_names.find(dtype);
-  const std::string_view name = it == long_names.end() ? dtype : std::string_view(it->second);
-  if (!fx::is_known_dtype(name)) throw error("ctshard: unknown dtype '" + std::string(dtype) + "'");
-  return fx::dtype_itemsize(name);
+  if (const std::optional<std::size_t> size = itemsize_of(dtype)) return *size;
+  throw error("ctshard: unknown dtype '" + std::string(dtype) + "'");
 }
 
 }  // namespace ctshard::report

@@ -2,6 +2,7 @@
 // clashes (the generated per-header TUs check that each also stands alone).
 #include "ctshard/config.hpp"
 #include "ctshard/core/checked.hpp"
+#include "ctshard/core/dtype.hpp"
 #include "ctshard/core/fixed_string.hpp"
 #include "ctshard/core/placement.hpp"
 #include "ctshard/core/spec.hpp"

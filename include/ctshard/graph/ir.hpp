@@ -29,10 +29,12 @@
 
 namespace ctshard::graph {
 /// Size in bytes of one element of a dtype as printed in annotations ("f32" -> 4, "bf16" -> 2,
-/// "b8" -> 1, ...). Throws std::invalid_argument for an unknown dtype (including "").
+/// "f8e4m3fnuz" -> 1, "b8" -> 1, ...): the FX names of the dtype table (ctshard/core/dtype.hpp);
+/// torch's names ("float32") are not annotation names. Throws std::invalid_argument for an
+/// unknown dtype (including "").
 std::size_t dtype_itemsize(std::string_view dtype);
 
-/// Whether dtype_itemsize() knows `dtype`.
+/// Whether dtype_itemsize() knows `dtype` (an FX name of the dtype table).
 bool is_known_dtype(std::string_view dtype) noexcept;
 
 /// A size expression of a symbolic shape as PyTorch prints it (sympy's `str`): `s77`,

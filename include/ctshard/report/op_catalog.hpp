@@ -27,8 +27,9 @@ OpCall make_table_call(std::string_view op, std::vector<TensorMeta> tensors, std
 /// Short names `ctshard table` accepts (pointwise names without the prefix), for help texts.
 std::vector<std::string> table_op_names();
 
-/// Element size in bytes of a dtype name ("float32", "f32", "bfloat16", "bf16", "int64", ...).
-/// Throws ctshard::error naming an unknown dtype.
+/// Element size in bytes of a dtype by any name of the dtype table (ctshard/core/dtype.hpp):
+/// torch's ("float32", "bfloat16", "float8_e4m3fnuz"), an alias ("float", "half", "long") or the
+/// FX short name ("f32", "bf16", "f8e4m3fnuz"). Throws ctshard::error naming an unknown dtype.
 std::size_t dtype_itemsize(std::string_view dtype);
 
 }  // namespace ctshard::report
