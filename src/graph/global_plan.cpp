@@ -152,6 +152,10 @@ struct OpInfo {
   std::vector<ValueSource> inputs;
   std::optional<OpRule> rule;
   PlannedNode planned;
+  /// With a rule: the call's FLOPs and bytes from the registry (OpRegistry::compute), and the
+  /// bytes beyond its operands' own (0 unless its cost function says more; the compute term).
+  OpCompute compute;
+  double extra_bytes = 0;
 };
 
 /// A variable of the cost graph: an op node with a rule (rows of outputs + inputs) or a free
@@ -166,37 +170,6 @@ struct Var {
   [[nodiscard]] std::size_t count() const { return specs.size() / width; }
   [[nodiscard]] std::uint32_t spec(std::size_t c, std::size_t operand) const { return specs[c * width + operand]; }
 };
-
-/// FLOPs of one op call, roughly: 2 x output elements x contraction size for the matmul family
-/// and convolutions, 4 B H L S E for attention, else one per element of the largest operand.
-double estimate_flops(const std::string& op, const std::vector<TensorMeta>& in, const std::vector<TensorMeta>& out) {
-  const auto numel = [](const TensorMeta& m) { return static_cast<double>(m.shape.numel()); };
-  double largest = 0;
-  for (const auto& m : in) largest = std::max(largest, numel(m));
-  for (const auto& m : out) largest = std::max(largest, numel(m));
-  const auto last = [](const TensorMeta& m) { return m.shape.rank == 0 ? 1.0 : static_cast<double>(m.shape[m.shape.rank - 1]); };
-  const bool has_out = !out.empty() && out[0].shape.rank > 0;
-  if ((op == "aten.mm.default" || op == "aten.bmm.default") && in.size() == 2 && has_out) return 2.0 * numel(out[0]) * last(in[0]);
-  if ((op == "aten.addmm.default" || op == "aten.baddbmm.default") && in.size() == 3 && has_out)
-    return 2.0 * numel(out[0]) * last(in[1]) + numel(out[0]);
-  if (op == "aten.convolution.default" && in.size() >= 2 && has_out) {
-    double k = 1;
-    for (std::size_t d = 1; d < in[1].shape.rank; ++d) k *= static_cast<double>(in[1].shape[d]);
-    return 2.0 * numel(out[0]) * k;
-  }
-  if (op == "aten.convolution_backward.default" && in.size() >= 3) {
-    double k = 1;
-    for (std::size_t d = 1; d < in[2].shape.rank; ++d) k *= static_cast<double>(in[2].shape[d]);
-    return 4.0 * numel(in[0]) * k;
-  }
-  if (op.find("scaled_dot_product") != std::string::npos && in.size() >= 3 && in[0].shape.rank == 4 && in[1].shape.rank == 4) {
-    const auto& q = in[0].shape;
-    const double f = 4.0 * static_cast<double>(q[0]) * static_cast<double>(q[1]) * static_cast<double>(q[2]) * static_cast<double>(in[1].shape[2]) *
-                     static_cast<double>(q[3]);
-    return op.find("backward") != std::string::npos ? 2.5 * f : f;
-  }
-  return largest;
-}
 
 /// The StridedShard and Partial placements the producers of an op's inputs can deliver (on any
 /// mesh dim, in any candidate; a fixed source delivers its own spec's). A candidate whose input
@@ -276,6 +249,10 @@ class Builder {
       info.inputs = std::move(op.inputs);
       info.rule = std::move(op.rule);
       info.planned = std::move(op.planned);
+      if (info.rule) {
+        info.compute = registry_.compute(info.planned.op, info.in_metas, info.out_metas);
+        info.extra_bytes = std::max(0.0, info.compute.bytes - op_compute::operand_bytes(info.in_metas, info.out_metas));
+      }
       op_index_[info.name] = ops_.size();
       ops_.push_back(std::move(info));
     }
@@ -667,9 +644,11 @@ class Builder {
     return c;
   }
 
-  /// Per-device compute time (µs) of op `i` under candidate `c`: FLOPs divided among the devices
-  /// that share the work (the mesh dims where some operand is not Replicate), local bytes of
-  /// every operand, at the device's rates (roofline: the larger of the two).
+  /// Per-device compute time (µs) of op `i` under candidate `c`: the registry's FLOPs for the call
+  /// (OpRegistry::compute) divided among the devices that share the work (the mesh dims where
+  /// some operand is not Replicate), and bytes — every operand's at its local size, plus what the
+  /// call moves beyond its operands divided like the FLOPs — at the device's rates (roofline: the
+  /// larger of the two).
   double compute_time(std::size_t i, const Var& v, std::size_t c) const {
     const OpInfo& op = ops_[i];
     double share = 1;
@@ -684,8 +663,8 @@ class Builder {
       if (m == nullptr) continue;
       bytes += m->bytes() / static_cast<double>(num_shards(specs_[v.spec(c, k)], mesh_.sizes));
     }
-    const double flops = estimate_flops(op.planned.op, op.in_metas, op.out_metas);
-    return std::max(flops / share / (global_.device_tflops * 1e6), bytes / (global_.device_gbps * 1e3));
+    if (op.extra_bytes > 0) bytes += op.extra_bytes / share;
+    return std::max(op.compute.flops / share / (global_.device_tflops * 1e6), bytes / (global_.device_gbps * 1e3));
   }
 
   void make_graph() {

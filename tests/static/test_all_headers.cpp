@@ -33,6 +33,7 @@
 #include "ctshard/registry/op_args.hpp"
 #include "ctshard/registry/op_args_ext.hpp"
 #include "ctshard/registry/op_call.hpp"
+#include "ctshard/registry/op_compute.hpp"
 #include "ctshard/registry/op_registry.hpp"
 #include "ctshard/registry/pointwise_ops.hpp"
 #include "ctshard/registry/random_ops.hpp"

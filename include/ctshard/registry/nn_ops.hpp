@@ -22,6 +22,30 @@
 namespace ctshard {
 
 namespace detail {
+/// FLOPs of convolution (input, weight, bias?): 2 x the output's elements x the weight's
+/// elements per output channel (its dims 1..: C_in / groups x kernel). Bytes: the operands'.
+inline OpCompute convolution_compute(std::span<const TensorMeta> in, std::span<const TensorMeta> out) {
+  if (in.size() < 2 || !op_compute::has_output(out)) return elementwise_compute(in, out);
+  return OpCompute{2.0 * op_compute::numel(out[0]) * op_compute::trailing_numel(in[1]), op_compute::operand_bytes(in, out)};
+}
+
+/// FLOPs of a scaled-dot-product attention kernel over 4-d tensors (its first two [B, H, L, E]
+/// and [B, H, S, E]): 4 B H L S E (the QK^T and PV products); a backward kernel 2.5 times its
+/// first two tensors' product (grad_out and query: L in place of S). Bytes: the operands'.
+inline OpCompute attention_compute(std::span<const TensorMeta> in, std::span<const TensorMeta> out, bool backward) {
+  if (in.size() < 3 || in[0].shape.rank != 4 || in[1].shape.rank != 4) return elementwise_compute(in, out);
+  const TensorShape& q = in[0].shape;
+  const double f = 4.0 * static_cast<double>(q[0]) * static_cast<double>(q[1]) * static_cast<double>(q[2]) * static_cast<double>(in[1].shape[2]) *
+                   static_cast<double>(q[3]);
+  return OpCompute{backward ? 2.5 * f : f, op_compute::operand_bytes(in, out)};
+}
+inline OpCompute attention_forward_compute(std::span<const TensorMeta> in, std::span<const TensorMeta> out) {
+  return attention_compute(in, out, false);
+}
+inline OpCompute attention_backward_compute(std::span<const TensorMeta> in, std::span<const TensorMeta> out) {
+  return attention_compute(in, out, true);
+}
+
 /// The `Tensor?[] indices` argument at `pos` as IndexEntry values. An index tensor of one byte
 /// per element (bool / uint8) is a mask, as PyTorch treats it.
 inline std::vector<IndexEntry> index_entries(const OpCall& call, std::size_t pos) {
@@ -193,7 +217,7 @@ inline void register_nn_ops(OpRegistry& r) {
     return OpRule{index_put_single_dim_strategy(call.tensors[self].shape, detail::index_entries(call, 1), call.tensors[values].shape),
                   UnevenInputs::reject};
   });
-  r.add({"aten.convolution.default"}, [](const OpCall& call) {
+  r.add({"aten.convolution.default"}, detail::convolution_compute, [](const OpCall& call) {
     ConvolutionParams c;
     c.has_bias = op_args::optional_tensor(call, 2, "bias").has_value();
     op_args::expect_tensor_inputs(call, c.has_bias ? 3 : 2);
@@ -227,13 +251,13 @@ inline void register_nn_ops(OpRegistry& r) {
   const auto rep = detail::replicated_output();
   r.add({"higher_order.flex_attention"}, [](const OpCall& call) { return detail::flex_attention_rule(call); });
   // (query, key, value, attn_bias?, compute_log_sumexp, ...) -> (out, logsumexp, philox_seed, philox_offset)
-  r.add({"aten._scaled_dot_product_efficient_attention.default"}, [=](const OpCall& call) {
+  r.add({"aten._scaled_dot_product_efficient_attention.default"}, detail::attention_forward_compute, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "query").follow(1, "key").follow(2, "value").bias(3);
     return detail::attention_rule({follow_output(), follow_if(op_args::flag(call, 4, "compute_log_sumexp")), rep, rep}, in);
   });
   // (grad_out, query, key, value, attn_bias?, out, logsumexp, philox_seed, philox_offset, ...) -> (dq, dk, dv, grad_bias)
-  r.add({"aten._scaled_dot_product_efficient_attention_backward.default"}, [=](const OpCall& call) {
+  r.add({"aten._scaled_dot_product_efficient_attention_backward.default"}, detail::attention_backward_compute, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "grad_out").follow(1, "query").follow(2, "key").follow(3, "value").follow(5, "out").follow(6, "logsumexp");
     const auto bias = in.bias(4);
@@ -241,7 +265,7 @@ inline void register_nn_ops(OpRegistry& r) {
   });
   // (query, key, value, dropout_p, is_causal, return_debug_mask, ...) -> (out, logsumexp, cum_seq_q, cum_seq_k,
   // max_q, max_k, rng_state, unused, debug_attn_mask)
-  r.add({"aten._scaled_dot_product_flash_attention.default"}, [=](const OpCall& call) {
+  r.add({"aten._scaled_dot_product_flash_attention.default"}, detail::attention_forward_compute, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "query").follow(1, "key").follow(2, "value");
     return detail::attention_rule(
@@ -249,14 +273,14 @@ inline void register_nn_ops(OpRegistry& r) {
   });
   // (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal,
   // philox_seed, philox_offset, ...) -> (dq, dk, dv)
-  r.add({"aten._scaled_dot_product_flash_attention_backward.default"}, [=](const OpCall& call) {
+  r.add({"aten._scaled_dot_product_flash_attention_backward.default"}, detail::attention_backward_compute, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "grad_out").follow(1, "query").follow(2, "key").follow(3, "value").follow(4, "out").follow(5, "logsumexp");
     return detail::attention_rule({follow_output(), follow_output(), follow_output()}, in);
   });
   // (query, key, value, attn_bias?, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, ...) ->
   // (out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, philox_seed, philox_offset, debug_attn_mask)
-  r.add({"aten._scaled_dot_product_cudnn_attention.default"}, [=](const OpCall& call) {
+  r.add({"aten._scaled_dot_product_cudnn_attention.default"}, detail::attention_forward_compute, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "query").follow(1, "key").follow(2, "value").bias(3);
     return detail::attention_rule({follow_output(), follow_if(op_args::flag(call, 4, "compute_log_sumexp")), rep, rep, rep, rep, rep, rep,
@@ -265,7 +289,7 @@ inline void register_nn_ops(OpRegistry& r) {
   });
   // (grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias?, cum_seq_q?, cum_seq_k?, ...)
   // -> (dq, dk, dv)
-  r.add({"aten._scaled_dot_product_cudnn_attention_backward.default"}, [=](const OpCall& call) {
+  r.add({"aten._scaled_dot_product_cudnn_attention_backward.default"}, detail::attention_backward_compute, [=](const OpCall& call) {
     detail::AttentionOperands in(call);
     in.follow(0, "grad_out").follow(1, "query").follow(2, "key").follow(3, "value").follow(4, "out").follow(5, "logsumexp").bias(8);
     return detail::attention_rule({follow_output(), follow_output(), follow_output()}, in);

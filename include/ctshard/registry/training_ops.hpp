@@ -170,6 +170,14 @@ inline RuleFactory batch_norm_factory(BatchNormSignature sig) {
   };
 }
 
+/// FLOPs of convolution_backward (grad_output, input, weight, ...): 4 x grad_output's elements x
+/// the weight's elements per output channel (its dims 1..), the gradients of input and weight.
+/// Bytes: the operands'.
+inline OpCompute convolution_backward_compute(std::span<const TensorMeta> in, std::span<const TensorMeta> out) {
+  if (in.size() < 3) return elementwise_compute(in, out);
+  return OpCompute{4.0 * op_compute::numel(in[0]) * op_compute::trailing_numel(in[2]), op_compute::operand_bytes(in, out)};
+}
+
 }  // namespace detail
 
 /// Registers, with UnevenInputs as the file comment says:
@@ -198,7 +206,7 @@ inline void register_training_ops(OpRegistry& r) {
 
   // convolution_backward(grad_output, input, weight, bias_sizes?, stride, padding, dilation, transposed,
   // output_padding, groups, output_mask) -> (grad_input, grad_weight, grad_bias)
-  r.add({"aten.convolution_backward.default"}, [](const OpCall& call) {
+  r.add({"aten.convolution_backward.default"}, detail::convolution_backward_compute, [](const OpCall& call) {
     detail::SchemaTensors t(call);
     const TensorShape grad_output = t.required(0, "grad_output");
     const TensorShape input = t.required(1, "input");
