@@ -5,7 +5,8 @@
 #include <cmath>
 #include <iomanip>
 #include <ostream>
-#include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "ctshard/graph/option_checks.hpp"
 #include "ctshard/report/commands.hpp"
@@ -80,23 +81,10 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
 }
 
 void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const GlobalOptions& global, std::ostream& out) {
-  std::ostringstream body;
-  print_plan(g.plan, options, body);
-  // mark changed nodes: print_plan writes one line per node after the header lines
-  std::istringstream lines(body.str());
-  std::string line;
-  std::size_t node = 0;
-  const std::size_t header = 2 + (g.plan.symbols.empty() ? 0 : 1) + (g.plan.data_parallel ? 1 : 0);
-  std::size_t row = 0;
-  while (std::getline(lines, line)) {
-    if (row >= header && node < g.plan.nodes.size()) {
-      out << line << (g.changed[node] ? "   [changed]" : "") << '\n';
-      ++node;
-    } else {
-      out << line << '\n';
-    }
-    ++row;
-  }
+  std::vector<std::string_view> marks(g.plan.nodes.size());
+  for (std::size_t i = 0; i < marks.size() && i < g.changed.size(); ++i)
+    if (g.changed[i]) marks[i] = "   [changed]";
+  print_plan(g.plan, options, out, marks);
   std::size_t changed = 0;
   for (bool c : g.changed) changed += c ? 1 : 0;
   out << std::fixed << std::setprecision(3);

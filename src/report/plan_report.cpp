@@ -56,7 +56,7 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
   return j;
 }
 
-void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out) {
+void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out, std::span<const std::string_view> node_marks) {
   out << "plan of " << plan.source << " on mesh ";
   for (std::size_t i = 0; i < options.mesh.size(); ++i) {
     if (i > 0) out << 'x';
@@ -75,11 +75,12 @@ void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out)
     for (const auto& s : plan.symbols) out << ' ' << s.name << '=' << s.value << (s.bound ? "" : " (unbound: prime hint)");
     out << '\n';
   }
-  for (const auto& n : plan.nodes) {
+  for (std::size_t k = 0; k < plan.nodes.size(); ++k) {
+    const PlannedNode& n = plan.nodes[k];
     const std::string ins = specs_text(n.inputs), outs = specs_text(n.outputs);
     out << std::left << std::setw(28) << n.name << ' ' << std::setw(40) << n.op << " (" << ins << ") -> " << outs << "   " << std::fixed
         << std::setprecision(3) << n.cost_us << std::defaultfloat << " us" << (n.fallback ? "   [fallback: " + n.reason + "]" : "")
-        << (n.repaired ? "   [repaired: " + n.repair + "]" : "") << '\n';
+        << (n.repaired ? "   [repaired: " + n.repair + "]" : "") << (k < node_marks.size() ? node_marks[k] : std::string_view()) << '\n';
   }
   out << "total redistribution cost: " << std::fixed << std::setprecision(3) << plan.total_cost_us << std::defaultfloat << " us\n";
   out << "nodes with a rule: " << plan.nodes_with_rule << ", fallback: " << plan.nodes_fallback << '\n';

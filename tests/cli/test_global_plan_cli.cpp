@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -374,6 +375,46 @@ TEST_CASE("plan --global --json: the plan's fields plus the proof and the compar
   for (const char* key : {"lower_bound_us", "optimality_gap", "proven_optimal", "greedy_total_cost_us", "nodes_changed", "changes", "solver"})
     CHECK_FALSE(greedy.contains(key));
   CHECK(greedy["total_cost_us"] == j["greedy_total_cost_us"]);
+}
+
+TEST_CASE("plan --global: the changed marks sit on the changed nodes' lines, also when the graph's path holds a newline", "[global]") {
+  // The text marks each changed node's line with `[changed]`; a source path with a newline makes
+  // the header one line longer, which once shifted every mark one line early.
+  const fs::path graph = fs::path(CTSHARD_SHARED_DIR) / "graphs" / "gpt_megatron_l1_fw.fx.txt";
+  if (!fs::exists(graph)) {
+    WARN("../shared/graphs not found: skipping");
+    return;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("ctshard_marks_" + std::to_string(::getpid()) + "\nsecond line");
+  fs::create_directories(dir);
+  const fs::path copy = dir / "gpt\nl1.fx.txt";
+  fs::copy_file(graph, copy, fs::copy_options::overwrite_existing);
+  const std::string args = "plan '" + copy.string() + "' --mesh 2x4 --global --data-parallel";
+  const auto j = nlohmann::json::parse(run_tool(args + " --json"));
+  REQUIRE(j["proven_optimal"].get<bool>());
+  CHECK(j["source"] == copy.string());
+  std::set<std::string> changed;
+  for (const auto& n : j["nodes"])
+    if (n["changed"].get<bool>()) changed.insert(n["name"].get<std::string>());
+  REQUIRE(changed.size() == j["nodes_changed"].get<std::size_t>());
+  REQUIRE_FALSE(changed.empty());  // data-parallel GPT on 2x4: the embedding and its consumers
+  const std::string text = run_tool(args);
+  CHECK(text.rfind("plan of " + copy.string() + " on mesh 2x4\n", 0) == 0);
+  std::istringstream lines(text);
+  std::string line;
+  std::set<std::string> marked;
+  std::size_t marks = 0;
+  while (std::getline(lines, line)) {
+    if (!line.ends_with("   [changed]")) continue;
+    ++marks;
+    const std::string name = line.substr(0, line.find(' '));
+    INFO(line);
+    CHECK(changed.count(name) == 1);  // the mark is on the node's own line
+    marked.insert(name);
+  }
+  CHECK(marks == changed.size());
+  CHECK(marked == changed);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("plan --global: the environment switches nothing (CTSHARD_TRACE, CTSHARD_DUMP_CORE are not read)", "[global]") {

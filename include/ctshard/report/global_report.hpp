@@ -22,8 +22,8 @@ using graph::PlanOptions;
 /// statistics, and with free inputs objective_us, compute_us and the input placements chosen.
 nlohmann::json global_plan_json(const GlobalPlan& plan, const PlanOptions& options, const GlobalOptions& global);
 
-/// Text rendering: the plan as `print_plan` prints it, each changed node marked, then the
-/// comparison with the greedy plan and the proof (lower bound, gap).
+/// Text rendering: the plan as `print_plan` prints it, each changed node's line ending in
+/// `   [changed]`, then the comparison with the greedy plan and the proof (lower bound, gap).
 void print_global_plan(const GlobalPlan& plan, const PlanOptions& options, const GlobalOptions& global, std::ostream& out);
 
 }  // namespace ctshard::report

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <iosfwd>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -26,8 +28,12 @@ using graph::PlanOptions;
 /// with --data-parallel data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
 
-/// Text rendering of a plan: one line per op node, then totals and the fallback ops.
-void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out);
+/// Text rendering of a plan: the header (source and mesh, input placements, the data-parallel
+/// inputs and the symbols when there are any), one line per op node, then totals and the fallback
+/// ops. `node_marks`, when not empty, holds one text per node of `plan.nodes` ("" for none),
+/// written at the end of that node's line as the line is written, so it lands there whatever
+/// the header holds (a source path with a newline); print_global_plan marks changed nodes so.
+void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out, std::span<const std::string_view> node_marks = {});
 
 /// The embedded default graph (`src/report/default_graph.fx.txt`: one pre-norm transformer block).
 graph::Graph default_graph();
