@@ -314,10 +314,11 @@ fx::Arg to_fx_arg(nb::handle h, std::size_t depth = 0) {
   throw error("ctshard.plan: unsupported node argument " + ascii_of(h));
 }
 
-/// Checks a size expression of node `node` as the text reader does (fx::SizeExpr grammar).
-void check_expression(const std::string& text, const std::string& node) {
+/// A size expression of node `node`, parsed as the text reader does (fx::SizeExpr grammar).
+/// Throws ctshard::error naming the node for malformed text.
+fx::SizeExpr parsed_expression(const std::string& text, const std::string& node) {
   try {
-    fx::SizeExpr::parse(text);
+    return fx::SizeExpr::parse(text);
   } catch (const std::invalid_argument& e) {
     throw error("ctshard.plan: node '" + node + "': " + e.what());
   }
@@ -330,16 +331,16 @@ void shape_from_record(nb::handle h, fx::TensorType& type, const std::string& no
     return error("ctshard.plan: node '" + node + "': an output shape must be a list of integers and size expressions, got " + ascii_of(h));
   };
   if (nb::isinstance<nb::str>(h) || !(nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h))) throw bad();
-  std::vector<std::string> exprs;
+  std::vector<std::optional<fx::SizeExpr>> exprs;
   bool symbolic = false;
   for (nb::handle x : h) {
     if (nb::isinstance<nb::str>(x)) {
       std::string text = text_of(x, "ctshard.plan: node '" + node + "': a size expression");
-      check_expression(text, node);
-      if (fx::SizeExpr::parse(text).symbols().empty())
+      fx::SizeExpr expr = parsed_expression(text, node);
+      if (expr.symbols().empty())
         throw error("ctshard.plan: node '" + node + "': size '" + text + "' is neither an integer nor an expression of symbols");
       type.shape.push_back(-1);
-      exprs.push_back(std::move(text));
+      exprs.push_back(std::move(expr));
       symbolic = true;
     } else if (nb::isinstance<nb::int_>(x) && !nb::isinstance<nb::bool_>(x)) {
       const auto value = int64_of(x);
@@ -386,7 +387,7 @@ fx::Graph graph_from_records(nb::handle records, const std::string& source, std:
     }
     n.sym_expr = text_of(t[6], "ctshard.plan: node '" + n.name + "': its symbolic expression");
     if (!n.sym_expr.empty()) {
-      check_expression(n.sym_expr, n.name);
+      (void)parsed_expression(n.sym_expr, n.name);  // checked as the text reader checks it
       if (!n.outputs.empty()) throw error("ctshard.plan: node '" + n.name + "' is a symbolic value and has tensor outputs");
     }
     for (const auto& a : n.args)

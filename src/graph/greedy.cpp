@@ -132,7 +132,7 @@ class Planner {
     bind_symbols();
     DataParallelInputs dp;
     const auto dim0_text = [](const TensorType& t) {
-      return !t.dim_exprs.empty() && !t.dim_exprs[0].empty() ? t.dim_exprs[0] : std::to_string(t.shape[0]);
+      return !t.dim_exprs.empty() && t.dim_exprs[0] ? t.dim_exprs[0]->text() : std::to_string(t.shape[0]);
     };
     const auto value_of = [&](const std::string& text) {
       const Evaluated& e = size_of(text);
@@ -208,12 +208,24 @@ class Planner {
     }
   }
 
-  /// The value of a size expression under the symbol values (cached per text).
+  /// The value of a size expression's text under the symbol values (cached per text).
   const Evaluated& size_of(const std::string& text) {
+    if (const auto it = sizes_.find(text); it != sizes_.end()) return it->second;
+    try {
+      return size_of(SizeExpr::parse(text));
+    } catch (const std::exception& ex) {
+      Evaluated r;
+      r.problem = ex.what();
+      return sizes_.emplace(text, std::move(r)).first->second;
+    }
+  }
+
+  /// The value of a parsed size expression under the symbol values (cached per text).
+  const Evaluated& size_of(const SizeExpr& e) {
+    const std::string& text = e.text();
     if (const auto it = sizes_.find(text); it != sizes_.end()) return it->second;
     Evaluated r;
     try {
-      const SizeExpr e = SizeExpr::parse(text);
       r.value = e.evaluate([&](const std::string& name) { return symbol_values_.at(name); });
       const bool unbound = std::any_of(e.symbols().begin(), e.symbols().end(), [&](const std::string& n) { return options_.symbols.count(n) == 0; });
       if (unbound && !e.is_monomial()) {
@@ -236,9 +248,9 @@ class Planner {
     TensorMeta m;
     std::vector<std::int64_t> shape = t.shape;  // symbolic dims hold -1 until evaluated
     for (std::size_t i = 0; i < t.dim_exprs.size() && i < shape.size(); ++i) {
-      if (t.dim_exprs[i].empty()) continue;
-      const Evaluated& e = size_of(t.dim_exprs[i]);
-      std::string why = e.ok ? "size '" + t.dim_exprs[i] + "' evaluates to " + std::to_string(e.value) : e.problem;
+      if (!t.dim_exprs[i]) continue;
+      const Evaluated& e = size_of(*t.dim_exprs[i]);
+      std::string why = e.ok ? "size '" + t.dim_exprs[i]->text() + "' evaluates to " + std::to_string(e.value) : e.problem;
       if (!e.ok || e.value < 0) {
         if (problem != nullptr) *problem = std::move(why);
         return std::nullopt;

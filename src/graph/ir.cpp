@@ -31,7 +31,7 @@ namespace {
 /// Parses a size list `[d, d, ...]` at `s[i]` (each size a non-negative integer or a SizeExpr
 /// of symbols); advances `i` past the `]`. Fills `shape` (-1 for a symbolic dim) and `exprs`
 /// (one entry per dim, "" for a static one) when given. Returns "" or the problem.
-std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* shape, std::vector<std::string>* exprs) {
+std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std::int64_t>* shape, std::vector<std::optional<SizeExpr>>* exprs) {
   if (i >= s.size() || s[i] != '[') return "expected '['";
   ++i;
   std::size_t depth = 0;
@@ -55,18 +55,17 @@ std::string parse_size_list(std::string_view s, std::size_t& i, std::vector<std:
       return "empty size";
     }
     std::int64_t value = -1;
-    std::string expr;
+    std::optional<SizeExpr> expr;
     if (std::all_of(item.begin(), item.end(), is_digit)) {
       const auto result = std::from_chars(item.data(), item.data() + item.size(), value);
       if (result.ec != std::errc{}) return "size '" + std::string(item) + "' out of range";
     } else {
       try {
-        const SizeExpr e = SizeExpr::parse(item);
-        if (e.symbols().empty()) return "size '" + std::string(item) + "' is neither a non-negative integer nor an expression of symbols";
+        expr = SizeExpr::parse(item);
+        if (expr->symbols().empty()) return "size '" + std::string(item) + "' is neither a non-negative integer nor an expression of symbols";
       } catch (const std::invalid_argument& e) {
         return e.what();
       }
-      expr = std::string(item);
     }
     if (shape != nullptr) shape->push_back(value);
     if (exprs != nullptr) exprs->push_back(std::move(expr));
@@ -345,7 +344,7 @@ std::string TensorType::to_string() const {
   std::string out = dtype + "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i != 0) out += ", ";
-    out += i < dim_exprs.size() && !dim_exprs[i].empty() ? dim_exprs[i] : std::to_string(shape[i]);
+    out += i < dim_exprs.size() && dim_exprs[i] ? dim_exprs[i]->text() : std::to_string(shape[i]);
   }
   return out + "]";
 }
@@ -362,9 +361,9 @@ std::optional<TensorType> parse_tensor_type(std::string_view text, std::string* 
   type.dtype = std::string(text.substr(0, i));
   if (type.dtype.empty()) return fail("expected a dtype such as f32");
   if (!is_known_dtype(type.dtype)) return fail("unknown dtype '" + type.dtype + "'");
-  std::vector<std::string> exprs;
+  std::vector<std::optional<SizeExpr>> exprs;
   if (std::string why = parse_size_list(text, i, &type.shape, &exprs); !why.empty()) return fail(why);
-  if (std::any_of(exprs.begin(), exprs.end(), [](const std::string& e) { return !e.empty(); })) type.dim_exprs = std::move(exprs);
+  if (std::any_of(exprs.begin(), exprs.end(), [](const std::optional<SizeExpr>& e) { return e.has_value(); })) type.dim_exprs = std::move(exprs);
   if (i < text.size() && text[i] == '[') {  // strides
     if (std::string why = parse_size_list(text, i, nullptr, nullptr); !why.empty()) return fail("strides: " + why);
   }
@@ -524,16 +523,15 @@ std::optional<bool> Graph::uses_placeholder(std::size_t position) const {
 std::vector<std::string> Graph::symbols() const {
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;  // linear in the number of symbols, not quadratic
-  const auto add = [&](const std::string& text) {
-    const SizeExpr expr = SizeExpr::parse(text);
+  const auto add = [&](const SizeExpr& expr) {
     for (const std::string& name : expr.symbols())
       if (seen.insert(name).second) out.push_back(name);
   };
   for (const Node& node : nodes) {
-    if (!node.sym_expr.empty()) add(node.sym_expr);
+    if (!node.sym_expr.empty()) add(SizeExpr::parse(node.sym_expr));
     for (const TensorType& t : node.outputs)
-      for (const std::string& e : t.dim_exprs)
-        if (!e.empty()) add(e);
+      for (const std::optional<SizeExpr>& e : t.dim_exprs)
+        if (e) add(*e);
   }
   return out;
 }

@@ -408,8 +408,9 @@ TEST_CASE("fx_graph: parse_tensor_type", "[fx]") {
   CHECK(parse_tensor_type("i32[]") == tt("i32", {}));
   CHECK(parse_tensor_type("f32[4, 8][8, 1]cuda:0") == tt("f32", {4, 8}));
   CHECK(parse_tensor_type("f32[4][1]cpu") == tt("f32", {4}));
-  CHECK_FALSE(parse_tensor_type("Sym(s0)"));                                         // a symbolic integer, not a tensor type
-  CHECK(parse_tensor_type("f32[s0, 4]") == TensorType{"f32", {-1, 4}, {"s0", ""}});  // more in test_symbolic.cpp
+  CHECK_FALSE(parse_tensor_type("Sym(s0)"));  // a symbolic integer, not a tensor type
+  CHECK(parse_tensor_type("f32[s0, 4]") ==
+        TensorType{"f32", {-1, 4}, {ctshard::fx::SizeExpr::parse("s0"), std::nullopt}});  // more in test_symbolic.cpp
   CHECK_FALSE(parse_tensor_type("f32[4"));
   CHECK_FALSE(parse_tensor_type("f32[-1]"));
   CHECK_FALSE(parse_tensor_type("xx[4]"));

@@ -47,7 +47,7 @@
 /// - a tensor annotation reads `dtype[d0, d1, ...]` (an optional `[strides]` and device suffix,
 ///   as in `"f32[4, 8][8, 1]cuda:0"`, is accepted and ignored), each size a non-negative integer
 ///   or a size expression of symbols (`f32[s77, 768]`, `f16[1024*s77, 768]`,
-///   `f32[s0 + 1, (s1//2)]`; grammar at SizeExpr), kept as text in TensorType::dim_exprs.
+///   `f32[s0 + 1, (s1//2)]`; grammar at SizeExpr), parsed into TensorType::dim_exprs.
 /// Anything else raises parse_error; a malformed body line is never skipped.
 ///
 /// Example:

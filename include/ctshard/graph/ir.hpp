@@ -77,6 +77,9 @@ class SizeExpr {
   /// power, or overflows 64 bits.
   std::int64_t evaluate(const std::function<std::int64_t(const std::string&)>& value_of) const;
 
+  /// Equal when written the same (the text decides the parse).
+  friend bool operator==(const SizeExpr& a, const SizeExpr& b) noexcept { return a.text_ == b.text_; }
+
  private:
   friend class SizeExprParser;
   enum class Op : std::uint8_t { literal, symbol, add, sub, mul, floordiv, mod, pow, neg, max, min, opaque };
@@ -104,9 +107,10 @@ struct TensorType {
   std::string dtype;
   /// Extent of each dimension (-1 for a symbolic dim); empty for a 0-d tensor.
   std::vector<std::int64_t> shape;
-  /// Empty when every dim is static; otherwise one entry per dim: the size expression text of a
-  /// symbolic dim (as printed, e.g. "1024*s77", "(s1//2)"), "" for a static one.
-  std::vector<std::string> dim_exprs = {};
+  /// Empty when every dim is static; otherwise one entry per dim: the parsed size expression of a
+  /// symbolic dim (SizeExpr::text() as printed, e.g. "1024*s77", "(s1//2)"), nullopt for a
+  /// static one.
+  std::vector<std::optional<SizeExpr>> dim_exprs = {};
 
   /// Size in bytes of one element; throws std::invalid_argument on an unknown or empty dtype.
   std::size_t itemsize() const;
