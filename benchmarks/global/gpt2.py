@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torch.fx.experimental.proxy_tensor import make_fx
-from torch.func import functional_call
+
+import training_step
 
 
 class Block(nn.Module):
@@ -69,23 +69,9 @@ class GPT2(nn.Module):
 
 def trace(layers=12, batch=8, seq=1024) -> torch.fx.GraphModule:
     """One training step as an aten graph: (parameters..., tokens, targets) -> (loss, grads...)."""
-    with torch.device("meta"):
-        model = GPT2(layers=layers)
-    params = {k: torch.empty(v.shape) for k, v in model.named_parameters()}
-    names = list(params)
-
-    def step(flat, tokens, targets):
-        p = dict(zip(names, flat))
-        loss = functional_call(model, p, (tokens, targets))
-        grads = torch.autograd.grad(loss, flat)
-        return (loss, *grads)
-
     tokens = torch.zeros(batch, seq, dtype=torch.long)
     targets = torch.zeros(batch, seq, dtype=torch.long)
-    flat = [params[n].requires_grad_() for n in names]
-    gm = make_fx(step, tracing_mode="fake")(flat, tokens, targets)
-    gm.param_names = names  # placeholder i (of the parameters) is parameter names[i]
-    return gm
+    return training_step.trace(lambda: GPT2(layers=layers), (tokens, targets))
 
 
 def placements(gm: torch.fx.GraphModule, setting: str) -> dict[str, str]:
@@ -126,10 +112,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
     a = ap.parse_args(argv)
-    gm = trace(a.layers, a.batch, a.seq)
-    a.out.write_text(gm.print_readable(print_output=False))
-    ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
-    print(f"{a.out}: {ops} op nodes, {len(gm.param_names)} parameters", file=sys.stderr)
+    training_step.write(trace(a.layers, a.batch, a.seq), a.out)
     return 0
 
 
