@@ -63,13 +63,6 @@ _KINDS = {
 
 _COLLECTIVE_NAMESPACES = {"_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "c10d", "_dtensor"}
 
-_DTYPE_NAMES = {
-    torch.float64: "float64", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
-    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
-    torch.bool: "bool", torch.complex64: "complex64", torch.complex128: "complex128",
-}
-
-
 def collective_kind(func: Any) -> str:
     """ctshard's name (``all_gather``, ``reduce_scatter``, ``all_reduce``, ``all_to_all``, ...) of a
     collective op overload or packet as CommDebugMode sees it; the op's own name if unknown."""
@@ -437,7 +430,8 @@ def _priced_steps(meta: Any, mesh_shape: list[int], src: str, dst: str, pricing:
     (communication-free) ones."""
     if src == dst or meta is None or not hasattr(meta, "shape"):
         return []
-    dtype = _DTYPE_NAMES.get(getattr(meta, "dtype", torch.float32), "float32")
+    # torch's own name ("float8_e4m3fn", "uint16", ...); one ctshard does not know is a ValueError
+    dtype = str(getattr(meta, "dtype", torch.float32)).removeprefix("torch.")
     # ctshard.cost's call, made on the extension: this module never imports the package back
     c = _ext.cost([int(s) for s in meta.shape], mesh_shape, src, dst, dtype, pricing["devices_per_host"],
                   pricing.get("cost_model", "dtensor"))
