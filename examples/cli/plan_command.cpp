@@ -68,7 +68,7 @@ class PlanCommand final : public Command {
   std::string graph_path_, mesh_ = "2x4", coverage_dir_, export_path_;
   std::int64_t devices_per_host_ = 8, batch_size_ = 0;
   std::vector<std::string> places_, syms_, ties_;
-  bool json_ = false, data_parallel_ = false, global_ = false;
+  bool json_ = false, data_parallel_ = false, global_ = false, quiet_ = false;
   double repair_limit_ms_ = graph::PlanOptions{}.repair_time_limit_ms;
   graph::GlobalOptions global_options_;
   std::string linearity_ = "sound", cost_model_ = "dtensor", algo_ = "search", passthrough_ = "ctshard", greedy_fill_ = "dtensor",
@@ -105,6 +105,7 @@ void PlanCommand::add_global_options() {
                    "--global: time budget of the whole request (ms): reading, the greedy plan, the cost graph and the solve; the best "
                    "plan so far is returned with its gap (at most 10^9 ms)")
       ->capture_default_str();
+  cmd_->add_flag("--quiet", quiet_, "--global: no progress lines on stderr (one a second while the solve runs over 1 s)");
   cmd_->add_option("--max-memory-mib", g.max_memory_mib,
                    "--global / --export-costgraph: memory budget of the cost graph and the solver (MiB); 0: a quarter of the machine's "
                    "memory; a problem that does not fit is an error")
@@ -171,6 +172,7 @@ int PlanCommand::run() {
   graph::PlanOptions options = plan_options();
   graph::check_global_options(global_options_, "ctshard plan", graph::OptionNames::cli);
   if (global_) global_options_.deadline = deadline_after(started_, global_options_.time_limit_ms / 1000.0);
+  global_options_.progress = quiet_ ? nullptr : &std::cerr;
   check_rule_set("plan", rule_set_, linearity_, linearity_opt_->count() > 0, passthrough_, passthrough_opt_->count() > 0);
   options.rule_set = report::parse_rule_set(rule_set_);
   const OpRegistry& registry = report::registry_for(linearity_, passthrough_, rule_set_);

@@ -52,11 +52,13 @@ class IopddlCommand final : public Command {
                      "memory budget (MiB) of the text, the instance and the solver; 0: a quarter of the machine's memory")
         ->capture_default_str();
     cmd_->add_flag("--json", json_, "machine-readable output (with the strategies)");
+    cmd_->add_flag("--quiet", quiet_, "no progress lines on stderr (one a second while the solve runs over 1 s)");
   }
   bool chosen() const override { return static_cast<bool>(*cmd_); }
   int run() override {
     options_.time_limit_s = solve::checked_time_limit_s(time_limit_s_, "ctshard iopddl: --time-limit-s");
     options_.deadline = deadline_after(started_, options_.time_limit_s);
+    options_.progress = quiet_ ? nullptr : &std::cerr;
     const auto doc = report::iopddl_json(path_, options_);
     if (json_) std::cout << report::json_text(doc) << '\n';
     else report::print_iopddl(doc, std::cout);
@@ -69,7 +71,7 @@ class IopddlCommand final : public Command {
   report::IopddlOptions options_;
   std::string path_;
   double time_limit_s_ = 60;
-  bool json_ = false;
+  bool json_ = false, quiet_ = false;
 };
 
 class OpsCommand final : public Command {

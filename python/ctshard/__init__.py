@@ -229,6 +229,7 @@ def plan(
     max_memory_mib: float = 0,
     *,
     global_options: GlobalOptions | Mapping[str, Any] | None = None,
+    verbose: bool = False,
 ) -> dict:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -254,6 +255,9 @@ def plan(
     every_candidate, max_memory_mib: the options of ``algo="global"`` only (ignored by the other
         algos), documented as the fields of ``GlobalOptions``; give them here or together as
         ``global_options``.
+    verbose: ``algo="global"`` only: progress lines on the process's stderr while the solve runs
+        over 1 s (elapsed time, lower bound, incumbent, gap; as ``ctshard plan --global`` without
+        ``--quiet``). Off by default.
     global_options: the global plan's options as one ``GlobalOptions`` (every field, defaults
         included, counts as given: none of the eight keywords above may be given with it) or a
         dict of some of its fields (the others come from the keywords). A field given both ways
@@ -315,6 +319,7 @@ def plan(
             "memory_budget_gib": memory_budget_gib,
             "max_memory_mib": max_memory_mib,
             "ties": list(ties or []),
+            "verbose": bool(verbose),
         }
     if batch_size is not None and not data_parallel:
         raise ValueError("ctshard.plan: batch_size needs data_parallel=True")

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <string>
@@ -467,6 +468,7 @@ std::optional<graph::GlobalOptions> global_options_of(nb::handle global) {
     else if (key == "device_gbps") o.device_gbps = number_field(v, what);
     else if (key == "memory_budget_gib") o.memory_budget_gib = number_field(v, what);
     else if (key == "max_memory_mib") o.max_memory_mib = number_field(v, what);
+    else if (key == "verbose") o.progress = flag(v, what) ? &std::cerr : nullptr;  // the process's stderr
     else if (key == "ties") {
       if (!nb::isinstance<nb::list>(v) && !nb::isinstance<nb::tuple>(v)) throw error("ctshard.plan: ties must be a list of pairs of value names");
       for (nb::handle t : v) {

@@ -1017,7 +1017,8 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
     out.result.status = "time_limit";
     out.result.lower_bound = 0;
     out.lower_bound_us = 0;
-    out.optimality_gap = out.plan.total_cost_us > 0 ? 1.0 : 0.0;
+    // with --free-inputs the greedy plan's objective (compute included) is not known: gap 1
+    out.optimality_gap = global.free_inputs || out.plan.total_cost_us > 0 ? 1.0 : 0.0;
     if (!global.free_inputs && out.plan.total_cost_us == 0) {  // nothing to redistribute: optimal all the same
       out.result.status = "optimal";
       out.result.optimal = true;
@@ -1042,6 +1043,9 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   so.deadline = global.deadline;
   so.max_memory_bytes = memory_budget_bytes(global.max_memory_mib);
   so.start = b.greedy_labels();
+  so.progress = global.progress;
+  so.progress_unit_scale = units_per_us;
+  so.progress_unit = "µs";
   out.greedy_labels = so.start;
   const auto t1 = clock::now();
   out.result = solve::solve(out.graph, so);

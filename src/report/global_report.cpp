@@ -75,6 +75,7 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
                  {"build_ms", g.build_ms},
                  {"solve_ms", g.solve_ms},
                  {"solve_cpu_ms", g.result.cpu_seconds * 1000.0},
+                 {"peak_memory_bytes", s.peak_memory_bytes},
                  {"time_limit_ms", global.time_limit_ms},
                  {"max_memory_mib", static_cast<double>(memory_budget_bytes(global.max_memory_mib)) / 1048576.0}};
   return j;

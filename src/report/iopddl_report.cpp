@@ -41,6 +41,7 @@ nlohmann::json iopddl_json(const std::string& path, const IopddlOptions& options
   o.time_limit_s = solve::max_time_limit_s;  // the deadline decides
   o.deadline = deadline;
   o.max_memory_bytes = budget;
+  o.progress = options.progress;
   const solve::SolveResult r = solve::solve(inst.graph, o);
   const auto& s = r.stats;
   nlohmann::json j;
@@ -71,7 +72,8 @@ nlohmann::json iopddl_json(const std::string& path, const IopddlOptions& options
                  {"search_nodes", s.search_nodes},
                  {"search_splits", s.search_splits},
                  {"rounds", s.rounds},
-                 {"enforced_limits", s.enforced_limits}};
+                 {"enforced_limits", s.enforced_limits},
+                 {"peak_memory_bytes", s.peak_memory_bytes}};
   return j;
 }
 

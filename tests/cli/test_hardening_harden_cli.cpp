@@ -87,7 +87,7 @@ TEST_CASE("issue 22 cli: every number of plan --global and iopddl is checked, na
   // inf and 1e300 are clamped to the documented maximum, not an overflowed deadline
   for (const char* limit : {"inf", "1e300"}) {
     int status = 0;
-    const auto j = nlohmann::json::parse(run_tool_status(std::string("plan --global --json --time-limit-ms ") + limit, status));
+    const auto j = nlohmann::json::parse(run_tool_status(std::string("plan --global --json --quiet --time-limit-ms ") + limit, status));
     INFO(limit);
     CHECK(status == 0);
     CHECK(j["status"] == "optimal");
@@ -191,7 +191,7 @@ TEST_CASE("issue 22 cli: the contest instances end within their time limit (read
   for (const char* name : {"B", "G"}) {
     nlohmann::json j;
     const double s = seconds_of([&] {
-      j = nlohmann::json::parse(run_tool(std::string("iopddl ") + dir + "/asplos-2025-iopddl-" + name + ".json.gz --json --time-limit-s " +
+      j = nlohmann::json::parse(run_tool(std::string("iopddl ") + dir + "/asplos-2025-iopddl-" + name + ".json.gz --json --quiet --time-limit-s " +
                                          std::to_string(static_cast<int>(limit))));
     });
     INFO(name << ": " << s << " s");
@@ -203,7 +203,8 @@ TEST_CASE("issue 22 cli: the contest instances end within their time limit (read
   if (!fs::exists(dir + "/asplos-2025-iopddl-A.json.gz")) return;
   std::string out;
   int status = 0;
-  const double s = seconds_of([&] { out = run_tool_status("iopddl " + dir + "/asplos-2025-iopddl-A.json.gz --json --time-limit-s 3", status); });
+  const double s =
+      seconds_of([&] { out = run_tool_status("iopddl " + dir + "/asplos-2025-iopddl-A.json.gz --json --quiet --time-limit-s 3", status); });
   INFO("A: " << s << " s: " << out.substr(0, 300));
   if (status == 0) {  // read within the limit: the solver's answer at the deadline
     const auto j = nlohmann::json::parse(out);
@@ -229,7 +230,7 @@ TEST_CASE("issue 22 cli: the staircase instance ends within its limit with a pla
   std::ofstream(path) << "{\"problem\":{\"nodes\":{\"intervals\":[" << iv << "],\"costs\":[" << costs << "],\"usages\":[" << use
                       << "]},\"edges\":{\"nodes\":[],\"costs\":[]},\"usage_limit\":" << w / 2 << "}}";
   nlohmann::json j;
-  const double s = seconds_of([&] { j = nlohmann::json::parse(run_tool("iopddl '" + path + "' --json --time-limit-s 1")); });
+  const double s = seconds_of([&] { j = nlohmann::json::parse(run_tool("iopddl '" + path + "' --json --quiet --time-limit-s 1")); });
   INFO(s << " s");
   CHECK(j["feasible"].get<bool>());
   CHECK(j["limits"] == 4001);
@@ -246,8 +247,8 @@ TEST_CASE("issue 22 cli: --every-candidate on a 5-dim mesh ends within its limit
   nlohmann::json j;
   int status = 0;
   const double s = seconds_of([&] {
-    j = nlohmann::json::parse(
-        run_tool_status("plan '" + path + "' --mesh 2x2x2x2x2 --global --every-candidate --time-limit-ms 1000 --max-memory-mib 2048 --json", status));
+    j = nlohmann::json::parse(run_tool_status(
+        "plan '" + path + "' --mesh 2x2x2x2x2 --global --every-candidate --time-limit-ms 1000 --max-memory-mib 2048 --json --quiet", status));
   });
   INFO(s << " s");
   CHECK(status == 0);

@@ -47,7 +47,7 @@ TEST_CASE("R12: the greedy plan of greedy_dead_end_pmax is finite (exit 0), repa
   double sum = 0;
   for (const auto& n : j["nodes"]) sum += number(n["cost_us"]);
   CHECK(total == Approx(sum));
-  const auto g = nlohmann::json::parse(run_tool_status("plan '" + graph + "' --mesh 2 --place 'x=S(1)' --global --json", status));
+  const auto g = nlohmann::json::parse(run_tool_status("plan '" + graph + "' --mesh 2 --place 'x=S(1)' --global --json --quiet", status));
   REQUIRE(status == 0);
   REQUIRE(g["proven_optimal"] == true);
   const double optimum = number(g["total_cost_us"]);
@@ -198,13 +198,13 @@ TEST_CASE("R17: ViT-B/16 backward with data-parallel gradients on 2x4: greedy at
   int status = -1;
   // the issue's setting (the batch-carrying tangent and image S(0)R): 1,927.7 us before, optimum 7.33
   const auto t = nlohmann::json::parse(
-      run_tool_status("plan '" + graph + "' --mesh 2x4 --place 'tangents_1=S(0)R' --place 'primals_153=S(0)R' --global --json", status));
+      run_tool_status("plan '" + graph + "' --mesh 2x4 --place 'tangents_1=S(0)R' --place 'primals_153=S(0)R' --global --json --quiet", status));
   REQUIRE(status == 0);
   CHECK(t["proven_optimal"] == true);
   CHECK(number(t["greedy_total_cost_us"]) == Approx(number(t["total_cost_us"])).margin(1e-6));
   CHECK(number(t["greedy_total_cost_us"]) < 7.33);
   // --data-parallel (113 inputs): 2,539.6 us before against an optimum of 922.9 us; both 0 now
-  const auto d = nlohmann::json::parse(run_tool_status("plan '" + graph + "' --mesh 2x4 --data-parallel --global --json", status));
+  const auto d = nlohmann::json::parse(run_tool_status("plan '" + graph + "' --mesh 2x4 --data-parallel --global --json --quiet", status));
   REQUIRE(status == 0);
   CHECK(number(d["greedy_total_cost_us"]) == 0.0);
   CHECK(number(d["total_cost_us"]) == 0.0);

@@ -77,7 +77,7 @@ TEST_CASE("rule set cli: DTensor's errors, and the planner with the dtensor rule
   const auto ours = nlohmann::json::parse(run_tool("plan --mesh 2x2 --json"));
   CHECK(ours["rule_set"] == "ctshard");
   // the whole-graph planner offers the rows DTensor runs unchanged: no worse than greedy
-  const auto global = nlohmann::json::parse(run_tool("plan --mesh 2x2 --rule-set dtensor --global --json"));
+  const auto global = nlohmann::json::parse(run_tool("plan --mesh 2x2 --rule-set dtensor --global --json --quiet"));
   CHECK(global["total_cost_us"].get<double>() <= greedy["total_cost_us"].get<double>() + 1e-6);
   CHECK(global["optimality_gap"].get<double>() == 0.0);
 }

@@ -9,6 +9,7 @@
 /// The model is documented in docs/global_plan.md.
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <utility>
@@ -45,6 +46,9 @@ struct GlobalOptions {
   double device_gbps = 1000;                              ///< per-device memory bandwidth for the compute term (GB/s)
   double memory_budget_gib = 0;                           ///< per-device bytes of graph inputs (GiB); 0 = no budget
   std::vector<std::pair<std::string, std::string>> ties;  ///< values that must share a placement
+  /// Progress lines of a solve running over 1 s (solve::SolveOptions::progress, costs in µs);
+  /// null: none (`--quiet`). Not owned.
+  std::ostream* progress = nullptr;
 };
 
 /// Fixed point of the cost graph: units per microsecond (1 unit = 1 ns).

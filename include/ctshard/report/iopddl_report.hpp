@@ -16,9 +16,10 @@ namespace ctshard::report {
 
 /// What `ctshard iopddl` may use.
 struct IopddlOptions {
-  double time_limit_s = 60;    ///< the whole request, reading included (checked_time_limit_s: "--time-limit-s")
-  double max_memory_mib = 0;   ///< the text, the parsed instance, the graph and the solver (0: default_max_memory_mib)
-  solve::Deadline deadline{};  ///< the request's deadline when it started earlier (the CLI's start-up)
+  double time_limit_s = 60;          ///< the whole request, reading included (checked_time_limit_s: "--time-limit-s")
+  double max_memory_mib = 0;         ///< the text, the parsed instance, the graph and the solver (0: default_max_memory_mib)
+  solve::Deadline deadline{};        ///< the request's deadline when it started earlier (the CLI's start-up)
+  std::ostream* progress = nullptr;  ///< progress lines of a solve over 1 s (solve::SolveOptions::progress); null: none
 };
 
 /// The `iopddl --json` document: file, name, nodes, edges, usage_limit, limits (distinct maximal

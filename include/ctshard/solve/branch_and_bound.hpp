@@ -102,6 +102,9 @@ class BranchAndBound {
 
   /// The root bound (fine units).
   [[nodiscard]] fine_t root_bound() const noexcept { return bound_; }
+  /// Called where the search reads the clock (every few thousand search nodes), e.g. for
+  /// progress lines; empty: nothing.
+  std::function<void()> on_poll;
 
   /// Runs the search; true when it finished (every labelling within the target was seen).
   bool run() {
@@ -275,6 +278,7 @@ class BranchAndBound {
       aborted_ = true;
       return;
     }
+    if ((nodes_ & check_mask_) == 0 && on_poll) on_poll();
     if (bound_ > part.target) return;
     std::vector<std::uint32_t> free;
     for (auto i : part.nodes)

@@ -17,6 +17,7 @@
 ///   const auto r = ctshard::solve::solve(g);  // r.cost == 3, r.lower_bound == 3, r.optimal
 /// \endcode
 
+#include <sys/resource.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -93,6 +94,16 @@ struct SolveOptions {
   /// A labelling to start from (e.g. the greedy plan): the first incumbent when it is feasible.
   std::vector<std::uint32_t> start{};
   SolveTrace trace{};  ///< progress lines and the core dump (off by default)
+  /// Periodic progress lines for a user (`ctshard: 2.0 s  bound 1234.5 µs  incumbent 1300.2 µs
+  /// gap 5.06 %`, each ended by '\n' and flushed), one at most every `progress_interval_s`, the
+  /// first once the solve has run that long; null: none (the CLI's `--quiet`). Not owned,
+  /// written from the solving thread.
+  std::ostream* progress = nullptr;
+  double progress_interval_s = 1.0;  ///< seconds between two progress lines
+  /// Progress lines show costs divided by this, followed by `progress_unit` (ctshard's sharding
+  /// graphs: ns shown as µs; IOPDDL: the instance's units, no unit text).
+  double progress_unit_scale = 1.0;
+  std::string progress_unit{};
 };
 
 /// Counters of one solve.
@@ -106,6 +117,10 @@ struct SolveStats {
   std::size_t elimination_work = 0;  ///< work of the exact variable elimination (0: not used)
   std::int64_t scale = 1;            ///< fixed-point factor of the dual
   double reduce_ms = 0, dual_ms = 0, search_ms = 0, elimination_ms = 0;
+  /// The solver's peak memory, bytes: the larger of its accounting (the working copy with its
+  /// messages, twice CostGraph::memory_bytes, the estimate SolveOptions::max_memory_bytes checks)
+  /// and the growth of the process's peak resident set over the solve (getrusage ru_maxrss).
+  std::size_t peak_memory_bytes = 0;
 };
 
 /// The answer.
@@ -380,6 +395,53 @@ struct StepLimits {
   }
 };
 
+/// The process's peak resident set so far (getrusage ru_maxrss), bytes; 0 where unknown.
+[[nodiscard]] inline std::size_t peak_rss_bytes() noexcept {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<std::size_t>(u.ru_maxrss) * 1024;  // kilobytes on Linux
+}
+
+/// SolveOptions::progress: a line at most every interval, from the solve's start.
+class ProgressLines {
+ public:
+  using clock = std::chrono::steady_clock;
+  ProgressLines(const SolveOptions& o, clock::time_point start)
+      : out_(o.progress),
+        start_(start),
+        every_(std::max(0.05, o.progress_interval_s)),
+        unit_scale_(o.progress_unit_scale > 0 ? o.progress_unit_scale : 1.0),
+        unit_(o.progress_unit.empty() ? std::string() : " " + o.progress_unit),
+        next_(every_) {}
+  /// Writes a line when the next one is due: `bound` (the proven lower bound so far) and
+  /// `incumbent` (the best feasible cost, forbidden when none) in cost units.
+  void tick(cost_t bound, cost_t incumbent) {
+    if (out_ == nullptr) return;
+    const double t = std::chrono::duration<double>(clock::now() - start_).count();
+    if (t < next_) return;
+    next_ = t + every_;
+    char line[256];
+    const double b = static_cast<double>(bound) / unit_scale_;
+    if (is_forbidden(incumbent)) {
+      std::snprintf(line, sizeof line, "ctshard: %.1f s  bound %.1f%s  incumbent none\n", t, b, unit_.c_str());
+    } else {
+      const double c = static_cast<double>(incumbent) / unit_scale_;
+      const double gap =
+          incumbent <= bound ? 0.0 : static_cast<double>(incumbent - bound) / static_cast<double>(std::max<cost_t>(1, std::abs(incumbent)));
+      std::snprintf(line, sizeof line, "ctshard: %.1f s  bound %.1f%s  incumbent %.1f%s  gap %.2f %%\n", t, b, unit_.c_str(), c, unit_.c_str(),
+                    100.0 * gap);
+    }
+    *out_ << line << std::flush;
+  }
+
+ private:
+  std::ostream* out_;
+  clock::time_point start_;
+  double every_, unit_scale_;
+  std::string unit_;
+  double next_;
+};
+
 /// Shared state of a solve across rounds: the usage limits in use (the graph's, then single-node
 /// and broken-step limits of its interval limit), which are enforced, and the incumbents.
 struct Incumbents {
@@ -389,6 +451,8 @@ struct Incumbents {
   const StepLimits* steps = nullptr;
   std::vector<std::uint32_t> relax_labels, feasible_labels;
   cost_t relax_cost = forbidden, feasible_cost = forbidden;
+  ProgressLines* progress = nullptr;  ///< SolveOptions::progress (null: none)
+  cost_t lower = 0;                   ///< the proven bound of the whole problem so far (for progress lines)
 
   /// Records a full labelling: a relaxation incumbent when it keeps the enforced limits, a
   /// feasible one when it keeps them all (and every time step of the interval limit).
@@ -574,6 +638,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         if (trace)
           trace_printf(trace, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it,
                        static_cast<double>(lb) / static_cast<double>(scale), static_cast<long long>(inc.upper()), live_nodes, live_labels);
+        if (inc.progress != nullptr) inc.progress->tick(std::max(inc.lower, std::min(ceil_div(best_lb, scale), inc.upper())), inc.feasible_cost);
         if (ceil_div(best_lb, scale) >= inc.upper() || clock::now() > deadline) break;
       }
       lb_fine = std::max(lb_fine, best_lb);
@@ -632,6 +697,10 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         return target_fine();
       },
       deadline, o.node_limit);
+  if (inc.progress != nullptr) {
+    const cost_t round_bound = ceil_div(lb_fine, scale);
+    bb.on_poll = [&inc, round_bound] { inc.progress->tick(std::max(inc.lower, std::min(round_bound, inc.upper())), inc.feasible_cost); };
+  }
   const bool done = bb.run();
   st.search_nodes += bb.nodes();
   st.search_splits += bb.splits();
@@ -674,7 +743,6 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   const auto start = clock::now();
   const std::clock_t cpu_start = std::clock();
   const Deadline until = Deadline::after(o.time_limit_s, "SolveOptions::time_limit_s").earlier(o.deadline);
-  const auto deadline = until.at();
   g.validate();
   const std::size_t bytes = g.memory_bytes();
   if (bytes > o.max_memory_bytes / 3)
@@ -690,7 +758,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   const detail::fine_t scale = detail::choose_scale(magnitude);
   r.stats.scale = scale;
   std::optional<detail::StepLimits> steps;
-  detail::Incumbents inc{g, g.limits, std::vector<char>(g.limits.size(), 0), nullptr, {}, {}, forbidden, forbidden};
+  const std::size_t rss_start = detail::peak_rss_bytes();
+  detail::ProgressLines progress(o, start);
+  detail::Incumbents inc{g, g.limits, std::vector<char>(g.limits.size(), 0), nullptr, {}, {}, forbidden, forbidden, &progress, 0};
   bool infeasible = false, timed_out = false;
   if (g.interval_limit) {
     steps.emplace(g);
@@ -716,14 +786,16 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     }
     bool complete = false;
     ++r.stats.rounds;
+    inc.lower = lower;
     const cost_t lb = detail::solve_round(g, o, inc, scale, magnitude, until, r.stats, round == 0, complete);
     lower = std::max(lower, lb);
+    progress.tick(lower, inc.feasible_cost);
     if (is_forbidden(lb) && complete) {
       infeasible = true;
       break;
     }
     if (!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) break;  // proven
-    if (!complete || clock::now() > deadline) {
+    if (!complete || until.passed()) {
       timed_out = true;
       break;
     }
@@ -757,6 +829,8 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       break;
     }
   }
+  const std::size_t rss_end = detail::peak_rss_bytes();
+  r.stats.peak_memory_bytes = std::max(2 * bytes, rss_end - std::min(rss_start, rss_end));
   r.seconds = std::chrono::duration<double>(clock::now() - start).count();
   r.cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (!is_forbidden(inc.feasible_cost)) {

@@ -1,0 +1,173 @@
+// The solver under its budgets: limit propagation by worklist against the restarting sweep it
+// replaced (same reduced domains on random instances), a tiny time limit on a real IOPDDL
+// instance (status, a valid bound, the start labelling returned), the progress lines and the peak
+// memory in the stats.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../sanitizer_scale.hpp"
+#include "ctshard/solve/iopddl.hpp"
+#include "ctshard/solve/reductions.hpp"
+#include "ctshard/solve/solver.hpp"
+
+using namespace ctshard;
+using namespace ctshard::solve;
+using detail::fine_t;
+using detail::inf;
+using detail::Problem;
+
+namespace {
+
+/// The limit propagation as it was before the worklist: arc consistency, then a sweep over every
+/// limit, again from the start whenever a label went. The reference of the worklist's results.
+bool propagate_by_sweeps(Problem& p) {
+  bool again = true;
+  while (again && !p.infeasible) {
+    again = false;
+    for (std::uint32_t ei = 0; ei < p.edges.size() && !p.infeasible; ++ei) {  // arc consistency by sweeps
+      detail::WEdge& e = p.edges[ei];
+      if (!e.alive) continue;
+      for (int side = 0; side < 2 && !p.infeasible; ++side) {
+        const std::uint32_t x = side == 0 ? e.u : e.v, y = side == 0 ? e.v : e.u;
+        std::vector<char> keep(p.num_labels(x), 0);
+        bool all = true;
+        for (std::size_t a = 0; a < keep.size(); ++a) {
+          for (std::size_t b = 0; b < p.num_labels(y) && !keep[a]; ++b) keep[a] = (side == 0 ? e.at(a, b) : e.at(b, a)) < inf;
+          all = all && keep[a];
+        }
+        if (!all) {
+          p.keep_labels(x, keep);
+          again = true;
+        }
+      }
+    }
+    for (auto& l : p.limits) {
+      if (p.infeasible) break;
+      std::int64_t least = 0;
+      for (auto u : l.nodes) least += *std::min_element(p.nodes[u].usage.begin(), p.nodes[u].usage.end());
+      const std::int64_t slack = l.limit - least;
+      if (slack < 0) {
+        p.infeasible = true;
+        break;
+      }
+      for (auto u : l.nodes) {
+        const auto& us = p.nodes[u].usage;
+        const std::int64_t lo = *std::min_element(us.begin(), us.end());
+        std::vector<char> keep(us.size());
+        bool all = true;
+        for (std::size_t a = 0; a < us.size(); ++a) all = (keep[a] = us[a] - lo <= slack) && all;
+        if (!all) {
+          p.keep_labels(u, keep);
+          again = true;
+          break;  // restart: the sums changed
+        }
+      }
+      if (again) break;
+    }
+  }
+  return !p.infeasible;
+}
+
+/// A random graph of `n` nodes, `edges` dense edges (1 in 10 pairs forbidden) and tight usage
+/// limits (many labels go by propagation); with `above_least`, every limit at least the sum of
+/// its members' least usage.
+CostGraph limited_graph(std::mt19937& rng, std::size_t n, std::size_t edges, bool above_least = false) {
+  CostGraph g;
+  for (std::size_t u = 0; u < n; ++u) {
+    std::vector<cost_t> c;
+    const std::size_t L = 1 + rng() % 5;
+    for (std::size_t a = 0; a < L; ++a) c.push_back(static_cast<cost_t>(rng() % 30));
+    g.add_node(std::move(c));
+    std::vector<std::int64_t> us;
+    for (std::size_t a = 0; a < L; ++a) us.push_back(static_cast<std::int64_t>(rng() % 12));
+    g.usage.push_back(std::move(us));
+  }
+  for (std::size_t k = 0; k < edges; ++k) {
+    const auto u = static_cast<std::uint32_t>(rng() % n), v = static_cast<std::uint32_t>(rng() % n);
+    if (u == v) continue;
+    std::vector<cost_t> m;
+    for (std::size_t i = 0; i < g.num_labels(u) * g.num_labels(v); ++i) m.push_back(rng() % 10 == 0 ? forbidden : static_cast<cost_t>(rng() % 20));
+    g.add_dense_edge(u, v, std::move(m));
+  }
+  const std::size_t limits = 1 + rng() % (2 * n);
+  for (std::size_t k = 0; k < limits; ++k) {
+    UsageLimit l;
+    for (std::size_t u = 0; u < n; ++u)
+      if (rng() % 3 == 0) l.nodes.push_back(static_cast<std::uint32_t>(u));
+    l.limit = static_cast<std::int64_t>(2 * l.nodes.size() + rng() % (5 * l.nodes.size() + 4));
+    if (above_least) {
+      l.limit = static_cast<std::int64_t>(rng() % (2 * l.nodes.size() + 3));
+      for (auto u : l.nodes) l.limit += *std::min_element(g.usage[u].begin(), g.usage[u].end());
+    }
+    g.limits.push_back(std::move(l));
+  }
+  return g;
+}
+
+/// Per node, its remaining input labels (sorted).
+std::vector<std::vector<std::uint32_t>> domains(const Problem& p) {
+  std::vector<std::vector<std::uint32_t>> d;
+  for (const auto& n : p.nodes) {
+    std::vector<std::uint32_t> l = n.label;
+    std::sort(l.begin(), l.end());
+    d.push_back(std::move(l));
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("propagate: the limit worklist reaches the domains of the restarting sweeps", "[global][solve]") {
+  std::mt19937 rng(20261202);
+  std::size_t removed_somewhere = 0, infeasible = 0;
+  const std::size_t trials = test::scaled(400);
+  for (std::size_t trial = 0; trial < trials; ++trial) {
+    const CostGraph g = limited_graph(rng, 3 + rng() % 10, 3 + rng() % 20);
+    const fine_t scale = detail::choose_scale(g);
+    std::vector<char> enforced(g.limits.size(), static_cast<char>(trial % 2));
+    Problem a(g, scale, &enforced), b(g, scale, &enforced);
+    detail::ReduceStats stats;
+    const bool ok_new = detail::propagate(a, stats);
+    const bool ok_old = propagate_by_sweeps(b);
+    INFO("trial " << trial);
+    REQUIRE(ok_new == ok_old);
+    if (!ok_new) {
+      ++infeasible;
+      continue;
+    }
+    CHECK(domains(a) == domains(b));
+    removed_somewhere += stats.labels_removed > 0 ? 1 : 0;
+  }
+  // the instances exercise both ways out and real removals
+  CHECK(removed_somewhere > trials / 10);
+  CHECK(infeasible > 0);
+  CHECK(infeasible < trials);
+}
+
+TEST_CASE("propagate: a passed deadline stops it with every step it took exact", "[global][solve]") {
+  std::mt19937 rng(7);
+  std::size_t stopped_early = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    const CostGraph g = limited_graph(rng, 400, 100, /*above_least=*/true);
+    const fine_t scale = detail::choose_scale(g);
+    Problem p(g, scale), q(g, scale);
+    detail::ReduceStats partial, full;
+    const bool ok_partial = detail::propagate(p, partial, Deadline::after(0.0, "test"));
+    const std::size_t removed_before_stop = partial.labels_removed;
+    // a full run from where it stopped ends where a full run from the start does
+    const bool ok_full = detail::propagate(q, full);
+    const bool ok_after = ok_partial && detail::propagate(p, partial);
+    INFO("trial " << trial);
+    REQUIRE(ok_after == ok_full);
+    if (ok_full) CHECK(domains(p) == domains(q));
+    stopped_early += ok_partial && ok_full && removed_before_stop < full.labels_removed ? 1 : 0;
+  }
+  CHECK(stopped_early > 0);
+}
