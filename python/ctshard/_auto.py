@@ -108,9 +108,13 @@ def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
         state.update(zip(bnames, buffers))
         return functional_call(model, state, tuple(inputs))
 
-    with FakeTensorMode(allow_non_fake_inputs=True) as fake, torch.no_grad():
-        conv = lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t  # noqa: E731
-        out = forward([conv(p) for _, p in trainable], [conv(b) for _, b in frozen], [conv(x) for x in example_inputs])
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True) as fake, torch.no_grad():
+            conv = lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t  # noqa: E731
+            out = forward([conv(p) for _, p in trainable], [conv(b) for _, b in frozen], [conv(x) for x in example_inputs])
+    except Exception as e:
+        raise ValueError(f"ctshard.torch.auto_parallel: cannot trace the model {type(model).__name__}: "
+                         f"{type(e).__name__}: {e}") from e
     flat_out = pytree.tree_leaves(out)
     if not flat_out or not all(isinstance(o, torch.Tensor) for o in flat_out):
         raise TypeError(f"ctshard.torch.auto_parallel: {type(model).__name__} must return tensors (or a tuple of them)")
@@ -495,6 +499,25 @@ def _specs(gm: torch.fx.GraphModule, plan_json: Mapping[str, Any]) -> dict[str, 
     return planned_specs(gm, merged)
 
 
+def _plan_once(make_plan):
+    """The plan, the same on every rank: with a process group, rank 0 plans and broadcasts its
+    result (a time-limited search may stop at different plans on different ranks)."""
+    import torch.distributed as dist
+
+    if _world_size() is None:
+        return make_plan()
+    box: list[Any] = [None]
+    if dist.get_rank() == 0:
+        try:
+            box[0] = make_plan()
+        except ValueError as e:  # raised on every rank
+            box[0] = e
+    dist.broadcast_object_list(box, src=0)
+    if isinstance(box[0], ValueError):
+        raise ValueError(str(box[0]))
+    return box[0]
+
+
 def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_budget_gib: float | None = None,
                   optimizer: str = "adam", place: Mapping[str, str] | None = None,
                   time_limit_s: float = 10.0) -> ParallelPlan:
@@ -547,8 +570,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_bu
                              f"of {type(model).__name__} nor 'inputs[i]' of a tensor input")
     plan_params = inspect.signature(ctshard_plan).parameters
     memory_opts, least = _plan_memory_options(cap, memory_budget_gib, optimizer, plan_params, pinned, sizes)
-    result = ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
-                          time_limit_ms=float(time_limit_s) * 1000, **memory_opts)
+    result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
+                                             time_limit_ms=float(time_limit_s) * 1000, **memory_opts))
     if result.get("status") == "infeasible":
         least = float(result.get("min_memory_gib", least))
         raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib={memory_budget_gib} is below the least "
