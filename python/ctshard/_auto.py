@@ -539,8 +539,11 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_bu
     model that cannot be traced (naming its class); TypeError for a model that is not an
     ``nn.Module`` or a mesh of the wrong type."""
     import inspect
+    import sys
 
-    from . import plan as ctshard_plan
+    # the package is loaded before any of its modules; taken from sys.modules, not imported back
+    # (ctshard/__init__.py loads ctshard.torch, which loads this module: no import cycle)
+    ctshard_plan = sys.modules[__package__].plan
 
     if not isinstance(model, nn.Module):
         raise TypeError(f"ctshard.torch.auto_parallel: model must be a torch.nn.Module, got {type(model).__name__}")

@@ -24,4 +24,4 @@ from ._auto import ParallelPlan, auto_parallel
 from ._placements import to_placements, to_spec
 from ._run import PlanRun, collective_kind, planned_specs, run_plan
 
-__all__ = ["auto_parallel", "ParallelPlan", "to_placements", "to_spec", "run_plan", "PlanRun", "planned_specs", "collective_kind"]
+__all__ = ["to_placements", "to_spec", "run_plan", "PlanRun", "planned_specs", "collective_kind", "auto_parallel", "ParallelPlan"]
