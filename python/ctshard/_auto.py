@@ -354,8 +354,9 @@ class ParallelPlan:
         rows = [("layer", "comm us", "memory MiB", "placements")]
         claimed: set[str] = set()
         for layer, fqns in layers.items():
-            inside = [n for m, ns in cap.module_nodes.items() if m == layer or m.startswith(layer + ".") or layer == ""
-                      for n in ns] if layer else cap.module_nodes.get("", [])
+            # the layer's forward nodes and its submodules' (the root layer: only its own)
+            inside = [n for m, ns in cap.module_nodes.items() if m == layer or (layer and m.startswith(layer + "."))
+                      for n in ns]
             comm = sum(cost.get(n, 0.0) for n in inside)
             claimed.update(inside)
             mem = 0

@@ -106,8 +106,9 @@ def test_plan_without_process_group_fields():
     assert plan.memory_gib["parameters"] <= params * (1 + 1e-9)
     assert isinstance(plan.proven_optimal, bool) and 0 <= plan.optimality_gap <= 1
     text = plan.summary()
-    assert "up" in text.splitlines()[1] or "up" in text and "down" in text
-    assert "weight=" in text and "mesh 2x2" in text
+    layers = [line.split()[0] for line in text.splitlines()[1:]]
+    assert layers[:2] == ["up", "down"] and "(backward)" in layers
+    assert f"weight={plan.parameter_placements['up.weight']}" in text and "mesh 2x2" in text
 
 
 def test_sgd_has_no_optimizer_state():
