@@ -10,13 +10,18 @@ DTensor's ``redistribute``, then the op runs through DTensor's dispatch (``"dten
 local shards wrapped with ctshard's predicted placements (``"local"``); the result records, per
 node, ctshard's predicted and DTensor's actual output placements and the collectives issued
 (``ctshard._run``). ``planned_specs(gm, plan)`` gives every value's planned specs.
+
+``auto_parallel(model, example_inputs, mesh)`` plans a module's training step with the whole-graph
+planner and returns a ``ParallelPlan`` whose ``apply(model)`` runs it with DTensor
+(docs/auto_parallel.md).
 """
 
 from __future__ import annotations
 
 import torch  # noqa: F401  (torch.distributed needs torch imported first)
 
+from ._auto import ParallelPlan, auto_parallel
 from ._placements import to_placements, to_spec
 from ._run import PlanRun, collective_kind, planned_specs, run_plan
 
-__all__ = ["to_placements", "to_spec", "run_plan", "PlanRun", "planned_specs", "collective_kind"]
+__all__ = ["to_placements", "to_spec", "run_plan", "PlanRun", "planned_specs", "collective_kind", "auto_parallel", "ParallelPlan"]

@@ -108,7 +108,9 @@ def test_modules_import_in_a_fresh_interpreter_in_any_order(order):
         "assert t.collective_kind is r.collective_kind",
         "assert t.to_placements is p.to_placements is r.to_placements and t.to_spec is p.to_spec is r.to_spec",
         "assert ctshard.torch is t",
-        "assert t.__all__ == ['to_placements', 'to_spec', 'run_plan', 'PlanRun', 'planned_specs', 'collective_kind']",
+        "assert t.__all__ == ['to_placements', 'to_spec', 'run_plan', 'PlanRun', 'planned_specs', 'collective_kind', 'auto_parallel', 'ParallelPlan']",
+        "import ctshard._auto as a",
+        "assert t.auto_parallel is a.auto_parallel and t.ParallelPlan is a.ParallelPlan",
         "assert t.to_spec(t.to_placements('S(0)P(sum)')) == 'S(0)P(sum)'",
     ])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

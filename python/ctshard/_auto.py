@@ -1,0 +1,595 @@
+"""``ctshard.torch.auto_parallel``: plan a module's training step with the whole-graph planner and
+apply the plan with DTensor.
+
+The joint training graph (forward and backward of ``model(*example_inputs)``, parameters,
+buffers, the example inputs and one output gradient ("tangent") per model output as inputs; the
+model outputs and the parameter gradients as outputs) is traced with ``make_fx`` on fake tensors
+and planned with ``ctshard.plan(..., algo="global", free_inputs=True)``: every parameter, input and
+tangent placement is a variable, each gradient is tied to its parameter and each tangent to its
+output. ``ParallelPlan.apply`` then distributes the parameters and runs the module with DTensor;
+docs/auto_parallel.md says exactly which placements it enforces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from ._placements import to_placements
+
+__all__ = ["auto_parallel", "ParallelPlan"]
+
+_OPTIMIZER_STATES = {"adam": 2, "sgd": 0, "sgd_momentum": 1}  # optimizer state tensors per parameter
+_GIB = 1024**3
+_MEMORY_KEYS = ("parameters", "gradients", "optimizer", "activations", "total")
+
+
+# ---------------------------------------------------------------------------------------------
+# mesh
+
+
+def _world_size() -> int | None:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else None
+
+
+def _device_mesh(sizes: Sequence[int]):
+    """A DeviceMesh of ``sizes`` over the current world (ValueError when there is none or when its
+    size differs from the product of ``sizes``)."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    world = _world_size()
+    if world is None:
+        raise ValueError(f"ctshard.torch.auto_parallel: mesh {list(sizes)} needs an initialized process group "
+                         "(torch.distributed.init_process_group) to build its DeviceMesh")
+    if math.prod(sizes) != world:
+        raise ValueError(f"ctshard.torch.auto_parallel: mesh {list(sizes)} has {math.prod(sizes)} devices, "
+                         f"the world size is {world}")
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    return init_device_mesh(device, tuple(sizes))
+
+
+def _mesh_sizes(mesh: Any) -> tuple[list[int], Any]:
+    """(mesh sizes, DeviceMesh or None): a DeviceMesh as given, a sequence of sizes checked (and
+    its DeviceMesh built now when a process group exists, else at ``apply``)."""
+    from torch.distributed.device_mesh import DeviceMesh
+
+    if isinstance(mesh, DeviceMesh):
+        return list(mesh.shape), mesh
+    if isinstance(mesh, (str, bytes)) or not isinstance(mesh, Sequence):
+        raise TypeError(f"ctshard.torch.auto_parallel: mesh must be a DeviceMesh or a sequence of sizes, got {type(mesh).__name__}")
+    sizes = list(mesh)
+    if not sizes or any(not isinstance(s, int) or isinstance(s, bool) or s < 1 for s in sizes):
+        raise ValueError(f"ctshard.torch.auto_parallel: mesh sizes must be positive integers, got {sizes}")
+    return sizes, (_device_mesh(sizes) if _world_size() is not None else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# capture
+
+
+@dataclasses.dataclass
+class _Capture:
+    """The joint graph and what its placeholders and outputs stand for."""
+
+    gm: torch.fx.GraphModule
+    params: dict[str, str]  # trainable parameter FQN -> placeholder
+    buffers: dict[str, str]  # buffer (and frozen parameter) FQN -> placeholder
+    inputs: list[str | None]  # placeholder of example input i (None: not a tensor)
+    tangents: list[str]  # placeholder of each output's gradient
+    outputs: list[str]  # node of each model output
+    grads: dict[str, str]  # trainable parameter FQN -> gradient node (unused parameters: absent)
+    module_outputs: dict[str, str]  # module FQN -> node of its (tensor) output, modules called once
+    module_nodes: dict[str, list[str]]  # module FQN -> forward nodes traced inside it (innermost)
+    backward_nodes: set[str]  # nodes that depend on a tangent
+
+
+def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot, make_fx
+    from torch.func import functional_call
+
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    frozen = [(n, p) for n, p in model.named_parameters() if not p.requires_grad] + list(model.named_buffers())
+    pnames, bnames = [n for n, _ in trainable], [n for n, _ in frozen]
+
+    def forward(params, buffers, inputs):
+        state = dict(zip(pnames, params))
+        state.update(zip(bnames, buffers))
+        return functional_call(model, state, tuple(inputs))
+
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True) as fake, torch.no_grad():
+            conv = lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t  # noqa: E731
+            out = forward([conv(p) for _, p in trainable], [conv(b) for _, b in frozen], [conv(x) for x in example_inputs])
+    except Exception as e:
+        raise ValueError(f"ctshard.torch.auto_parallel: cannot trace the model {type(model).__name__}: "
+                         f"{type(e).__name__}: {e}") from e
+    flat_out = pytree.tree_leaves(out)
+    if not flat_out or not all(isinstance(o, torch.Tensor) for o in flat_out):
+        raise TypeError(f"ctshard.torch.auto_parallel: {type(model).__name__} must return tensors (or a tuple of them)")
+
+    calls: dict[str, int] = {}
+    marks: dict[str, str] = {}
+    stack: list[tuple[str, int]] = []
+
+    def _nodes_now() -> int:
+        mode = get_proxy_mode()
+        return len(mode.tracer.graph.nodes) if mode is not None else 0
+
+    def pre(fqn):
+        def hook(mod, args):
+            calls[fqn] = calls.get(fqn, 0) + 1
+            stack.append((fqn, _nodes_now()))
+        return hook
+
+    def post(fqn):
+        def hook(mod, args, result):
+            mode = get_proxy_mode()
+            stack.pop()
+            if mode is None:
+                return
+            if isinstance(result, torch.Tensor):
+                try:
+                    marks[fqn] = get_proxy_slot(result, mode.tracer).proxy.node.name
+                except Exception:  # an output the tracer does not know (a constant)
+                    pass
+        return hook
+
+    handles = []
+    for fqn, m in model.named_modules():
+        handles.append(m.register_forward_pre_hook(pre(fqn)))
+        handles.append(m.register_forward_hook(post(fqn)))
+
+    # every forward node goes to the innermost module that was running when it was created
+    owner: dict[str, str] = {}
+
+    class _Owner(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            before = _nodes_now()
+            r = func(*args, **(kwargs or {}))
+            mode = get_proxy_mode()
+            if mode is not None and stack:
+                for node in list(mode.tracer.graph.nodes)[before:]:
+                    owner.setdefault(node.name, stack[-1][0])
+            return r
+
+    def step(params, buffers, inputs, tangents):
+        with _Owner():
+            result = forward(params, buffers, inputs)
+        outs = pytree.tree_leaves(result)
+        grads = torch.autograd.grad(outs, params, grad_outputs=tangents, allow_unused=True)
+        return (*outs, *grads)
+
+    args = ([p.detach().clone().requires_grad_() for _, p in trainable],
+            [b.detach().clone() for _, b in frozen], list(example_inputs),
+            [torch.zeros(o.shape, dtype=o.dtype) for o in flat_out])
+    try:
+        gm = make_fx(step, tracing_mode="fake")(*args)
+    except Exception as e:
+        raise ValueError(f"ctshard.torch.auto_parallel: cannot trace the model {type(model).__name__}: "
+                         f"{type(e).__name__}: {e}") from e
+    finally:
+        for h in handles:
+            h.remove()
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    leaves, _ = pytree.tree_flatten(args)
+    if len(leaves) != len(placeholders):
+        raise ValueError(f"ctshard.torch.auto_parallel: {type(model).__name__}: the traced graph has "
+                         f"{len(placeholders)} inputs for {len(leaves)} arguments")
+    names = iter(p.name for p in placeholders)
+    params = {n: next(names) for n in pnames}
+    buffers = {n: next(names) for n in bnames}
+    inputs = [next(names) for _ in example_inputs]
+    inputs = [name if isinstance(x, torch.Tensor) else None for name, x in zip(inputs, example_inputs)]
+    tangents = [next(names) for _ in flat_out]
+    out_args = list(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    outputs = [a.name for a in out_args[: len(flat_out)]]
+    grads = {n: a.name for n, a in zip(pnames, out_args[len(flat_out):]) if a is not None}
+
+    backward: set[str] = set(tangents)
+    for node in gm.graph.nodes:
+        if node.op != "placeholder" and any(a.name in backward for a in node.all_input_nodes):
+            backward.add(node.name)
+    module_nodes: dict[str, list[str]] = {}
+    for node in gm.graph.nodes:
+        if node.name in owner and node.name not in backward:
+            module_nodes.setdefault(owner[node.name], []).append(node.name)
+    once = {fqn: node for fqn, node in marks.items() if calls.get(fqn) == 1}
+    return _Capture(gm, params, buffers, inputs, tangents, outputs, grads, once, module_nodes, backward)
+
+
+# ---------------------------------------------------------------------------------------------
+# memory (per device, GiB). One place: when ctshard.plan reports "memory" itself, read it there.
+
+
+def _local_bytes(shape: Sequence[int], spec: str, sizes: Sequence[int], itemsize: int) -> int:
+    """Bytes of the largest local shard of a tensor of global ``shape`` at ``spec`` (a Shard
+    splits its dim in ceil-sized chunks; Replicate and Partial keep it whole)."""
+    local = list(shape)
+    for mesh_dim, p in enumerate(to_placements(spec)):
+        dim = getattr(p, "dim", None)
+        if dim is not None and dim < len(local):
+            local[dim] = -(-local[dim] // sizes[mesh_dim])
+    return math.prod(local) * itemsize
+
+
+def _node_type(node: torch.fx.Node) -> tuple[list[int], int] | None:
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return [int(s) for s in val.shape], val.element_size()
+    return None
+
+
+def _memory_gib(cap: _Capture, specs: Mapping[str, list[str]], sizes: Sequence[int], optimizer: str,
+                plan_json: Mapping[str, Any]) -> dict[str, float]:
+    """Per-device memory of the plan: parameters, gradients (at their parameter's placement),
+    optimizer state (``_OPTIMIZER_STATES`` copies of each trainable parameter), activations (the
+    forward values and inputs the backward reads, at their planned placements) and the total.
+    Taken from the plan's own ``memory`` field when ``ctshard.plan`` reports one."""
+    if isinstance(plan_json.get("memory"), Mapping):
+        return {k: float(plan_json["memory"][k]) for k in _MEMORY_KEYS}
+    nodes = {n.name: n for n in cap.gm.graph.nodes}
+
+    def size(name: str) -> int:
+        t = _node_type(nodes[name])
+        return _local_bytes(t[0], specs[name][0], sizes, t[1]) if t and specs.get(name) else 0
+
+    params = sum(size(ph) for ph in cap.params.values()) + sum(size(ph) for ph in cap.buffers.values())
+    trainable = sum(size(cap.params[n]) for n in cap.grads)
+    saved = set()
+    for node in cap.gm.graph.nodes:
+        if node.name in cap.backward_nodes and node.op != "output":
+            saved.update(a.name for a in node.all_input_nodes if a.name not in cap.backward_nodes)
+    saved -= set(cap.params.values()) | set(cap.buffers.values())
+    activations = sum(size(name) for name in saved)
+    out = {"parameters": params, "gradients": trainable, "optimizer": _OPTIMIZER_STATES[optimizer] * trainable,
+           "activations": activations}
+    out = {k: v / _GIB for k, v in out.items()}
+    out["total"] = sum(out.values())
+    return out
+
+
+def _min_local_bytes(shape: Sequence[int], sizes: Sequence[int], itemsize: int) -> int:
+    """The least local bytes of a tensor over every spec of R / S(d) per mesh dim."""
+    best = math.prod(shape) * itemsize
+    for choice in itertools.product(range(-1, len(shape)), repeat=len(sizes)):
+        local = list(shape)
+        for mesh_dim, d in enumerate(choice):
+            if d >= 0:
+                local[d] = -(-local[d] // sizes[mesh_dim])
+        best = min(best, math.prod(local) * itemsize)
+    return best
+
+
+def _plan_memory_options(cap: _Capture, budget_gib: float | None, optimizer: str, plan_params: Sequence[str],
+                         pinned: Mapping[str, str], sizes: Sequence[int]) -> tuple[dict[str, Any], float]:
+    """The ``ctshard.plan`` keywords that bound memory, and the least budget they allow (GiB).
+
+    With a ``ctshard.plan`` that takes ``optimizer`` and ``gradients`` the budget is passed as
+    is. Otherwise (ties for the gradients) the planner bounds only the bytes of the graph inputs,
+    so the budget is divided by 2 + the optimizer's state count (parameter, gradient, states) and
+    the least budget is that factor times the inputs' least bytes."""
+    factor = 2 + _OPTIMIZER_STATES[optimizer]
+    ties = [(g, cap.params[p]) for p, g in cap.grads.items()] + list(zip(cap.tangents, cap.outputs))
+    if "optimizer" in plan_params and "gradients" in plan_params:
+        opts = {"optimizer": optimizer, "gradients": {g: cap.params[p] for p, g in cap.grads.items()},
+                "ties": list(zip(cap.tangents, cap.outputs))}
+        if budget_gib is not None:
+            opts["memory_budget_gib"] = float(budget_gib)
+        return opts, float("nan")
+    nodes = {n.name: n for n in cap.gm.graph.nodes}
+    least = 0
+    for ph in list(cap.params.values()) + list(cap.buffers.values()) + [i for i in cap.inputs if i] + cap.tangents:
+        t = _node_type(nodes[ph])
+        if t:
+            least += _local_bytes(t[0], pinned[ph], sizes, t[1]) if ph in pinned else _min_local_bytes(t[0], sizes, t[1])
+    opts: dict[str, Any] = {"ties": ties}
+    if budget_gib is not None:
+        opts["memory_budget_gib"] = float(budget_gib) / factor
+    return opts, factor * least / _GIB
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan
+
+
+@dataclasses.dataclass
+class ParallelPlan:
+    """What ``auto_parallel`` returns.
+
+    parameter_placements: parameter FQN -> spec (``"S(0)R"``), buffers included (Replicate).
+    input_placements: spec of each example input (None for non-tensor inputs).
+    output_placements: spec of each model output (flattened).
+    module_output_placements: module FQN -> the planned spec of its output (modules called once
+        per forward that return one tensor; ``""`` is the model itself).
+    step_time_us: the planned time of one training step (µs): communication (redistributions and
+        the collectives inside ops, DTensor's cost model) plus the compute term of the planner.
+    communication_us: the communication part of ``step_time_us`` (µs).
+    memory_gib: per device, GiB: ``parameters``, ``gradients``, ``optimizer``, ``activations``
+        (forward values read by the backward), ``total``.
+    proven_optimal, optimality_gap: the planner's proof (gap 0 = optimal within its model).
+    mesh: the mesh sizes. plan: ``ctshard.plan``'s JSON; graph: the joint training graph.
+    """
+
+    parameter_placements: dict[str, str]
+    input_placements: list[str | None]
+    output_placements: list[str]
+    module_output_placements: dict[str, str]
+    step_time_us: float
+    communication_us: float
+    memory_gib: dict[str, float]
+    proven_optimal: bool
+    optimality_gap: float
+    mesh: list[int]
+    optimizer: str
+    plan: dict = dataclasses.field(repr=False)
+    graph: torch.fx.GraphModule = dataclasses.field(repr=False)
+    _capture: _Capture = dataclasses.field(repr=False)
+    _device_mesh: Any = dataclasses.field(repr=False, default=None)
+
+    def summary(self) -> str:
+        """A per-layer table: layer (the FQN prefix of its parameters), the communication of the
+        forward nodes traced inside it (µs; the backward's in one extra row), the per-device
+        memory of its parameters, gradients and optimizer state (MiB) and its placements."""
+        cap = self._capture
+        cost = {n["name"]: float(n.get("cost_us", 0) or 0) for n in self.plan["nodes"]}
+        layers: dict[str, list[str]] = {}
+        for fqn in self.parameter_placements:
+            layers.setdefault(fqn.rpartition(".")[0], []).append(fqn)
+        nodes = {n.name: n for n in cap.gm.graph.nodes}
+        specs = _specs(cap.gm, self.plan)
+        factor = 2 + _OPTIMIZER_STATES[self.optimizer]
+        rows = [("layer", "comm us", "memory MiB", "placements")]
+        claimed: set[str] = set()
+        for layer, fqns in layers.items():
+            # the layer's forward nodes and its submodules' (the root layer: only its own)
+            inside = [n for m, ns in cap.module_nodes.items() if m == layer or (layer and m.startswith(layer + "."))
+                      for n in ns]
+            comm = sum(cost.get(n, 0.0) for n in inside)
+            claimed.update(inside)
+            mem = 0
+            for f in fqns:
+                ph = cap.params.get(f) or cap.buffers.get(f)
+                t = _node_type(nodes[ph])
+                mem += (factor if f in cap.grads else 1) * _local_bytes(t[0], specs[ph][0], self.mesh, t[1]) if t else 0
+            rows.append((layer or "(root)", f"{comm:.3f}", f"{mem / 2**20:.4f}",
+                         " ".join(f"{f.rpartition('.')[2]}={self.parameter_placements[f]}" for f in fqns)))
+        rest = sum(c for n, c in cost.items() if n not in claimed and n not in cap.backward_nodes)
+        back = sum(c for n, c in cost.items() if n in cap.backward_nodes)
+        rows.append(("(other forward)", f"{rest:.3f}", "", ""))
+        rows.append(("(backward)", f"{back:.3f}", "", ""))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        m = self.memory_gib
+        lines.append(f"mesh {'x'.join(map(str, self.mesh))}: step {self.step_time_us:.3f} us "
+                     f"(communication {self.communication_us:.3f} us), "
+                     f"{'proven optimal' if self.proven_optimal else f'gap {self.optimality_gap:.3g}'}; memory per device "
+                     + ", ".join(f"{k} {m[k] * 1024:.4f} MiB" for k in _MEMORY_KEYS))
+        return "\n".join(lines)
+
+    def apply(self, model: nn.Module) -> nn.Module:
+        """Distribute ``model``'s parameters and buffers per the plan and make it run with DTensor;
+        returns ``model`` itself (changed in place, as ``parallelize_module``; its class becomes a
+        subclass whose ``forward`` wraps the original, as FSDP2's ``fully_shard`` does).
+
+        Enforced: each parameter is a DTensor at its planned placements (``distribute_tensor``,
+        each rank keeping its own shard of the same global value) and each gradient is
+        redistributed to its parameter's placements as it is computed (a tensor hook); buffers
+        are Replicate; tensor inputs are distributed (plain tensors, the same on every rank) or
+        redistributed (DTensors) to the planned input placements; the output of every module the
+        plan names (``module_output_placements``, Partial ones excepted) and the model outputs
+        are redistributed to the planned placements. Every other placement inside is DTensor's own
+        choice. Plain tensors that meet a DTensor during forward (a causal mask created there)
+        become Replicate DTensors. Raises ValueError when the model's parameters differ from the
+        planned ones or no process group of the mesh's size exists."""
+        from torch.distributed.tensor import DTensor, Replicate, distribute_tensor
+
+        names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+        if names != set(self.parameter_placements):
+            raise ValueError(f"ctshard.torch.ParallelPlan.apply: model {type(model).__name__} has other parameters "
+                             f"than the plan: {sorted(names ^ set(self.parameter_placements))[:5]}")
+        if self._device_mesh is None:
+            self._device_mesh = _device_mesh(self.mesh)
+        mesh = self._device_mesh
+        replicate = [Replicate()] * mesh.ndim
+        done: dict[int, Any] = {}
+        for fqn, spec in self.parameter_placements.items():
+            owner_name, _, attr = fqn.rpartition(".")
+            owner = model.get_submodule(owner_name)
+            placements = list(to_placements(spec))
+            if attr in owner._parameters:
+                p = owner._parameters[attr]
+                if id(p) not in done:
+                    local = p.detach() if not isinstance(p, DTensor) else p.detach().full_tensor()
+                    d = nn.Parameter(distribute_tensor(local, mesh, placements, src_data_rank=None), requires_grad=p.requires_grad)
+                    if d.requires_grad:
+                        d.register_hook(_grad_hook(mesh, placements))
+                    done[id(p)] = d
+                owner._parameters[attr] = done[id(p)]
+            else:
+                b = owner._buffers[attr]
+                if b is not None and not isinstance(b, DTensor):
+                    owner._buffers[attr] = distribute_tensor(b, mesh, replicate, src_data_rank=None)
+        for fqn, spec in self.module_output_placements.items():
+            if fqn and "P" not in spec:
+                model.get_submodule(fqn).register_forward_hook(_output_hook(mesh, list(to_placements(spec))))
+        _wrap_forward(model, mesh, self)
+        return model
+
+
+def _grad_hook(mesh, placements):
+    def hook(grad):
+        return grad.redistribute(mesh, placements) if tuple(grad.placements) != tuple(placements) else grad
+    return hook
+
+
+def _output_hook(mesh, placements):
+    from torch.distributed.tensor import DTensor
+
+    def hook(module, args, out):
+        if isinstance(out, DTensor) and tuple(out.placements) != tuple(placements):
+            return out.redistribute(mesh, placements)
+        return None
+    return hook
+
+
+class _ReplicatePlain(TorchFunctionMode):
+    """During forward: plain tensors passed to a torch function together with a DTensor become
+    Replicate DTensors first, so that autograd saves DTensors and backward needs no context."""
+
+    def __init__(self, mesh):
+        super().__init__()
+        self.mesh = mesh
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        from torch.distributed.tensor import DTensor, Replicate
+
+        kwargs = kwargs or {}
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if any(isinstance(a, DTensor) for a in flat) and any(type(a) is torch.Tensor for a in flat):
+            rep = [Replicate()] * self.mesh.ndim
+            flat = [DTensor.from_local(a, self.mesh, rep, run_check=False) if type(a) is torch.Tensor else a for a in flat]
+            args, kwargs = pytree.tree_unflatten(flat, spec)
+        return func(*args, **kwargs)
+
+
+def _wrap_forward(model: nn.Module, mesh, plan: ParallelPlan) -> None:
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    cls = type(model)
+    if getattr(cls, "_ctshard_parallel", False):
+        cls = cls.__mro__[1]
+    inputs = [list(to_placements(s)) if s else None for s in plan.input_placements]
+    outputs = [list(to_placements(s)) for s in plan.output_placements]
+
+    def place(x, placements):
+        if placements is None or not isinstance(x, torch.Tensor):
+            return x
+        if isinstance(x, DTensor):
+            return x.redistribute(mesh, placements) if tuple(x.placements) != tuple(placements) else x
+        return distribute_tensor(x, mesh, placements, src_data_rank=None)
+
+    def forward(self, *args, **kwargs):
+        args = tuple(place(a, inputs[i] if i < len(inputs) else None) for i, a in enumerate(args))
+        with _ReplicatePlain(mesh):
+            out = cls.forward(self, *args, **kwargs)
+        flat, spec = pytree.tree_flatten(out)
+        flat = [place(o, outputs[i]) if i < len(outputs) and isinstance(o, DTensor) else o for i, o in enumerate(flat)]
+        return pytree.tree_unflatten(flat, spec)
+
+    model.__class__ = type(f"Parallel{cls.__name__}", (cls,), {"forward": forward, "_ctshard_parallel": True})
+
+
+def _specs(gm: torch.fx.GraphModule, plan_json: Mapping[str, Any]) -> dict[str, list[str]]:
+    from ._run import planned_specs
+
+    merged = dict(plan_json)
+    merged["placements"] = {**plan_json.get("placements", {}), **plan_json.get("input_placements", {})}
+    return planned_specs(gm, merged)
+
+
+def _plan_once(make_plan):
+    """The plan, the same on every rank: with a process group, rank 0 plans and broadcasts its
+    result (a time-limited search may stop at different plans on different ranks)."""
+    import torch.distributed as dist
+
+    if _world_size() is None:
+        return make_plan()
+    box: list[Any] = [None]
+    if dist.get_rank() == 0:
+        try:
+            box[0] = make_plan()
+        except ValueError as e:  # raised on every rank
+            box[0] = e
+    dist.broadcast_object_list(box, src=0)
+    if isinstance(box[0], ValueError):
+        raise ValueError(str(box[0]))
+    return box[0]
+
+
+def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_budget_gib: float | None = None,
+                  optimizer: str = "adam", place: Mapping[str, str] | None = None,
+                  time_limit_s: float = 10.0) -> ParallelPlan:
+    """Plan ``model``'s training step on ``mesh`` with ctshard's whole-graph planner.
+
+    model: an ``nn.Module`` (plain tensors; not yet applied). example_inputs: its positional
+        inputs (a tensor or a tuple; global shapes). mesh: a ``DeviceMesh`` or mesh sizes (mesh
+        dim 0 first; then a DeviceMesh over the current world, whose size must equal their
+        product, else ValueError; without a process group the plan is made and ``apply`` builds
+        the mesh).
+    memory_budget_gib: per-device bound (GiB) on parameters + gradients + optimizer state (see
+        docs/auto_parallel.md for what the planner bounds); None: no bound.
+    optimizer: ``"adam"`` (2 states per parameter), ``"sgd"`` (none) or ``"sgd_momentum"`` (1).
+    place: pins, FQN of a parameter -> spec, or ``"inputs[i]"`` -> spec of example input i.
+    time_limit_s: the planner's time limit (s); the best plan so far comes with its gap.
+
+    Raises ValueError for an unknown optimizer, a budget below the least one (naming it), a
+    mesh whose size differs from the world size, a pin naming no parameter or input, and a
+    model that cannot be traced (naming its class); TypeError for a model that is not an
+    ``nn.Module`` or a mesh of the wrong type."""
+    import inspect
+    import sys
+
+    # the package is loaded before any of its modules; taken from sys.modules, not imported back
+    # (ctshard/__init__.py loads ctshard.torch, which loads this module: no import cycle)
+    ctshard_plan = sys.modules[__package__].plan
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"ctshard.torch.auto_parallel: model must be a torch.nn.Module, got {type(model).__name__}")
+    if optimizer not in _OPTIMIZER_STATES:
+        raise ValueError(f"ctshard.torch.auto_parallel: optimizer must be one of {', '.join(map(repr, _OPTIMIZER_STATES))}, "
+                         f"got {optimizer!r}")
+    if memory_budget_gib is not None and not (isinstance(memory_budget_gib, (int, float)) and memory_budget_gib > 0
+                                              and math.isfinite(memory_budget_gib)):
+        raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib must be a positive number of GiB, got {memory_budget_gib!r}")
+    if not (isinstance(time_limit_s, (int, float)) and 0 < time_limit_s <= 1e6):
+        raise ValueError(f"ctshard.torch.auto_parallel: time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
+    sizes, device_mesh = _mesh_sizes(mesh)
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    cap = _capture(model, example_inputs)
+
+    pinned = {ph: "R" * len(sizes) for ph in cap.buffers.values()}
+    for key, spec in (place or {}).items():
+        if key in cap.params:
+            pinned[cap.params[key]] = spec
+        elif key.startswith("inputs[") and key.endswith("]") and key[7:-1].isdigit() and \
+                int(key[7:-1]) < len(cap.inputs) and cap.inputs[int(key[7:-1])]:
+            pinned[cap.inputs[int(key[7:-1])]] = spec
+        else:
+            raise ValueError(f"ctshard.torch.auto_parallel: place names {key!r}, which is neither a trainable parameter "
+                             f"of {type(model).__name__} nor 'inputs[i]' of a tensor input")
+    plan_params = inspect.signature(ctshard_plan).parameters
+    memory_opts, least = _plan_memory_options(cap, memory_budget_gib, optimizer, plan_params, pinned, sizes)
+    result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
+                                             time_limit_ms=float(time_limit_s) * 1000, **memory_opts))
+    if result.get("status") == "infeasible":
+        least = float(result.get("min_memory_gib", least))
+        raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib={memory_budget_gib} is below the least "
+                         f"budget of this model on mesh {sizes}: {least:.6g} GiB")
+    specs = _specs(cap.gm, result)
+    placements = {fqn: specs[ph][0] for fqn, ph in {**cap.params, **cap.buffers}.items()}
+    return ParallelPlan(
+        parameter_placements=placements,
+        input_placements=[specs[ph][0] if ph else None for ph in cap.inputs],
+        output_placements=[specs[o][0] for o in cap.outputs],
+        module_output_placements={fqn: specs[n][0] for fqn, n in cap.module_outputs.items() if n in specs},
+        step_time_us=float(result.get("objective_us", result["total_cost_us"])),
+        communication_us=float(result["total_cost_us"]),
+        memory_gib=_memory_gib(cap, specs, sizes, optimizer, result),
+        proven_optimal=bool(result.get("proven_optimal", False)),
+        optimality_gap=float(result.get("optimality_gap", 0.0)),
+        mesh=sizes, optimizer=optimizer, plan=result, graph=cap.gm, _capture=cap, _device_mesh=device_mesh)

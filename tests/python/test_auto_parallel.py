@@ -1,0 +1,175 @@
+"""``ctshard.torch.auto_parallel``: a plan of the joint training graph, applied with DTensor on a
+real 2x2 gloo group (4 CPU processes), trains exactly like the single process; and its errors.
+
+One spawned group runs the GPT block (causal mask created in forward) and the MLP for 3 steps of
+``torch.optim.Adam`` each (examples/python/auto_parallel.py's ``train``), plus the mesh-size check.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+if str(ROOT / "examples" / "python") not in sys.path:  # spawned children inherit sys.path
+    sys.path.insert(0, str(ROOT / "examples" / "python"))
+
+import auto_parallel as ap  # noqa: E402
+import ctshard.torch as ct  # noqa: E402
+
+pytestmark = pytest.mark.torch_bound
+
+STEPS = 3
+
+
+def mesh_of_wrong_size(mesh):
+    """Mesh sizes whose product (6) differs from the world size (4): ValueError naming both."""
+    try:
+        ct.auto_parallel(ap.MLP(), (torch.randn(ap.BATCH, ap.SEQ, ap.HIDDEN),), [2, 3])
+    except ValueError as e:
+        return {"error_text": str(e)}
+    return {"error_text": None}
+
+
+class _Train:
+    def __init__(self, name, budget):
+        self.name, self.budget = name, budget
+
+    def __call__(self, mesh):
+        return ap.train(self.name, mesh, STEPS, self.budget, time_limit_s=3.0)
+
+
+@pytest.fixture(scope="module")
+def group():
+    cases = [_Train("gpt_block", 1.5e-4), _Train("mlp", None), mesh_of_wrong_size]
+    results = ap.run_group((2, 2), cases)
+    for r in results:
+        if "error" in r:
+            pytest.fail(f"case failed in the group: {r['error']}\n{r['traceback']}")
+    return dict(zip(("gpt_block", "mlp", "mesh"), results))
+
+
+@pytest.mark.parametrize("name", ["gpt_block", "mlp"])
+def test_trains_like_single_process(group, name):
+    r = group[name]
+    ref = ap.reference_losses(name, STEPS)
+    assert len(r["losses"]) == STEPS
+    for got, want in zip(r["losses"], ref):
+        assert abs(got - want) <= 1e-5 * abs(want), (r["losses"], ref)
+    assert r["losses"][-1] < r["losses"][0]  # it does train
+    assert r["output_is_dtensor"] and r["output_shape"] == [ap.BATCH, ap.SEQ, ap.HIDDEN]
+
+
+@pytest.mark.parametrize("name", ["gpt_block", "mlp"])
+def test_parameter_placements_are_the_plans(group, name):
+    r = group[name]
+    model, _ = ap.build(name)
+    assert set(r["planned"]) == {n for n, _ in model.named_parameters()}
+    assert r["placements"] == r["planned"]
+
+
+def test_budget_makes_the_planner_shard(group):
+    r = group["gpt_block"]
+    assert any("S(" in spec for spec in r["planned"].values()), r["planned"]
+    m = r["memory_gib"]
+    assert m["total"] == pytest.approx(sum(m[k] for k in ("parameters", "gradients", "optimizer", "activations")))
+    assert m["optimizer"] == pytest.approx(2 * m["gradients"])  # Adam: two states per parameter
+    assert m["parameters"] * 3 <= 1.5e-4 * (1 + 1e-9)  # the fallback bound: parameters + gradients + Adam
+
+
+def test_mesh_must_match_world_size(group):
+    text = group["mesh"]["error_text"]
+    assert text is not None and "[2, 3]" in text and "world size is 4" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# planning only (no process group) and errors
+
+
+def _mlp():
+    model, inputs = ap.build("mlp")
+    return model, inputs
+
+
+def test_plan_without_process_group_fields():
+    model, inputs = _mlp()
+    plan = ct.auto_parallel(model, inputs, [2, 2], time_limit_s=2.0)
+    assert set(plan.parameter_placements) == {"up.weight", "up.bias", "down.weight", "down.bias"}
+    assert all(len(ct.to_placements(s)) == 2 for s in plan.parameter_placements.values())
+    assert plan.step_time_us >= plan.communication_us >= 0
+    assert set(plan.memory_gib) == {"parameters", "gradients", "optimizer", "activations", "total"}
+    params = sum(p.numel() * 4 for p in model.parameters()) / 2**30
+    assert plan.memory_gib["parameters"] <= params * (1 + 1e-9)
+    assert isinstance(plan.proven_optimal, bool) and 0 <= plan.optimality_gap <= 1
+    text = plan.summary()
+    layers = [line.split()[0] for line in text.splitlines()[1:]]
+    assert layers[:2] == ["up", "down"] and "(backward)" in layers
+    assert f"weight={plan.parameter_placements['up.weight']}" in text and "mesh 2x2" in text
+
+
+def test_sgd_has_no_optimizer_state():
+    model, inputs = _mlp()
+    plan = ct.auto_parallel(model, inputs, [2, 2], optimizer="sgd", time_limit_s=2.0)
+    assert plan.memory_gib["optimizer"] == 0
+    mom = ct.auto_parallel(model, inputs, [2, 2], optimizer="sgd_momentum", time_limit_s=2.0)
+    assert mom.memory_gib["optimizer"] == pytest.approx(mom.memory_gib["gradients"])
+
+
+def test_pin_is_kept():
+    model, inputs = _mlp()
+    plan = ct.auto_parallel(model, inputs, [2, 2], place={"up.weight": "S(0)S(0)", "inputs[0]": "S(0)R"}, time_limit_s=2.0)
+    assert plan.parameter_placements["up.weight"] == "S(0)S(0)"
+    assert plan.input_placements == ["S(0)R"]
+
+
+def test_budget_below_minimum():
+    model, inputs = _mlp()
+    with pytest.raises(ValueError, match=r"memory_budget_gib=1e-09 is below the least budget .*: [0-9.e-]+ GiB"):
+        ct.auto_parallel(model, inputs, [2, 2], memory_budget_gib=1e-9)
+
+
+def test_unknown_optimizer():
+    model, inputs = _mlp()
+    with pytest.raises(ValueError, match="optimizer must be one of .* got 'lamb'"):
+        ct.auto_parallel(model, inputs, [2, 2], optimizer="lamb")
+
+
+@pytest.mark.parametrize("mesh, exc", [([0, 2], ValueError), ("2x2", TypeError), (4, TypeError)])
+def test_bad_mesh(mesh, exc):
+    model, inputs = _mlp()
+    with pytest.raises(exc, match="mesh"):
+        ct.auto_parallel(model, inputs, mesh)
+
+
+def test_unknown_pin():
+    model, inputs = _mlp()
+    with pytest.raises(ValueError, match="'nope.weight'"):
+        ct.auto_parallel(model, inputs, [2, 2], place={"nope.weight": "RR"})
+
+
+class _Untraceable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:  # data-dependent control flow
+            return y
+        return -y
+
+
+def test_untraceable_model_names_its_class():
+    with pytest.raises(ValueError, match="cannot trace the model _Untraceable"):
+        ct.auto_parallel(_Untraceable(), (torch.randn(2, 4),), [2, 2])
+
+
+def test_apply_without_process_group():
+    model, inputs = _mlp()
+    plan = ct.auto_parallel(model, inputs, [2, 2], time_limit_s=2.0)
+    with pytest.raises(ValueError, match="needs an initialized process group"):
+        plan.apply(model)
