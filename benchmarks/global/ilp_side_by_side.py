@@ -138,7 +138,7 @@ def build_model(prob: dict):
             nlim += 1
     lp += pulp.LpAffineExpression(terms) + constant
     stats = {"x_columns": sum(len(a) for a in ok), "y_columns": ny, "constant_edges": const_edges, "usage_rows": nlim,
-             "rows": len(lp.constraints), "constant": constant}
+             "rows": len(lp._constraints), "constant": constant}
     return lp, x, stats
 
 
@@ -202,10 +202,17 @@ def worker(solver: str, path: str, time_limit_s: float) -> dict:
                    "-preprocess", "off", "-printingOptions", "all", "-solve", "-solution", sol]
             out["cbc_command"] = " ".join(["cbc"] + cmd[1:])
             t1 = time.perf_counter()
+            cap = 2 * time_limit_s + 30  # CBC checks -sec only between its own phases: a root LP can overrun it
+            killed = False
             with open(log, "w") as lf:
-                subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, check=False)
+                try:
+                    subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, check=False, timeout=cap)
+                except subprocess.TimeoutExpired:
+                    killed = True
             out["solve_s"] = time.perf_counter() - t1
             text = open(log).read()
+            if killed:
+                text += f"\nResult - killed after {cap:g} s (still running past -sec)\n"
             out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the cbc process
             m = re.search(r"^Result - (.*)$", text, re.M)
             out["status"] = m.group(1).strip() if m else "unknown"
