@@ -27,7 +27,6 @@ import gzip
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -175,7 +174,7 @@ def worker(solver: str, path: str, time_limit_s: float) -> dict:
         hs.createAndConfigureSolver(lp)
         hs.buildSolverModel(lp)
         out["build_s"] = time.perf_counter() - t0
-        out["rss_before_solve_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out["rss_before_solve_mib"] = own_peak_rss_mib()
         t1 = time.perf_counter()
         hs.callSolver(lp)
         out["solve_s"] = time.perf_counter() - t1
@@ -189,7 +188,7 @@ def worker(solver: str, path: str, time_limit_s: float) -> dict:
             hs.findSolutionValues(lp)
         out["objective"] = info.objective_function_value + const if has_sol else None
         out["bound"] = info.mip_dual_bound + const if abs(info.mip_dual_bound) < 1e300 else None
-        out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out["peak_rss_mib"] = own_peak_rss_mib()  # this process: the PuLP model and HiGHS
     else:
         cbc = pulp.PULP_CBC_CMD(msg=False, threads=1, timeLimit=time_limit_s, gapRel=0.0, options=["preprocess off"],
                                 timeMode="elapsed")
@@ -198,9 +197,10 @@ def worker(solver: str, path: str, time_limit_s: float) -> dict:
             lp.writeMPS(mps)
             out["build_s"] = time.perf_counter() - t0
             sol, log = os.path.join(tmp, "model.sol"), os.path.join(tmp, "cbc.log")
-            cmd = [cbc.path, mps, "-sec", str(time_limit_s), "-timeMode", "elapsed", "-threads", "1", "-ratio", "0",
+            hwm = os.path.join(tmp, "cbc.rss")
+            cmd = [TIME, "-f", "%M", "-o", hwm, cbc.path, mps, "-sec", str(time_limit_s), "-timeMode", "elapsed", "-threads", "1", "-ratio", "0",
                    "-preprocess", "off", "-printingOptions", "all", "-solve", "-solution", sol]
-            out["cbc_command"] = " ".join(["cbc"] + cmd[1:])
+            out["cbc_command"] = " ".join(["cbc"] + cmd[6:])
             t1 = time.perf_counter()
             cap = 2 * time_limit_s + 30  # CBC checks -sec only between its own phases: a root LP can overrun it
             killed = False
@@ -213,7 +213,7 @@ def worker(solver: str, path: str, time_limit_s: float) -> dict:
             text = open(log).read()
             if killed:
                 text += f"\nResult - killed after {cap:g} s (still running past -sec)\n"
-            out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the cbc process
+            out["peak_rss_mib"] = read_time_rss(hwm)  # the cbc process alone
             m = re.search(r"^Result - (.*)$", text, re.M)
             out["status"] = m.group(1).strip() if m else "unknown"
             out["proven"] = out["status"].startswith("Optimal solution found")
@@ -238,19 +238,38 @@ def worker(solver: str, path: str, time_limit_s: float) -> dict:
     return out
 
 
-def run_measured(cmd: list[str]) -> tuple[str, float, float, int]:
-    """Runs cmd; (stdout, wall s, peak RSS MiB of it and its children, exit code)."""
+TIME = "/usr/bin/time"  # GNU time: the peak RSS of a process started from a small one
+
+
+def own_peak_rss_mib() -> float:
+    """This process's peak RSS since it started (VmHWM; getrusage's ru_maxrss also counts the
+    parent's RSS at the fork, Linux keeps it across exec)."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def read_time_rss(path: str) -> float | None:
+    """The peak RSS (MiB) GNU time wrote (`-f %M`, KiB), None when absent."""
+    try:
+        return int(open(path).read().split()[-1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run_measured(cmd: list[str]) -> tuple[str, float, float | None, int]:
+    """Runs cmd under GNU time; (stdout, wall s, peak RSS MiB of it and its children, exit code)."""
     t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as f:
-        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.PIPE, text=True)
-        _, status, ru = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile("w+") as f, tempfile.TemporaryDirectory() as tmp:
+        hwm = os.path.join(tmp, "rss")
+        rc = subprocess.run([TIME, "-f", "%M", "-o", hwm] + cmd, stdout=f, stderr=subprocess.PIPE, text=True).returncode
         f.seek(0)
-        return f.read(), time.perf_counter() - t0, ru.ru_maxrss / 1024, p.returncode
+        return f.read(), time.perf_counter() - t0, read_time_rss(hwm), rc
 
 
 def run_ctshard(tool: str, path: str, prob: dict, time_limit_s: float) -> dict:
-    text, wall, rss, rc = run_measured(["nice", "-n", "0", tool, "iopddl", path, "--time-limit-s", str(time_limit_s), "--json"])
+    text, wall, rss, rc = run_measured([tool, "iopddl", path, "--time-limit-s", str(time_limit_s), "--json"])
     if rc != 0:
         return {"solver": "ctshard", "error": f"exit {rc}"}
     j = json.loads(text)
