@@ -205,9 +205,12 @@ def worker(solver: str, path: str, time_limit_s: float) -> dict:
             cap = 2 * time_limit_s + 30  # CBC checks -sec only between its own phases: a root LP can overrun it
             killed = False
             with open(log, "w") as lf:
+                p = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
                 try:
-                    subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, check=False, timeout=cap)
+                    p.wait(timeout=cap)
                 except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, 9)  # GNU time and cbc
+                    p.wait()
                     killed = True
             out["solve_s"] = time.perf_counter() - t1
             text = open(log).read()
