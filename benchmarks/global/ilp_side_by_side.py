@@ -342,11 +342,11 @@ def markdown(results: list[dict], time_limit_s: float) -> str:
             ct_t = ct.get("build_s", 0) + ct.get("solve_s", 0) if "error" not in ct else None
             g = gap(r)
             ratio_t = "" if s == "ctshard" or not ct_t else f"{t / ct_t:,.1f}"
-            ratio_m = "" if s == "ctshard" or not ct.get("peak_rss_mib") else f"{r['peak_rss_mib'] / ct['peak_rss_mib']:,.1f}"
+            ratio_m = "" if s == "ctshard" or not ct.get("peak_rss_mib") or r["peak_rss_mib"] is None else f"{r['peak_rss_mib'] / ct['peak_rss_mib']:,.1f}"
             status = "yes" if r["proven"] else ("infeasible" if r.get("infeasible") else f"no ({r['status']})")
             lines.append(f"| {res['name']} | {res['nodes']:,} / {res['edges']:,} | {size} | {s} | {r['build_s']:.2f} | {r['solve_s']:.2f} "
                          f"| {fmt(r.get('objective'))} | {fmt(r.get('bound'))} | {fmt(g, '.2e') if g else ('0' if g == 0 else '–')} | {status} "
-                         f"| {r['peak_rss_mib']:,.0f} | {ratio_t} | {ratio_m} |")
+                         f"| {fmt(r['peak_rss_mib'])} | {ratio_t} | {ratio_m} |")
     lines.append("")
     lines.append(f"Time limit {time_limit_s:g} s per solver, one thread each. \"ctshard time ×\": (build + solve) of the ILP solver over "
                  "ctshard's (read + solve); \"ctshard RSS ×\": the ILP process's peak RSS over ctshard's.")
