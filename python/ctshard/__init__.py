@@ -150,6 +150,15 @@ class GlobalOptions:
         same optimum (``solver["undelivered_rows"]`` counts the rows the rule leaves out).
     max_memory_mib: memory budget of the cost graph and the solver (0: a quarter of the machine's
         memory); a problem that does not fit raises ValueError.
+    training: the training-step model with ``free_inputs`` (docs/global_plan.md, "Training
+        step"): each gradient reduced to its parameter's placement, ``memory_budget_gib`` bounding
+        parameters + gradients + optimizer state + saved activations; on by itself for an AOT
+        joint graph (``primals_*`` then ``tangents_*``) or when ``gradients`` is given.
+    optimizer: ``"adam"`` (2 states per parameter element), ``"sgd_momentum"`` (1) or ``"sgd"``
+        (0), at the parameter's dtype; another name raises ValueError naming it.
+    gradients: ``{gradient value name: parameter input name}`` (a graph signature's mapping);
+        None: the AOT joint format's.
+    hand_plans: also price DDP, FSDP and Megatron TP + FSDP (``"hand_plans"`` in the result).
     """
 
     time_limit_ms: float = 10000
@@ -160,6 +169,10 @@ class GlobalOptions:
     ties: Sequence[tuple[str, str]] | None = None
     every_candidate: bool = False
     max_memory_mib: float = 0
+    training: bool = False
+    optimizer: str = "adam"
+    gradients: Mapping[str, str] | None = None
+    hand_plans: bool = False
 
 
 _GLOBAL_FIELDS = tuple(f.name for f in dataclasses.fields(GlobalOptions))
@@ -227,6 +240,10 @@ def plan(
     batch_size: int | None = None,
     repair_time_limit_ms: float = 10000,
     max_memory_mib: float = 0,
+    training: bool = False,
+    optimizer: str = "adam",
+    gradients: Mapping[str, str] | None = None,
+    hand_plans: bool = False,
     *,
     global_options: GlobalOptions | Mapping[str, Any] | None = None,
 ) -> dict:
@@ -251,7 +268,7 @@ def plan(
         node's strategy chosen jointly: the exact optimum of the whole graph with its proof, as
         ``ctshard plan --global --json``; see docs/global_plan.md).
     time_limit_ms, free_inputs, device_tflops, device_gbps, memory_budget_gib, ties,
-    every_candidate, max_memory_mib: the options of ``algo="global"`` only (ignored by the other
+    every_candidate, max_memory_mib, training, optimizer, gradients, hand_plans: the options of ``algo="global"`` only (ignored by the other
         algos), documented as the fields of ``GlobalOptions``; give them here or together as
         ``global_options``.
     global_options: the global plan's options as one ``GlobalOptions`` (every field, defaults
@@ -315,6 +332,10 @@ def plan(
             "memory_budget_gib": memory_budget_gib,
             "max_memory_mib": max_memory_mib,
             "ties": list(ties or []),
+            "training": bool(training),
+            "optimizer": optimizer,
+            "gradients": dict(gradients or {}),
+            "hand_plans": bool(hand_plans),
         }
     if batch_size is not None and not data_parallel:
         raise ValueError("ctshard.plan: batch_size needs data_parallel=True")
