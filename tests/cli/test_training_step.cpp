@@ -10,9 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ctshard/fx/reader.hpp"
 #include "ctshard/graph/global_plan.hpp"
 #include "ctshard/registry.hpp"
+#include "run_tool.hpp"
 
 using namespace ctshard;
 
@@ -129,4 +132,25 @@ TEST_CASE("training step: the proven optimum is never worse than a hand plan wit
   CHECK(p.hand_plans[0].name == "ddp");
   CHECK(p.hand_plans[0].memory.parameters == (32 * 16 + 16 * 32) * 4.0);
   CHECK(p.hand_plans[1].memory.parameters == (32 * 16 + 16 * 32) * 4.0 / 4);
+}
+
+TEST_CASE("training step: the command line's memory, hand_plans and optimizer fields") {
+  const std::string graph = std::string(CTSHARD_TEST_DATA_DIR) + "/joint_mlp.fx.txt";
+  const auto j = nlohmann::json::parse(
+      run_tool("plan " + graph + " --global --free-inputs --mesh 2x2 --optimizer sgd_momentum --hand-plans --json --time-limit-ms 20000"));
+  CHECK(j.at("training") == true);
+  CHECK(j.at("optimizer") == "sgd_momentum");
+  CHECK(j.at("memory").at("optimizer") == j.at("memory").at("parameters"));
+  const double total = j.at("memory").at("total");
+  CHECK(total * 1073741824.0 ==
+        Approx(j.at("memory").at("parameters").get<double>() * 3 * 1073741824.0 + j.at("memory").at("activations").get<double>() * 1073741824.0));
+  REQUIRE(j.at("hand_plans").size() == 3);
+  CHECK(j.at("hand_plans")[2].at("name") == "megatron_tp_fsdp");
+  // linear(16 -> 32) column-parallel, linear(32 -> 16) row-parallel on the last mesh dim
+  CHECK(j.at("hand_plans")[2].at("input_placements").at("primals_1") == "S(0)S(0)");
+  CHECK(j.at("hand_plans")[2].at("input_placements").at("primals_2") == "S(0)S(1)");
+  int status = 0;
+  const std::string bad = run_tool_status("plan " + graph + " --global --free-inputs --optimizer lamb", status);
+  CHECK(status != 0);
+  CHECK(bad.find("unknown optimizer 'lamb'") != std::string::npos);
 }
