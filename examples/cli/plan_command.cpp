@@ -69,6 +69,7 @@ class PlanCommand final : public Command {
   std::int64_t devices_per_host_ = 8, batch_size_ = 0;
   std::vector<std::string> places_, syms_, ties_, gradients_;
   std::string optimizer_ = "adam";
+  bool no_training_ = false;
   bool json_ = false, data_parallel_ = false, global_ = false;
   double repair_limit_ms_ = graph::PlanOptions{}.repair_time_limit_ms;
   graph::GlobalOptions global_options_;
@@ -120,6 +121,7 @@ void PlanCommand::add_global_options() {
                    "--free-inputs: per-device bytes of the graph inputs (parameters and activations), GiB; 0 = none")
       ->capture_default_str();
   cmd_->add_option("--tie", ties_, "--global: two values that must share a placement, A=B (e.g. a parameter and its gradient; repeatable)");
+  cmd_->add_flag("--no-training", no_training_, "--free-inputs: no training step for an AOT joint graph (plan it as one forward graph)");
   cmd_->add_flag("--training", g.training.enabled,
                  "--free-inputs: the training-step model (docs/global_plan.md): each gradient reduced to its parameter's placement, "
                  "memory = parameters + gradients + optimizer state + saved activations; on by default for an AOT joint graph "
@@ -199,6 +201,8 @@ int PlanCommand::run() {
     global_options_.ties.emplace_back(t.substr(0, eq), t.substr(eq + 1));
   }
   global_options_.training.optimizer = graph::parse_optimizer(optimizer_);
+  if (no_training_ && global_options_.training.enabled) throw error("ctshard plan: --training and --no-training contradict each other");
+  global_options_.training.detect = !no_training_;
   for (const auto& t : gradients_) {
     const auto eq = t.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) throw error("ctshard plan: --gradient expects GRAD=PARAM, got '" + t + "'");

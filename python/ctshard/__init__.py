@@ -152,8 +152,9 @@ class GlobalOptions:
         memory); a problem that does not fit raises ValueError.
     training: the training-step model with ``free_inputs`` (docs/global_plan.md, "Training
         step"): each gradient reduced to its parameter's placement, ``memory_budget_gib`` bounding
-        parameters + gradients + optimizer state + saved activations; on by itself for an AOT
-        joint graph (``primals_*`` then ``tangents_*``) or when ``gradients`` is given.
+        parameters + gradients + optimizer state + saved activations. None (default): on for an
+        AOT joint graph (``primals_*`` then ``tangents_*``) or when ``gradients`` is given; True:
+        on (a graph without gradients raises ValueError); False: only with ``gradients``.
     optimizer: ``"adam"`` (2 states per parameter element), ``"sgd_momentum"`` (1) or ``"sgd"``
         (0), at the parameter's dtype; another name raises ValueError naming it.
     gradients: ``{gradient value name: parameter input name}`` (a graph signature's mapping);
@@ -169,7 +170,7 @@ class GlobalOptions:
     ties: Sequence[tuple[str, str]] | None = None
     every_candidate: bool = False
     max_memory_mib: float = 0
-    training: bool = False
+    training: bool | None = None
     optimizer: str = "adam"
     gradients: Mapping[str, str] | None = None
     hand_plans: bool = False
@@ -240,7 +241,7 @@ def plan(
     batch_size: int | None = None,
     repair_time_limit_ms: float = 10000,
     max_memory_mib: float = 0,
-    training: bool = False,
+    training: bool | None = None,
     optimizer: str = "adam",
     gradients: Mapping[str, str] | None = None,
     hand_plans: bool = False,
@@ -332,7 +333,7 @@ def plan(
             "memory_budget_gib": memory_budget_gib,
             "max_memory_mib": max_memory_mib,
             "ties": list(ties or []),
-            "training": bool(training),
+            "training": None if training is None else bool(training),
             "optimizer": optimizer,
             "gradients": dict(gradients or {}),
             "hand_plans": bool(hand_plans),

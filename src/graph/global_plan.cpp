@@ -892,7 +892,7 @@ class Builder {
     const TrainingStep& t = global_.training;
     grads_.clear();
     std::vector<std::pair<std::string, std::string>> pairs = t.gradients;
-    if (pairs.empty() && (t.enabled || global_.free_inputs)) pairs = training_gradients(graph_);
+    if (pairs.empty() && (t.enabled || (global_.free_inputs && t.detect))) pairs = training_gradients(graph_);
     if (pairs.empty()) {
       if (t.enabled)
         throw error("ctshard plan --global --training: " + graph_.source_name +

@@ -25,7 +25,7 @@ OPTIONS = {
     "ties": [("primals_2", "primals_6")],
     "every_candidate": True,
     "max_memory_mib": 2048,
-    "training": False,  # the default graph is a forward graph: no gradients to price
+    "training": False,  # the default graph has no gradients: the same plan either way
     "optimizer": "sgd",
     "gradients": None,
     "hand_plans": False,

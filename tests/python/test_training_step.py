@@ -73,3 +73,13 @@ def test_global_options_carry_the_training_fields():
     o = ctshard.GlobalOptions(free_inputs=True, optimizer="sgd_momentum", time_limit_ms=20000)
     r = ctshard.plan(GRAPH, mesh=[2, 2], algo="global", global_options=o)
     assert r["memory"]["optimizer"] == pytest.approx(r["memory"]["parameters"])
+
+
+def test_training_false_plans_the_joint_graph_as_one_forward_graph():
+    off = _plan(training=False)
+    assert "memory" not in off and "training" not in off
+    on = _plan()
+    # the training step adds the gradient reductions to the objective: never cheaper
+    assert on["objective_us"] >= off["objective_us"]
+    with pytest.raises(ValueError, match="names no gradient"):
+        ctshard.plan(mesh=[2, 2], algo="global", free_inputs=True, training=True)

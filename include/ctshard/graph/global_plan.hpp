@@ -47,6 +47,9 @@ struct TrainingStep {
   /// On explicitly; also turned on by `gradients` or, with free inputs, by an AOT joint graph
   /// (placeholders `primals_*` then `tangents_*`, detected by training_gradients).
   bool enabled = false;
+  /// Read the gradients of an AOT joint graph when none are given (with free inputs); false
+  /// (`--no-training`, Python `training=False`): no training step unless `gradients` are given.
+  bool detect = true;
   /// Gradient value -> parameter input (graph names); empty: read from the AOT joint format.
   std::vector<std::pair<std::string, std::string>> gradients;
   Optimizer optimizer = Optimizer::adam;
