@@ -308,7 +308,11 @@ def plan(
     ``algo="global"`` also ``lower_bound_us``, ``optimality_gap`` (0 = proven optimal),
     ``proven_optimal``, ``greedy_total_cost_us``, ``nodes_changed``, ``changes`` (per changed
     node: the greedy and the global strategy), a ``changed`` flag per node, ``input_placements``
-    and ``solver`` statistics. Raises ValueError for unreadable graphs, bad placements, an
+    and ``solver`` statistics; with a training step ``training``, ``optimizer``, ``gradients``,
+    ``gradient_reduction_us``, ``step_time_us``, ``memory`` and ``greedy_memory`` (GiB per device:
+    ``parameters``, ``gradients``, ``optimizer``, ``activations``, ``total``), with
+    ``hand_plans=True`` ``hand_plans`` (``name``, ``step_time_us``, ``memory``, ...), and for an
+    impossible ``memory_budget_gib`` ``status`` ``"infeasible"`` with ``min_memory_gib``. Raises ValueError for unreadable graphs, bad placements, an
     unknown ``algo``, or a ``sym`` name that is not a symbol of the graph or whose value is not
     a positive integer, for an unknown ``rule_set``, and when the graph has no finite plan
     (docs/semantics.md, "Dead ends"). With ``rule_set="dtensor"`` and
