@@ -149,7 +149,10 @@ struct GlobalPlan {
 /// else time_limit_ms from the call). Throws like plan_graph, ctshard::error for a bad tie or
 /// budget or a cost outside the solver's exact range (naming the node and the value),
 /// solve::memory_limit_reached when the problem needs more than max_memory_mib, and
-/// solve::time_limit_reached when the deadline passes before the greedy plan is complete.
+/// solve::time_limit_reached when the deadline passes before the greedy plan is complete. With a
+/// training step (GlobalOptions::training): ctshard::error for a gradient or parameter that is not
+/// in the graph, a parameter with two gradients, `enabled` on a graph without gradients, or no
+/// free inputs; `hand_plans` without a training step is an error too.
 GlobalPlan global_plan(const Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
 
 /// Only the cost graph (for `--export-costgraph`): variables in graph order. Bounded by
