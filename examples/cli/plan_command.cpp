@@ -67,7 +67,9 @@ class PlanCommand final : public Command {
   Clock::time_point started_;
   std::string graph_path_, mesh_ = "2x4", coverage_dir_, export_path_;
   std::int64_t devices_per_host_ = 8, batch_size_ = 0;
-  std::vector<std::string> places_, syms_, ties_;
+  std::vector<std::string> places_, syms_, ties_, gradients_;
+  std::string optimizer_ = "adam";
+  bool no_training_ = false;
   bool json_ = false, data_parallel_ = false, global_ = false, quiet_ = false;
   double repair_limit_ms_ = graph::PlanOptions{}.repair_time_limit_ms;
   graph::GlobalOptions global_options_;
@@ -120,6 +122,17 @@ void PlanCommand::add_global_options() {
                    "--free-inputs: per-device bytes of the graph inputs (parameters and activations), GiB; 0 = none")
       ->capture_default_str();
   cmd_->add_option("--tie", ties_, "--global: two values that must share a placement, A=B (e.g. a parameter and its gradient; repeatable)");
+  cmd_->add_flag("--no-training", no_training_, "--free-inputs: no training step for an AOT joint graph (plan it as one forward graph)");
+  cmd_->add_flag("--training", g.training.enabled,
+                 "--free-inputs: the training-step model (docs/global_plan.md): each gradient reduced to its parameter's placement, "
+                 "memory = parameters + gradients + optimizer state + saved activations; on by default for an AOT joint graph "
+                 "(primals_* then tangents_*)");
+  cmd_->add_option("--optimizer", optimizer_, "--training: adam (2 states per parameter element), sgd_momentum (1) or sgd (0)")
+      ->capture_default_str();
+  cmd_->add_option("--gradient", gradients_,
+                   "--training: GRAD=PARAM, a gradient value and its parameter input (repeatable; default: the AOT "
+                   "joint format's)");
+  cmd_->add_flag("--hand-plans", g.hand_plans, "--training: also price DDP, FSDP and Megatron TP + FSDP in the same model");
   cmd_->add_option("--export-costgraph", export_path_, "write the plan's cost graph in the IOPDDL JSON format (costs in ns; .gz compresses)");
 }
 
@@ -188,6 +201,14 @@ int PlanCommand::run() {
     const auto eq = t.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) throw error("ctshard plan: --tie expects A=B, got '" + t + "'");
     global_options_.ties.emplace_back(t.substr(0, eq), t.substr(eq + 1));
+  }
+  global_options_.training.optimizer = graph::parse_optimizer(optimizer_);
+  if (no_training_ && global_options_.training.enabled) throw error("ctshard plan: --training and --no-training contradict each other");
+  global_options_.training.detect = !no_training_;
+  for (const auto& t : gradients_) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) throw error("ctshard plan: --gradient expects GRAD=PARAM, got '" + t + "'");
+    global_options_.training.gradients.emplace_back(t.substr(0, eq), t.substr(eq + 1));
   }
   if (!export_path_.empty()) {
     const auto cost_graph = graph::build_cost_graph(graph, options, global_options_, registry);

@@ -150,6 +150,16 @@ class GlobalOptions:
         same optimum (``solver["undelivered_rows"]`` counts the rows the rule leaves out).
     max_memory_mib: memory budget of the cost graph and the solver (0: a quarter of the machine's
         memory); a problem that does not fit raises ValueError.
+    training: the training-step model with ``free_inputs`` (docs/global_plan.md, "Training
+        step"): each gradient reduced to its parameter's placement, ``memory_budget_gib`` bounding
+        parameters + gradients + optimizer state + saved activations. None (default): on for an
+        AOT joint graph (``primals_*`` then ``tangents_*``) or when ``gradients`` is given; True:
+        on (a graph without gradients raises ValueError); False: only with ``gradients``.
+    optimizer: ``"adam"`` (2 states per parameter element), ``"sgd_momentum"`` (1) or ``"sgd"``
+        (0), at the parameter's dtype; another name raises ValueError naming it.
+    gradients: ``{gradient value name: parameter input name}`` (a graph signature's mapping);
+        None: the AOT joint format's.
+    hand_plans: also price DDP, FSDP and Megatron TP + FSDP (``"hand_plans"`` in the result).
     """
 
     time_limit_ms: float = 10000
@@ -160,6 +170,10 @@ class GlobalOptions:
     ties: Sequence[tuple[str, str]] | None = None
     every_candidate: bool = False
     max_memory_mib: float = 0
+    training: bool | None = None
+    optimizer: str = "adam"
+    gradients: Mapping[str, str] | None = None
+    hand_plans: bool = False
 
 
 _GLOBAL_FIELDS = tuple(f.name for f in dataclasses.fields(GlobalOptions))
@@ -227,6 +241,10 @@ def plan(
     batch_size: int | None = None,
     repair_time_limit_ms: float = 10000,
     max_memory_mib: float = 0,
+    training: bool | None = None,
+    optimizer: str = "adam",
+    gradients: Mapping[str, str] | None = None,
+    hand_plans: bool = False,
     *,
     global_options: GlobalOptions | Mapping[str, Any] | None = None,
     verbose: bool = False,
@@ -252,7 +270,7 @@ def plan(
         node's strategy chosen jointly: the exact optimum of the whole graph with its proof, as
         ``ctshard plan --global --json``; see docs/global_plan.md).
     time_limit_ms, free_inputs, device_tflops, device_gbps, memory_budget_gib, ties,
-    every_candidate, max_memory_mib: the options of ``algo="global"`` only (ignored by the other
+    every_candidate, max_memory_mib, training, optimizer, gradients, hand_plans: the options of ``algo="global"`` only (ignored by the other
         algos), documented as the fields of ``GlobalOptions``; give them here or together as
         ``global_options``.
     verbose: ``algo="global"`` only: progress lines on the process's stderr while the solve runs
@@ -294,7 +312,11 @@ def plan(
     ``algo="global"`` also ``lower_bound_us``, ``optimality_gap`` (0 = proven optimal),
     ``proven_optimal``, ``greedy_total_cost_us``, ``nodes_changed``, ``changes`` (per changed
     node: the greedy and the global strategy), a ``changed`` flag per node, ``input_placements``
-    and ``solver`` statistics. Raises ValueError for unreadable graphs, bad placements, an
+    and ``solver`` statistics; with a training step ``training``, ``optimizer``, ``gradients``,
+    ``gradient_reduction_us``, ``step_time_us``, ``memory`` and ``greedy_memory`` (GiB per device:
+    ``parameters``, ``gradients``, ``optimizer``, ``activations``, ``total``), with
+    ``hand_plans=True`` ``hand_plans`` (``name``, ``step_time_us``, ``memory``, ...), and for an
+    impossible ``memory_budget_gib`` ``status`` ``"infeasible"`` with ``min_memory_gib``. Raises ValueError for unreadable graphs, bad placements, an
     unknown ``algo``, or a ``sym`` name that is not a symbol of the graph or whose value is not
     a positive integer, for an unknown ``rule_set``, and when the graph has no finite plan
     (docs/semantics.md, "Dead ends"). With ``rule_set="dtensor"`` and
@@ -320,6 +342,10 @@ def plan(
             "max_memory_mib": max_memory_mib,
             "ties": list(ties or []),
             "verbose": bool(verbose),
+            "training": None if training is None else bool(training),
+            "optimizer": optimizer,
+            "gradients": dict(gradients or {}),
+            "hand_plans": bool(hand_plans),
         }
     if batch_size is not None and not data_parallel:
         raise ValueError("ctshard.plan: batch_size needs data_parallel=True")

@@ -476,6 +476,19 @@ std::optional<graph::GlobalOptions> global_options_of(nb::handle global) {
           throw error("ctshard.plan: ties must be pairs of value names, got " + ascii_of(t));
         o.ties.emplace_back(text_of(t[0], "ctshard.plan: a tie's first name"), text_of(t[1], "ctshard.plan: a tie's second name"));
       }
+    } else if (key == "training") {  // None: an AOT joint graph's gradients when free inputs
+      if (!v.is_none()) {
+        o.training.enabled = flag(v, what);
+        o.training.detect = o.training.enabled;
+      }
+    } else if (key == "hand_plans") {
+      o.hand_plans = flag(v, what);
+    } else if (key == "optimizer") {
+      o.training.optimizer = graph::parse_optimizer(text_of(v, what));
+    } else if (key == "gradients") {
+      if (!nb::isinstance<nb::dict>(v)) throw error("ctshard.plan: gradients must map gradient value names to parameter input names");
+      for (auto [gk, gv] : nb::borrow<nb::dict>(v))
+        o.training.gradients.emplace_back(text_of(gk, "ctshard.plan: a gradient name"), text_of(gv, "ctshard.plan: a parameter name"));
     } else {
       throw error("ctshard.plan: unknown global option '" + key + "'");
     }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -258,7 +259,9 @@ class Builder {
     }
     greedy_ = std::move(greedy.plan);
     greedy_done_ = true;
+    setup_training();
     make_variables();
+    if (training_) make_memory_table();
     if (costs) make_graph();
   }
 
@@ -714,6 +717,7 @@ class Builder {
               add_checked(cg_.unary[ci][c], units_of(compute_time(i, cv, c), "the compute term of node '" + op.name + "'"), "a unary cost");
     }
     add_ties();
+    add_gradient_terms();
     add_budget();
   }
 
@@ -838,6 +842,15 @@ class Builder {
     }
   }
 
+  /// Per-device bytes of `meta` at `spec` (ceil), within the usage range; `what` names the value.
+  std::int64_t local_bytes(const TensorMeta& meta, const Spec& spec, const std::string& what) const {
+    const double b = std::ceil(meta.bytes() / static_cast<double>(num_shards(spec, mesh_.sizes)));
+    if (!(b <= static_cast<double>(solve::max_usage_total) / 8))
+      throw error("ctshard plan --global: " + what + " has " + solve::number_text(b) + " bytes per device as " + to_string(spec) +
+                  ", beyond the usage range of 2^57 bytes");
+    return static_cast<std::int64_t>(b);
+  }
+
   void add_budget() {
     if (!global_.free_inputs || global_.memory_budget_gib <= 0) return;
     // memory_budget_gib <= 2^30 (check_global_options): the limit fits 2^60
@@ -845,30 +858,290 @@ class Builder {
     solve::UsageLimit l;
     cg_.usage.assign(cg_.num_nodes(), {});
     for (std::size_t v = 0; v < vars_.size(); ++v) cg_.usage[v].assign(vars_[v].count(), 0);
+    if (training_) {  // the training step: every category of MemoryFigures
+      for (std::size_t v = 0; v < vars_.size(); ++v) {
+        for (std::size_t c = 0; c < vars_[v].count(); ++c) cg_.usage[v][c] = static_cast<std::int64_t>(var_memory_[v][c].total());
+        l.nodes.push_back(static_cast<std::uint32_t>(v));
+      }
+      fixed_usage_ = static_cast<std::int64_t>(fixed_memory_.total());
+      l.limit = limit - fixed_usage_;
+      cg_.limits.push_back(std::move(l));
+      return;
+    }
     for (const auto& name : sources_order_) {
       const SourceInfo& s = sources_.at(name);
       if (!s.placeholder || !s.known) continue;
-      const auto local = [&](const Spec& x) {
-        const double b = std::ceil(static_cast<double>(s.meta.bytes()) / static_cast<double>(num_shards(x, mesh_.sizes)));
-        if (!(b <= static_cast<double>(solve::max_usage_total)))
-          throw error("ctshard plan --global: input '" + name + "' has " + solve::number_text(b) + " bytes per device as " + to_string(x) +
-                      ", beyond the usage range of 2^60 bytes");
-        return static_cast<std::int64_t>(b);
-      };
+      const auto local = [&](const Spec& x) { return local_bytes(s.meta, x, "input '" + name + "'"); };
       if (const auto it = source_var_.find(name); it != source_var_.end()) {
         const Var& v = vars_[it->second];
         for (std::size_t c = 0; c < v.count(); ++c) cg_.usage[it->second][c] = local(specs_[v.spec(c, 0)]);
         l.nodes.push_back(static_cast<std::uint32_t>(it->second));
       } else {
-        limit -= local(s.spec);
-        if (limit < -solve::max_usage_total)
+        fixed_usage_ += local(s.spec);
+        if (fixed_usage_ > solve::max_usage_total / 2)
           throw error("ctshard plan --global: the pinned inputs' bytes per device (at '" + name + "') are beyond the usage range of 2^60 bytes");
       }
     }
-    l.limit = limit;
+    l.limit = limit - fixed_usage_;
     cg_.limits.push_back(std::move(l));
   }
 
+  /// The training step's parameters, gradients and saved activations (docs/global_plan.md,
+  /// "Training step"): explicit gradients, else the AOT joint format's.
+  void setup_training() {
+    const TrainingStep& t = global_.training;
+    grads_.clear();
+    std::vector<std::pair<std::string, std::string>> pairs = t.gradients;
+    if (pairs.empty() && (t.enabled || (global_.free_inputs && t.detect))) pairs = training_gradients(graph_);
+    if (pairs.empty()) {
+      if (t.enabled)
+        throw error("ctshard plan --global --training: " + graph_.source_name +
+                    " names no gradient (not an AOT joint graph: inputs primals_* then tangents_*, one gradient per primal at the end of "
+                    "the outputs); give the gradients explicitly");
+      return;
+    }
+    if (!global_.free_inputs) throw error("ctshard plan --global: the training step needs free inputs (--free-inputs / free_inputs=True)");
+    training_ = true;
+    opt_states_ = optimizer_states(t.optimizer);
+    for (const auto& [g, p] : pairs) {
+      const auto it = sources_.find(p);
+      if (it == sources_.end() || !it->second.placeholder)
+        throw error("ctshard plan --global: the gradient '" + g + "' names the parameter '" + p + "', which is not an input of " +
+                    graph_.source_name);
+      if (!it->second.known) throw error("ctshard plan --global: the parameter '" + p + "' has no known shape");
+      if (graph_.find(g) == nullptr)
+        throw error("ctshard plan --global: the gradient '" + g + "' (of '" + p + "') is not a node of " + graph_.source_name);
+      if (!params_.insert(p).second) throw error("ctshard plan --global: the parameter '" + p + "' has two gradients");
+      grads_.emplace_back(value_named(g), p);
+      grad_names_.emplace_back(g, p);
+    }
+    // backward = depends on a tangents_* placeholder; saved = forward values (not a parameter)
+    // that a backward node reads
+    std::unordered_set<std::string> backward;
+    for (const auto& name : sources_order_)
+      if (sources_.at(name).placeholder && name.rfind("tangents_", 0) == 0) backward.insert(name);
+    std::set<std::pair<std::string, std::size_t>> saved;
+    for (const OpInfo& op : ops_) {
+      bool bw = false;
+      for (const auto& in : op.inputs) bw = bw || backward.count(in.node) != 0;
+      if (!bw) continue;
+      backward.insert(op.name);
+      for (const auto& in : op.inputs)
+        if (!backward.count(in.node) && !params_.count(in.node) && in.known) saved.emplace(in.node, in.output);
+    }
+    for (const auto& [node, output] : saved) {
+      ValueSource s;
+      s.node = node;
+      s.output = output;
+      saved_.push_back(s);
+    }
+  }
+
+  /// The bytes per device of each variable's labels and of the fixed values, by category.
+  void make_memory_table() {
+    var_memory_.assign(vars_.size(), {});
+    for (std::size_t v = 0; v < vars_.size(); ++v) var_memory_[v].assign(vars_[v].count(), MemoryFigures{});
+    fixed_memory_ = {};
+    const auto add_param = [&](MemoryFigures& m, double b) {
+      m.parameters += b;
+      m.gradients += b;
+      m.optimizer += opt_states_ * b;
+    };
+    for (const auto& p : params_) {
+      const SourceInfo& s = sources_.at(p);
+      if (const auto it = source_var_.find(p); it != source_var_.end()) {
+        const Var& v = vars_[it->second];
+        for (std::size_t c = 0; c < v.count(); ++c)
+          add_param(var_memory_[it->second][c], static_cast<double>(local_bytes(s.meta, specs_[v.spec(c, 0)], "parameter '" + p + "'")));
+      } else {
+        add_param(fixed_memory_, static_cast<double>(local_bytes(s.meta, s.spec, "parameter '" + p + "'")));
+      }
+    }
+    for (const ValueSource& sv : saved_) {
+      const TensorMeta* meta = nullptr;
+      if (const auto it = sources_.find(sv.node); it != sources_.end()) meta = &it->second.meta;
+      else if (const auto jt = op_index_.find(sv.node); jt != op_index_.end() && sv.output < ops_[jt->second].out_metas.size())
+        meta = &ops_[jt->second].out_metas[sv.output];
+      if (meta == nullptr) continue;
+      const std::string what = "the saved activation '" + sv.node + "'";
+      if (const int v = var_of(sv); v >= 0) {
+        const Var& x = vars_[static_cast<std::size_t>(v)];
+        for (std::size_t c = 0; c < x.count(); ++c)
+          var_memory_[static_cast<std::size_t>(v)][c].activations += static_cast<double>(local_bytes(*meta, specs_[x.spec(c, sv.output)], what));
+      } else {
+        fixed_memory_.activations += static_cast<double>(local_bytes(*meta, specs_[fixed_spec(sv)], what));
+      }
+    }
+  }
+
+  /// Each gradient redistributed to its parameter's placement: DDP's all-reduce (a Partial
+  /// gradient to a Replicate parameter), FSDP's reduce-scatter (to a sharded one).
+  void add_gradient_terms() {
+    for (const auto& [g, p] : grads_) {
+      const SourceInfo& s = sources_.at(p);
+      const std::uint32_t meta = metas_.id(s.meta);
+      const int gv = var_of(g);
+      const auto pit = source_var_.find(p);
+      const int pv = pit == source_var_.end() ? -1 : static_cast<int>(pit->second);
+      const std::string what = "the gradient of '" + p + "'";
+      const auto grad_specs = [&] {
+        std::vector<std::uint32_t> out;
+        if (gv < 0) out.push_back(fixed_spec(g));
+        else
+          for (std::size_t c = 0; c < vars_[static_cast<std::size_t>(gv)].count(); ++c)
+            out.push_back(vars_[static_cast<std::size_t>(gv)].spec(c, g.output));
+        return out;
+      }();
+      std::vector<std::uint32_t> param_specs;
+      if (pv < 0) param_specs.push_back(specs_.id(s.spec));
+      else
+        for (std::size_t c = 0; c < vars_[static_cast<std::size_t>(pv)].count(); ++c)
+          param_specs.push_back(vars_[static_cast<std::size_t>(pv)].spec(c, 0));
+      const auto cost = [&](std::uint32_t a, std::uint32_t b) { return pair_cost(meta, a, b, UnevenInputs::reject, false); };
+      if (gv < 0 && pv < 0) {
+        cg_.constant = add_checked(cg_.constant, cost(grad_specs[0], param_specs[0]), "the constant cost");
+      } else if (gv == pv) {
+        for (std::size_t c = 0; c < grad_specs.size(); ++c)
+          cg_.unary[static_cast<std::size_t>(gv)][c] =
+              add_checked(cg_.unary[static_cast<std::size_t>(gv)][c], cost(grad_specs[c], param_specs[c]), "a unary cost");
+      } else if (gv < 0 || pv < 0) {
+        const std::size_t v = static_cast<std::size_t>(gv < 0 ? pv : gv);
+        const std::size_t n = gv < 0 ? param_specs.size() : grad_specs.size();
+        for (std::size_t c = 0; c < n; ++c)
+          cg_.unary[v][c] =
+              add_checked(cg_.unary[v][c], gv < 0 ? cost(grad_specs[0], param_specs[c]) : cost(grad_specs[c], param_specs[0]), "a unary cost");
+      } else {
+        std::vector<cost_t> m(grad_specs.size() * param_specs.size());
+        budget_.charge(m.size() * sizeof(cost_t), "ctshard plan --global: " + what);
+        for (std::size_t i = 0; i < grad_specs.size(); ++i)
+          for (std::size_t j = 0; j < param_specs.size(); ++j) m[i * param_specs.size() + j] = cost(grad_specs[i], param_specs[j]);
+        cg_.add_dense_edge(static_cast<std::uint32_t>(gv), static_cast<std::uint32_t>(pv), std::move(m));
+      }
+    }
+  }
+
+ public:
+  bool training_ = false;
+  int opt_states_ = 0;
+  std::vector<std::pair<ValueSource, std::string>> grads_;       ///< (gradient value, parameter)
+  std::vector<std::pair<std::string, std::string>> grad_names_;  ///< the same, by name
+  std::set<std::string> params_;
+  std::vector<ValueSource> saved_;                      ///< activations saved for the backward
+  std::vector<std::vector<MemoryFigures>> var_memory_;  ///< per variable, per label (bytes per device)
+  MemoryFigures fixed_memory_;                          ///< of the fixed values
+  std::int64_t fixed_usage_ = 0;                        ///< the budget's constant part (bytes)
+
+  /// The memory per device of an assignment (training step).
+  MemoryFigures memory_of(const std::vector<std::uint32_t>& labels) const {
+    MemoryFigures m = fixed_memory_;
+    for (std::size_t v = 0; v < var_memory_.size() && v < labels.size(); ++v) {
+      const MemoryFigures& x = var_memory_[v][labels[v]];
+      m.parameters += x.parameters;
+      m.gradients += x.gradients;
+      m.optimizer += x.optimizer;
+      m.activations += x.activations;
+    }
+    return m;
+  }
+
+  /// The gradient -> parameter redistributions of an assignment (µs).
+  double gradient_reduction_of(const std::vector<std::uint32_t>& labels) const {
+    double t = 0;
+    for (const auto& [g, p] : grads_) {
+      const SourceInfo& s = sources_.at(p);
+      const std::uint32_t gs = source_spec(g, labels);
+      ValueSource ps;
+      ps.node = p;
+      t += redistribute_cost(specs_[gs], specs_[source_spec(ps, labels)], s.meta, mesh_);
+    }
+    return t;
+  }
+
+  /// The smallest usage total (bytes per device, the constant part included) of any finite
+  /// labelling of `g` (its usage table), solved exactly within the deadline: every finite cost 0,
+  /// each label's cost its usage.
+  double min_usage_bytes(const solve::CostGraph& g, const solve::Deadline& deadline) const {
+    solve::CostGraph m;
+    for (std::size_t v = 0; v < g.num_nodes(); ++v) {
+      std::vector<cost_t> u(g.unary[v].size());
+      for (std::size_t c = 0; c < u.size(); ++c) u[c] = solve::is_forbidden(g.unary[v][c]) ? forbidden : g.usage[v][c];
+      m.add_node(std::move(u));
+    }
+    for (const auto& e : g.edges) {
+      solve::CostEdge x;
+      x.u = e.u;
+      x.v = e.v;
+      x.row_class = e.row_class;
+      x.col_class = e.col_class;
+      x.rows = e.rows;
+      x.cols = e.cols;
+      for (const cost_t c : e.costs()) x.matrix.push_back(solve::is_forbidden(c) ? forbidden : 0);
+      m.add_edge(std::move(x));
+    }
+    solve::SolveOptions so;
+    so.time_limit_s = solve::max_time_limit_s;
+    so.deadline = deadline;
+    const solve::SolveResult r = solve::solve(m, so);
+    if (!r.feasible) return INFINITY;
+    return static_cast<double>(r.optimal ? r.cost : r.lower_bound) + static_cast<double>(fixed_usage_);
+  }
+
+  /// The input placements of a hand-written plan: "ddp" (parameters Replicate, every other input
+  /// S(0) on every mesh dim), "fsdp" (parameters S(0) on every mesh dim too), "megatron_tp_fsdp"
+  /// (the last mesh dim tensor-parallel: 2-D weights column- or row-parallel, other parameters
+  /// Replicate there; the other mesh dims as fsdp). A shard that does not divide is Replicate.
+  std::map<std::string, Spec> hand_pins(const std::string& kind) const {
+    const std::size_t nd = mesh_.size();
+    const std::size_t tp = nd - 1;
+    const bool megatron = kind == "megatron_tp_fsdp";
+    // column (S(0) on tp) or row (S(1)) for each 2-D parameter in input order: out > in is column
+    // (up-projections, fused qkv, embeddings), in > out row; runs of square weights are column
+    // but the last (q, k, v then out), a single square one after a column weight is row
+    std::map<std::string, int> role;
+    if (megatron) {
+      std::vector<std::string> mats;
+      for (const auto& name : sources_order_)
+        if (params_.count(name) && sources_.at(name).meta.shape.rank == 2) mats.push_back(name);
+      const auto dims = [&](const std::string& n) { return std::pair{sources_.at(n).meta.shape[0], sources_.at(n).meta.shape[1]}; };
+      for (std::size_t i = 0; i < mats.size();) {
+        const auto [o, in] = dims(mats[i]);
+        if (o != in) {
+          role[mats[i]] = o > in ? 0 : 1;
+          ++i;
+          continue;
+        }
+        std::size_t j = i;
+        while (j < mats.size() && dims(mats[j]).first == dims(mats[j]).second) ++j;
+        const bool after_column = i > 0 && role.count(mats[i - 1]) && role[mats[i - 1]] == 0 && dims(mats[i - 1]).first != dims(mats[i - 1]).second;
+        for (std::size_t k = i; k < j; ++k) role[mats[k]] = (j - i == 1) ? (after_column ? 1 : 0) : (k + 1 == j ? 1 : 0);
+        i = j;
+      }
+    }
+    std::map<std::string, Spec> out;
+    for (const auto& name : sources_order_) {
+      const SourceInfo& s = sources_.at(name);
+      if (!s.placeholder || !s.known) continue;
+      Spec x(nd);
+      const bool param = params_.count(name) != 0;
+      const auto try_shard = [&](std::size_t d, int dim) {
+        if (dim >= static_cast<int>(s.meta.shape.rank)) return;
+        Spec y = x;
+        y[d] = Shard(dim);
+        if (is_tensor_shardable(s.meta.shape, y, mesh_)) x = y;
+      };
+      for (std::size_t d = 0; d < nd; ++d) {
+        if (megatron && d == tp && nd > 0) {
+          if (param && role.count(name)) try_shard(d, role.at(name));
+          continue;
+        }
+        if (!param || kind != "ddp") try_shard(d, 0);
+      }
+      out[name] = x;
+    }
+    return out;
+  }
+
+ private:
   const Graph& graph_;
   const PlanOptions& options_;
   const GlobalOptions& global_;
@@ -983,6 +1256,47 @@ Plan repair_dead_ends(const Graph& graph, const PlanOptions& options, const OpRe
   return pass;
 }
 
+int optimizer_states(Optimizer o) noexcept {
+  switch (o) {
+    case Optimizer::sgd: return 0;
+    case Optimizer::sgd_momentum: return 1;
+    case Optimizer::adam: return 2;
+  }
+  return 0;
+}
+
+Optimizer parse_optimizer(const std::string& text) {
+  if (text == "adam") return Optimizer::adam;
+  if (text == "sgd") return Optimizer::sgd;
+  if (text == "sgd_momentum") return Optimizer::sgd_momentum;
+  throw error("ctshard plan: unknown optimizer '" + text + "' (expected adam, sgd or sgd_momentum)");
+}
+
+std::string to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::sgd: return "sgd";
+    case Optimizer::sgd_momentum: return "sgd_momentum";
+    case Optimizer::adam: return "adam";
+  }
+  return "adam";
+}
+
+std::vector<std::pair<std::string, std::string>> training_gradients(const Graph& graph) {
+  std::vector<std::string> primals;
+  bool tangents = false;
+  for (const Node& n : graph.nodes) {
+    if (n.kind != "placeholder") continue;
+    if (n.name.rfind("primals_", 0) == 0) primals.push_back(n.name);
+    else if (n.name.rfind("tangents_", 0) == 0) tangents = true;
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!tangents || primals.empty() || graph.outputs.size() < primals.size()) return out;
+  const std::size_t first = graph.outputs.size() - primals.size();
+  for (std::size_t i = 0; i < primals.size(); ++i)
+    if (!graph.outputs[first + i].empty()) out.emplace_back(graph.outputs[first + i], primals[i]);
+  return out;
+}
+
 solve::CostGraph build_cost_graph(const Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global, const OpRegistry& registry) {
   std::optional<DataParallelInputs> dp;
   const PlanOptions options = resolve_inputs(graph, unresolved, dp);
@@ -1058,6 +1372,37 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   out.objective_us = out.result.feasible ? us_of(out.result.cost) : out.greedy_objective_us;
   out.lower_bound_us = us_of(out.result.lower_bound);
   out.optimality_gap = out.result.gap();
+  if (b.training_) {
+    out.training = true;
+    out.optimizer = global.training.optimizer;
+    out.gradients = b.grad_names_;
+    out.memory = b.memory_of(labels);
+    out.greedy_memory = b.memory_of(so.start);
+    out.gradient_reduction_us = b.gradient_reduction_of(labels);
+  }
+  if (out.result.status == "infeasible" && !out.graph.limits.empty()) out.min_memory_bytes = b.min_usage_bytes(out.graph, global.deadline);
+  if (global.hand_plans) {
+    if (!b.training_) throw error("ctshard plan --global --hand-plans: the hand plans need the training step (a joint graph, --training)");
+    for (const char* kind : {"ddp", "fsdp", "megatron_tp_fsdp"}) {
+      HandPlan h;
+      h.name = kind;
+      h.inputs = b.hand_pins(kind);
+      PlanOptions pinned = unresolved;
+      pinned.data_parallel = false;
+      pinned.placements = h.inputs;
+      GlobalOptions sub = global;
+      sub.hand_plans = false;
+      sub.memory_budget_gib = 0;
+      sub.training.enabled = true;
+      sub.training.gradients = b.grad_names_;
+      const GlobalPlan p = global_plan(graph, pinned, sub, registry);
+      h.step_time_us = p.objective_us;
+      h.redistribution_us = p.plan.total_cost_us + p.gradient_reduction_us;
+      h.memory = p.memory;
+      h.status = p.result.status;
+      out.hand_plans.push_back(std::move(h));
+    }
+  }
   return out;
 }
 

@@ -16,6 +16,27 @@ namespace ctshard::report {
 
 using namespace ctshard::graph;  // NOLINT(google-build-using-namespace): the documents render the planners' types
 
+namespace {
+
+constexpr double bytes_per_gib = 1073741824.0;
+
+/// {"parameters", "gradients", "optimizer", "activations", "total"} in GiB per device.
+nlohmann::json memory_json(const MemoryFigures& m) {
+  return {{"parameters", m.parameters / bytes_per_gib},
+          {"gradients", m.gradients / bytes_per_gib},
+          {"optimizer", m.optimizer / bytes_per_gib},
+          {"activations", m.activations / bytes_per_gib},
+          {"total", m.total() / bytes_per_gib}};
+}
+
+void print_memory(const MemoryFigures& m, std::ostream& out) {
+  out << std::setprecision(6) << m.total() / bytes_per_gib << " GiB (parameters " << m.parameters / bytes_per_gib << ", gradients "
+      << m.gradients / bytes_per_gib << ", optimizer " << m.optimizer / bytes_per_gib << ", activations " << m.activations / bytes_per_gib << ")"
+      << std::defaultfloat;
+}
+
+}  // namespace
+
 nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options, const GlobalOptions& global) {
   nlohmann::json j = plan_json(g.plan, options);
   for (std::size_t i = 0; i < g.plan.nodes.size(); ++i) j["nodes"][i]["changed"] = static_cast<bool>(g.changed[i]);
@@ -52,6 +73,32 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
     j["device_tflops"] = global.device_tflops;
     j["device_gbps"] = global.device_gbps;
     if (global.memory_budget_gib > 0) j["memory_budget_gib"] = global.memory_budget_gib;
+  }
+  if (g.result.status == "infeasible" && g.min_memory_bytes > 0) j["min_memory_gib"] = cost_value(g.min_memory_bytes / bytes_per_gib);
+  if (g.training) {
+    j["training"] = true;
+    j["optimizer"] = to_string(g.optimizer);
+    nlohmann::json grads = nlohmann::json::object();
+    for (const auto& [grad, param] : g.gradients) grads[grad] = param;
+    j["gradients"] = grads;
+    j["gradient_reduction_us"] = g.gradient_reduction_us;
+    j["step_time_us"] = cost_value(g.objective_us);
+    j["memory"] = memory_json(g.memory);
+    j["greedy_memory"] = memory_json(g.greedy_memory);
+  }
+  if (global.hand_plans) {
+    nlohmann::json hands = nlohmann::json::array();
+    for (const HandPlan& h : g.hand_plans) {
+      nlohmann::json in = nlohmann::json::object();
+      for (const auto& [name, spec] : h.inputs) in[name] = to_string(spec);
+      hands.push_back({{"name", h.name},
+                       {"step_time_us", cost_value(h.step_time_us)},
+                       {"redistribution_us", cost_value(h.redistribution_us)},
+                       {"memory", memory_json(h.memory)},
+                       {"status", h.status},
+                       {"input_placements", in}});
+    }
+    j["hand_plans"] = hands;
   }
   const auto& s = g.result.stats;
   j["solver"] = {{"variables", g.variables},
@@ -94,6 +141,22 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
   if (global.free_inputs)
     out << "objective (redistribution + compute): " << g.objective_us << " us (greedy " << g.greedy_objective_us << " us); compute " << g.compute_us
         << " us (greedy " << g.greedy_compute_us << " us)\n";
+  if (g.training) {
+    out << "training step (" << to_string(g.optimizer) << ", " << g.gradients.size() << " parameters): gradient reductions " << std::fixed
+        << std::setprecision(3) << g.gradient_reduction_us << " us; memory per device ";
+    print_memory(g.memory, out);
+    out << "; greedy ";
+    print_memory(g.greedy_memory, out);
+    out << '\n';
+  }
+  if (g.result.status == "infeasible" && g.min_memory_bytes > 0)
+    out << "infeasible memory budget: the smallest footprint of any plan is " << g.min_memory_bytes / bytes_per_gib << " GiB per device\n";
+  for (const HandPlan& h : g.hand_plans) {
+    out << "hand plan " << h.name << ": step " << std::fixed << std::setprecision(3) << h.step_time_us << " us (redistribution "
+        << h.redistribution_us << " us), memory ";
+    print_memory(h.memory, out);
+    out << '\n';
+  }
   if (!g.built) out << "the time limit (" << global.time_limit_ms << " ms) was reached while the cost graph was built: this is the greedy plan\n";
   out << "lower bound: " << g.lower_bound_us << " us, gap " << std::setprecision(6) << g.optimality_gap
       << (g.result.optimal ? " (proven optimal)" : (" (" + g.result.status + ")")) << std::setprecision(3) << '\n';

@@ -25,6 +25,10 @@ OPTIONS = {
     "ties": [("primals_2", "primals_6")],
     "every_candidate": True,
     "max_memory_mib": 2048,
+    "training": False,  # the default graph has no gradients: the same plan either way
+    "optimizer": "sgd",
+    "gradients": None,
+    "hand_plans": False,
 }
 PLACE = {"primals_1": "S(0)R"}
 

@@ -23,6 +23,45 @@
 
 namespace ctshard::graph {
 
+/// The optimizer whose state each parameter carries (docs/global_plan.md, "Training step"):
+/// states per parameter element, at the parameter's dtype and planned placement.
+enum class Optimizer {
+  sgd,           ///< no state
+  sgd_momentum,  ///< one state (the momentum buffer)
+  adam,          ///< two states (first and second moments)
+};
+
+/// Optimizer states per parameter element (sgd 0, sgd_momentum 1, adam 2).
+[[nodiscard]] int optimizer_states(Optimizer o) noexcept;
+
+/// "adam", "sgd", "sgd_momentum" -> Optimizer. Throws ctshard::error naming `text` otherwise.
+[[nodiscard]] Optimizer parse_optimizer(const std::string& text);
+
+/// The name of an optimizer ("adam", ...).
+[[nodiscard]] std::string to_string(Optimizer o);
+
+/// The training-step model (`plan --global --free-inputs --training`): the graph is a joint
+/// forward + backward graph; each gradient is reduced to its parameter's placement (priced as the
+/// redistribution gradient spec -> parameter spec) and the memory per device counts parameters,
+/// gradients, optimizer state and the activations saved for the backward.
+struct TrainingStep {
+  /// On explicitly; also turned on by `gradients` or, with free inputs, by an AOT joint graph
+  /// (placeholders `primals_*` then `tangents_*`, detected by training_gradients).
+  bool enabled = false;
+  /// Read the gradients of an AOT joint graph when none are given (with free inputs); false
+  /// (`--no-training`, Python `training=False`): no training step unless `gradients` are given.
+  bool detect = true;
+  /// Gradient value -> parameter input (graph names); empty: read from the AOT joint format.
+  std::vector<std::pair<std::string, std::string>> gradients;
+  Optimizer optimizer = Optimizer::adam;
+};
+
+/// Bytes per device of one plan by category (each value at its planned local size).
+struct MemoryFigures {
+  double parameters = 0, gradients = 0, optimizer = 0, activations = 0;
+  [[nodiscard]] double total() const noexcept { return parameters + gradients + optimizer + activations; }
+};
+
 /// Options of `ctshard plan --global` beyond PlanOptions.
 struct GlobalOptions {
   /// Budget of the whole request (ms): the greedy plan, candidates, cost-graph build, reductions
@@ -42,13 +81,34 @@ struct GlobalOptions {
   /// Offer every candidate row, also those whose input needs a StridedShard or Partial that no
   /// producer delivers (the "delivered placements" rule of docs/global_plan.md off).
   bool every_candidate = false;
-  double device_tflops = 100;                             ///< per-device FLOP rate for the compute term (10^12 FLOP/s)
-  double device_gbps = 1000;                              ///< per-device memory bandwidth for the compute term (GB/s)
-  double memory_budget_gib = 0;                           ///< per-device bytes of graph inputs (GiB); 0 = no budget
+  double device_tflops = 100;  ///< per-device FLOP rate for the compute term (10^12 FLOP/s)
+  double device_gbps = 1000;   ///< per-device memory bandwidth for the compute term (GB/s)
+  /// Per-device memory budget (GiB; 0 = none): the graph inputs' bytes, or with a training step
+  /// the total of MemoryFigures.
+  double memory_budget_gib = 0;
   std::vector<std::pair<std::string, std::string>> ties;  ///< values that must share a placement
   /// Progress lines of a solve running over 1 s (solve::SolveOptions::progress, costs in µs);
   /// null: none (`--quiet`). Not owned.
   std::ostream* progress = nullptr;
+  TrainingStep training;                                  ///< the training-step model (off by default)
+  /// Also price the hand-written plans (DDP, FSDP, Megatron TP + FSDP) in the same model.
+  bool hand_plans = false;
+};
+
+/// The gradients of an AOT joint graph (inputs `primals_*` then `tangents_*`; the outputs end with
+/// one gradient per primal, in primal order, `None` for non-differentiable ones): (gradient value,
+/// parameter) pairs, empty when the graph is not in that format (no `tangents_*` placeholder, or
+/// fewer outputs than primals).
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> training_gradients(const Graph& graph);
+
+/// A hand-written plan priced in the planner's model (`--hand-plans`).
+struct HandPlan {
+  std::string name;                    ///< "ddp", "fsdp", "megatron_tp_fsdp"
+  std::map<std::string, Spec> inputs;  ///< the pinned input placements
+  double step_time_us = 0;             ///< the objective (redistribution + compute) of its best plan with those pins
+  double redistribution_us = 0;        ///< of which redistribution (gradient reductions included)
+  MemoryFigures memory;                ///< bytes per device
+  std::string status;                  ///< the solver's status for the pinned problem
 };
 
 /// Fixed point of the cost graph: units per microsecond (1 unit = 1 ns).
@@ -79,13 +139,24 @@ struct GlobalPlan {
   /// one, with status "time_limit", lower bound 0 (every cost is nonnegative) and its gap.
   bool built = true;
   std::size_t memory_bytes = 0;  ///< the cost graph's memory estimate (CostGraph::memory_bytes)
+  bool training = false;         ///< the training-step model was on
+  Optimizer optimizer = Optimizer::adam;
+  std::vector<std::pair<std::string, std::string>> gradients;  ///< (gradient value, parameter) priced
+  MemoryFigures memory, greedy_memory;                         ///< per device (training step only)
+  /// Infeasible memory budget: the smallest total (bytes per device) any plan of the model reaches.
+  double min_memory_bytes = 0;
+  double gradient_reduction_us = 0;  ///< the plan's gradient -> parameter redistributions (in objective_us)
+  std::vector<HandPlan> hand_plans;  ///< with GlobalOptions::hand_plans
 };
 
 /// Builds the cost graph of `graph` and solves it, within one deadline (GlobalOptions::deadline,
 /// else time_limit_ms from the call). Throws like plan_graph, ctshard::error for a bad tie or
 /// budget or a cost outside the solver's exact range (naming the node and the value),
 /// solve::memory_limit_reached when the problem needs more than max_memory_mib, and
-/// solve::time_limit_reached when the deadline passes before the greedy plan is complete.
+/// solve::time_limit_reached when the deadline passes before the greedy plan is complete. With a
+/// training step (GlobalOptions::training): ctshard::error for a gradient or parameter that is not
+/// in the graph, a parameter with two gradients, `enabled` on a graph without gradients, or no
+/// free inputs; `hand_plans` without a training step is an error too.
 GlobalPlan global_plan(const Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
 
 /// Only the cost graph (for `--export-costgraph`): variables in graph order. Bounded by

@@ -1,0 +1,156 @@
+// The training-step model of `plan --global --free-inputs` on a tiny joint MLP
+// (tests/data/joint_mlp.fx.txt): gradients found from the AOT joint format, the DDP plan's
+// gradient all-reduce priced as redistribute_cost(P(sum) -> R), memory by category against
+// hand-computed bytes, an impossible budget's status and smallest footprint, and the proven
+// optimum never worse than a hand plan within the budget.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ctshard/fx/reader.hpp"
+#include "ctshard/graph/global_plan.hpp"
+#include "ctshard/registry.hpp"
+#include "run_tool.hpp"
+
+using namespace ctshard;
+
+namespace {
+
+graph::Graph joint_mlp() { return fx::read_fx_graph_file(std::string(CTSHARD_TEST_DATA_DIR) + "/joint_mlp.fx.txt"); }
+
+graph::PlanOptions mesh_2x2() {
+  graph::PlanOptions o;
+  o.mesh = {2, 2};
+  return o;
+}
+
+graph::GlobalOptions training(graph::Optimizer opt = graph::Optimizer::adam) {
+  graph::GlobalOptions g;
+  g.free_inputs = true;
+  g.training.optimizer = opt;
+  g.time_limit_ms = 20000;
+  return g;
+}
+
+const graph::PlannedNode& node(const graph::Plan& p, const std::string& name) {
+  for (const auto& n : p.nodes)
+    if (n.name == name) return n;
+  FAIL("no node " << name);
+  return p.nodes.front();
+}
+
+TensorMeta f32(std::vector<std::int64_t> dims) {
+  TensorMeta m;
+  m.shape = TensorShape(dims);
+  m.itemsize = 4;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("training step: an AOT joint graph's gradients, one per differentiable primal in primal order") {
+  const auto grads = graph::training_gradients(joint_mlp());
+  REQUIRE(grads == std::vector<std::pair<std::string, std::string>>{{"mm_4", "primals_1"}, {"mm_2", "primals_2"}});
+}
+
+TEST_CASE("training step: the DDP plan pays the gradient all-reduce and holds the hand-computed bytes") {
+  const graph::Graph g = joint_mlp();
+  graph::PlanOptions o = mesh_2x2();
+  const Spec rr = parse_spec("RR"), dp = parse_spec("S(0)S(0)");
+  o.placements = {{"primals_1", rr}, {"primals_2", rr}, {"primals_3", dp}, {"tangents_1", dp}};
+  const graph::GlobalPlan p = graph::global_plan(g, o, training(), builtin_registry());
+  REQUIRE(p.training);
+  REQUIRE(p.result.optimal);
+  const auto mesh = MeshTopology::build(std::span<const std::int64_t>(o.mesh.data(), o.mesh.size()), 8, {}, o.cost_model);
+  // each weight gradient is a batch contraction: P(sum) on both mesh dims, all-reduced to R
+  const Spec grad1 = node(p.plan, "mm_4").outputs.at(0), grad2 = node(p.plan, "mm_2").outputs.at(0);
+  CHECK(to_string(grad1) == "P(sum)P(sum)");
+  CHECK(to_string(grad2) == "P(sum)P(sum)");
+  const double expected = redistribute_cost(grad1, rr, f32({32, 16}), mesh) + redistribute_cost(grad2, rr, f32({16, 32}), mesh);
+  CHECK(expected > 0);
+  CHECK(p.gradient_reduction_us == Approx(expected).epsilon(1e-12));
+  // memory: weights (32*16 + 16*32) * 4 bytes replicated; adam's two states; saved for the
+  // backward: the batch primals_3 (64*16*4 / 4 devices) and relu (64*32*4 / its shards)
+  const double weights = (32 * 16 + 16 * 32) * 4.0;
+  CHECK(p.memory.parameters == weights);
+  CHECK(p.memory.gradients == weights);
+  CHECK(p.memory.optimizer == 2 * weights);
+  const Spec relu = node(p.plan, "relu").outputs.at(0);
+  CHECK(p.memory.activations == 64 * 16 * 4 / 4.0 + 64 * 32 * 4.0 / static_cast<double>(num_shards(relu, mesh.sizes)));
+}
+
+TEST_CASE("training step: the optimizer's states per parameter element") {
+  const graph::Graph g = joint_mlp();
+  const graph::GlobalPlan sgd = graph::global_plan(g, mesh_2x2(), training(graph::Optimizer::sgd), builtin_registry());
+  const graph::GlobalPlan mom = graph::global_plan(g, mesh_2x2(), training(graph::Optimizer::sgd_momentum), builtin_registry());
+  CHECK(sgd.memory.optimizer == 0);
+  CHECK(mom.memory.optimizer == mom.memory.parameters);
+  CHECK(mom.memory.parameters > 0);
+  CHECK_THROWS_WITH(graph::parse_optimizer("lamb"), Catch::Contains("'lamb'"));
+}
+
+TEST_CASE("training step: an impossible budget is infeasible with the smallest footprint") {
+  const graph::Graph g = joint_mlp();
+  graph::GlobalOptions o = training();
+  o.memory_budget_gib = 1024.0 / 1073741824.0;  // 1 KiB per device
+  const graph::GlobalPlan p = graph::global_plan(g, mesh_2x2(), o, builtin_registry());
+  CHECK(p.result.status == "infeasible");
+  // every value sharded over the 4 devices: weights 4096 / 4 bytes, their gradients, adam's two
+  // states, and the saved primals_3 (4096 / 4) and relu (8192 / 4)
+  CHECK(p.min_memory_bytes == 1024 + 1024 + 2048 + 1024 + 2048);
+  o.memory_budget_gib = p.min_memory_bytes / 1073741824.0;
+  const graph::GlobalPlan q = graph::global_plan(g, mesh_2x2(), o, builtin_registry());
+  CHECK(q.result.optimal);
+  CHECK(q.memory.total() == p.min_memory_bytes);
+}
+
+TEST_CASE("training step: the proven optimum is never worse than a hand plan within the budget") {
+  const graph::Graph g = joint_mlp();
+  graph::GlobalOptions o = training();
+  o.hand_plans = true;
+  o.memory_budget_gib = 12000.0 / 1073741824.0;
+  const graph::GlobalPlan p = graph::global_plan(g, mesh_2x2(), o, builtin_registry());
+  REQUIRE(p.result.optimal);
+  CHECK(p.memory.total() <= 12000);
+  REQUIRE(p.hand_plans.size() == 3);
+  std::size_t within = 0;
+  for (const graph::HandPlan& h : p.hand_plans) {
+    INFO(h.name);
+    CHECK(h.status == "optimal");
+    CHECK(h.memory.parameters > 0);
+    if (h.memory.total() > 12000) continue;
+    ++within;
+    CHECK(p.objective_us <= h.step_time_us);
+  }
+  CHECK(within >= 1);
+  // DDP holds whole weights and states: above the budget here
+  CHECK(p.hand_plans[0].name == "ddp");
+  CHECK(p.hand_plans[0].memory.parameters == (32 * 16 + 16 * 32) * 4.0);
+  CHECK(p.hand_plans[1].memory.parameters == (32 * 16 + 16 * 32) * 4.0 / 4);
+}
+
+TEST_CASE("training step: the command line's memory, hand_plans and optimizer fields") {
+  const std::string graph = std::string(CTSHARD_TEST_DATA_DIR) + "/joint_mlp.fx.txt";
+  const auto j = nlohmann::json::parse(
+      run_tool("plan " + graph + " --global --free-inputs --mesh 2x2 --optimizer sgd_momentum --hand-plans --json --quiet --time-limit-ms 20000"));
+  CHECK(j.at("training") == true);
+  CHECK(j.at("optimizer") == "sgd_momentum");
+  CHECK(j.at("memory").at("optimizer") == j.at("memory").at("parameters"));
+  const double total = j.at("memory").at("total");
+  CHECK(total * 1073741824.0 ==
+        Approx(j.at("memory").at("parameters").get<double>() * 3 * 1073741824.0 + j.at("memory").at("activations").get<double>() * 1073741824.0));
+  REQUIRE(j.at("hand_plans").size() == 3);
+  CHECK(j.at("hand_plans")[2].at("name") == "megatron_tp_fsdp");
+  // linear(16 -> 32) column-parallel, linear(32 -> 16) row-parallel on the last mesh dim
+  CHECK(j.at("hand_plans")[2].at("input_placements").at("primals_1") == "S(0)S(0)");
+  CHECK(j.at("hand_plans")[2].at("input_placements").at("primals_2") == "S(0)S(1)");
+  int status = 0;
+  const std::string bad = run_tool_status("plan " + graph + " --global --free-inputs --optimizer lamb", status);
+  CHECK(status != 0);
+  CHECK(bad.find("unknown optimizer 'lamb'") != std::string::npos);
+}
