@@ -13,7 +13,6 @@ docs/auto_parallel.md says exactly which placements it enforces.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -232,73 +231,21 @@ def _node_type(node: torch.fx.Node) -> tuple[list[int], int] | None:
     return None
 
 
-def _memory_gib(cap: _Capture, specs: Mapping[str, list[str]], sizes: Sequence[int], optimizer: str,
-                plan_json: Mapping[str, Any]) -> dict[str, float]:
-    """Per-device memory of the plan: parameters, gradients (at their parameter's placement),
-    optimizer state (``_OPTIMIZER_STATES`` copies of each trainable parameter), activations (the
-    forward values and inputs the backward reads, at their planned placements) and the total.
-    Taken from the plan's own ``memory`` field when ``ctshard.plan`` reports one."""
-    if isinstance(plan_json.get("memory"), Mapping):
-        return {k: float(plan_json["memory"][k]) for k in _MEMORY_KEYS}
-    nodes = {n.name: n for n in cap.gm.graph.nodes}
-
-    def size(name: str) -> int:
-        t = _node_type(nodes[name])
-        return _local_bytes(t[0], specs[name][0], sizes, t[1]) if t and specs.get(name) else 0
-
-    params = sum(size(ph) for ph in cap.params.values()) + sum(size(ph) for ph in cap.buffers.values())
-    trainable = sum(size(cap.params[n]) for n in cap.grads)
-    saved = set()
-    for node in cap.gm.graph.nodes:
-        if node.name in cap.backward_nodes and node.op != "output":
-            saved.update(a.name for a in node.all_input_nodes if a.name not in cap.backward_nodes)
-    saved -= set(cap.params.values()) | set(cap.buffers.values())
-    activations = sum(size(name) for name in saved)
-    out = {"parameters": params, "gradients": trainable, "optimizer": _OPTIMIZER_STATES[optimizer] * trainable,
-           "activations": activations}
-    out = {k: v / _GIB for k, v in out.items()}
-    out["total"] = sum(out.values())
-    return out
+def _memory_gib(plan_json: Mapping[str, Any]) -> dict[str, float]:
+    """Per-device memory of the plan (GiB): parameters, gradients, optimizer state, activations
+    saved for the backward and the total, as the planner's training-step model counts them
+    (docs/global_plan.md, "Training step")."""
+    return {k: float(plan_json["memory"][k]) for k in _MEMORY_KEYS}
 
 
-def _min_local_bytes(shape: Sequence[int], sizes: Sequence[int], itemsize: int) -> int:
-    """The least local bytes of a tensor over every spec of R / S(d) per mesh dim."""
-    best = math.prod(shape) * itemsize
-    for choice in itertools.product(range(-1, len(shape)), repeat=len(sizes)):
-        local = list(shape)
-        for mesh_dim, d in enumerate(choice):
-            if d >= 0:
-                local[d] = -(-local[d] // sizes[mesh_dim])
-        best = min(best, math.prod(local) * itemsize)
-    return best
-
-
-def _plan_memory_options(cap: _Capture, budget_gib: float | None, optimizer: str, plan_params: Sequence[str],
-                         pinned: Mapping[str, str], sizes: Sequence[int]) -> tuple[dict[str, Any], float]:
-    """The ``ctshard.plan`` keywords that bound memory, and the least budget they allow (GiB).
-
-    With a ``ctshard.plan`` that takes ``optimizer`` and ``gradients`` the budget is passed as
-    is. Otherwise (ties for the gradients) the planner bounds only the bytes of the graph inputs,
-    so the budget is divided by 2 + the optimizer's state count (parameter, gradient, states) and
-    the least budget is that factor times the inputs' least bytes."""
-    factor = 2 + _OPTIMIZER_STATES[optimizer]
-    ties = [(g, cap.params[p]) for p, g in cap.grads.items()] + list(zip(cap.tangents, cap.outputs))
-    if "optimizer" in plan_params and "gradients" in plan_params:
-        opts = {"optimizer": optimizer, "gradients": {g: cap.params[p] for p, g in cap.grads.items()},
-                "ties": list(zip(cap.tangents, cap.outputs))}
-        if budget_gib is not None:
-            opts["memory_budget_gib"] = float(budget_gib)
-        return opts, float("nan")
-    nodes = {n.name: n for n in cap.gm.graph.nodes}
-    least = 0
-    for ph in list(cap.params.values()) + list(cap.buffers.values()) + [i for i in cap.inputs if i] + cap.tangents:
-        t = _node_type(nodes[ph])
-        if t:
-            least += _local_bytes(t[0], pinned[ph], sizes, t[1]) if ph in pinned else _min_local_bytes(t[0], sizes, t[1])
-    opts: dict[str, Any] = {"ties": ties}
+def _plan_memory_options(cap: _Capture, budget_gib: float | None, optimizer: str) -> dict[str, Any]:
+    """The ``ctshard.plan`` keywords of the training step: the optimizer, each gradient's
+    parameter, each output's gradient tied to the output, and the budget (GiB per device)."""
+    opts: dict[str, Any] = {"optimizer": optimizer, "gradients": {g: cap.params[p] for p, g in cap.grads.items()},
+                            "ties": list(zip(cap.tangents, cap.outputs))}
     if budget_gib is not None:
-        opts["memory_budget_gib"] = float(budget_gib) / factor
-    return opts, factor * least / _GIB
+        opts["memory_budget_gib"] = float(budget_gib)
+    return opts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,8 +476,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_bu
         dim 0 first; then a DeviceMesh over the current world, whose size must equal their
         product, else ValueError; without a process group the plan is made and ``apply`` builds
         the mesh).
-    memory_budget_gib: per-device bound (GiB) on parameters + gradients + optimizer state (see
-        docs/auto_parallel.md for what the planner bounds); None: no bound.
+    memory_budget_gib: per-device bound (GiB) on parameters + gradients + optimizer state + saved
+        activations (the planner's training-step memory, docs/global_plan.md); None: no bound.
     optimizer: ``"adam"`` (2 states per parameter), ``"sgd"`` (none) or ``"sgd_momentum"`` (1).
     place: pins, FQN of a parameter -> spec, or ``"inputs[i]"`` -> spec of example input i.
     time_limit_s: the planner's time limit (s); the best plan so far comes with its gap.
@@ -539,7 +486,6 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_bu
     mesh whose size differs from the world size, a pin naming no parameter or input, and a
     model that cannot be traced (naming its class); TypeError for a model that is not an
     ``nn.Module`` or a mesh of the wrong type."""
-    import inspect
     import sys
 
     # the package is loaded before any of its modules; taken from sys.modules, not imported back
@@ -572,12 +518,11 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_bu
         else:
             raise ValueError(f"ctshard.torch.auto_parallel: place names {key!r}, which is neither a trainable parameter "
                              f"of {type(model).__name__} nor 'inputs[i]' of a tensor input")
-    plan_params = inspect.signature(ctshard_plan).parameters
-    memory_opts, least = _plan_memory_options(cap, memory_budget_gib, optimizer, plan_params, pinned, sizes)
+    memory_opts = _plan_memory_options(cap, memory_budget_gib, optimizer)
     result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
                                              time_limit_ms=float(time_limit_s) * 1000, **memory_opts))
     if result.get("status") == "infeasible":
-        least = float(result.get("min_memory_gib", least))
+        least = float(result["min_memory_gib"])
         raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib={memory_budget_gib} is below the least "
                          f"budget of this model on mesh {sizes}: {least:.6g} GiB")
     specs = _specs(cap.gm, result)
@@ -589,7 +534,7 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_bu
         module_output_placements={fqn: specs[n][0] for fqn, n in cap.module_outputs.items() if n in specs},
         step_time_us=float(result.get("objective_us", result["total_cost_us"])),
         communication_us=float(result["total_cost_us"]),
-        memory_gib=_memory_gib(cap, specs, sizes, optimizer, result),
+        memory_gib=_memory_gib(result),
         proven_optimal=bool(result.get("proven_optimal", False)),
         optimality_gap=float(result.get("optimality_gap", 0.0)),
         mesh=sizes, optimizer=optimizer, plan=result, graph=cap.gm, _capture=cap, _device_mesh=device_mesh)

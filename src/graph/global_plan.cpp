@@ -260,6 +260,7 @@ class Builder {
     greedy_ = std::move(greedy.plan);
     greedy_done_ = true;
     setup_training();
+    if (costs && stop_when_greedy_optimal && greedy_is_optimal()) return;
     make_variables();
     if (training_) make_memory_table();
     if (costs) make_graph();
@@ -1021,6 +1022,12 @@ class Builder {
   }
 
  public:
+  /// build() stops after the greedy plan when that plan is optimal (greedy_is_optimal): no cost
+  /// graph is made. Off for build_cost_graph, whose caller wants the graph.
+  bool stop_when_greedy_optimal = false;
+  /// The objective is redistribution alone (no compute term, training step or tie) and the greedy
+  /// plan redistributes nothing: it is optimal, since every cost is nonnegative (bound 0).
+  [[nodiscard]] bool greedy_is_optimal() const { return !global_.free_inputs && !training_ && global_.ties.empty() && greedy_.total_cost_us == 0; }
   bool training_ = false;
   int opt_states_ = 0;
   std::vector<std::pair<ValueSource, std::string>> grads_;       ///< (gradient value, parameter)
@@ -1316,13 +1323,11 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
                         .earlier(global_in.deadline);
   Builder b(graph, options, global, registry);
   GlobalPlan out;
-  try {
-    b.build();
-  } catch (const solve::time_limit_reached&) {
-    if (!b.greedy_done_) throw;
-    // out of time while the cost graph was built: the greedy plan, its gap against the bound 0
-    // (every redistribution and compute cost is nonnegative)
-    out.built = false;
+  // the greedy plan as the answer, against the bound 0 (every redistribution and compute cost is
+  // nonnegative): when the deadline passed while the cost graph was built, or when it is optimal
+  enum class Why { out_of_time, greedy_optimal };
+  const auto greedy_only = [&](Why why) {
+    out.built = why == Why::greedy_optimal;  // (no cost graph is needed then)
     out.build_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     out.greedy = b.greedy_;
     out.plan = b.greedy_;
@@ -1336,11 +1341,21 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
     if (!global.free_inputs && out.plan.total_cost_us == 0) {  // nothing to redistribute: optimal all the same
       out.result.status = "optimal";
       out.result.optimal = true;
+      out.result.feasible = true;  // cost 0; the labelling is the greedy plan (no cost graph holds it)
+      out.result.cost = 0;
     }
     out.objective_us = out.greedy_objective_us = global.free_inputs ? NAN : out.plan.total_cost_us;
     out.memory_bytes = b.budget().used();
     return out;
+  };
+  b.stop_when_greedy_optimal = true;
+  try {
+    b.build();
+  } catch (const solve::time_limit_reached&) {
+    if (!b.greedy_done_) throw;
+    return greedy_only(Why::out_of_time);
   }
+  if (b.greedy_is_optimal()) return greedy_only(Why::greedy_optimal);
   out.build_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   out.greedy = b.greedy_;
   out.graph = std::move(b.cg_);

@@ -256,9 +256,10 @@ TEST_CASE("issue 22 cli: --every-candidate on a 5-dim mesh ends within its limit
   CHECK(j["nodes"].size() == 3);
   CHECK(s < ctshard::test::time_limit_s(15));
   if (!j["solver"]["build_complete"].get<bool>()) CHECK(j["status"] == "optimal");  // the greedy plan moves nothing: proven by the bound 0
-  // a budget the edge matrix cannot fit in: refused before it is allocated, naming the edge
-  const std::string out =
-      run_tool_status("plan '" + path + "' --mesh 2x2x2x2x2 --global --every-candidate --time-limit-ms 600000 --max-memory-mib 64", status);
+  // a budget the edge matrix cannot fit in: refused before it is allocated, naming the edge (free
+  // inputs: the greedy plan above moves nothing, so without them no cost graph is built at all)
+  const std::string out = run_tool_status(
+      "plan '" + path + "' --mesh 2x2x2x2x2 --global --every-candidate --free-inputs --time-limit-ms 600000 --max-memory-mib 64", status);
   CHECK(status == 1);
   CHECK_THAT(out, Contains("above the memory budget of 64 MiB (--max-memory-mib)"));
   fs::remove_all(dir);

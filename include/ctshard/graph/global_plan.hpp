@@ -90,7 +90,7 @@ struct GlobalOptions {
   /// Progress lines of a solve running over 1 s (solve::SolveOptions::progress, costs in µs);
   /// null: none (`--quiet`). Not owned.
   std::ostream* progress = nullptr;
-  TrainingStep training;                                  ///< the training-step model (off by default)
+  TrainingStep training;  ///< the training-step model (off by default)
   /// Also price the hand-written plans (DDP, FSDP, Megatron TP + FSDP) in the same model.
   bool hand_plans = false;
 };
