@@ -916,14 +916,27 @@ class Builder {
       grads_.emplace_back(value_named(g), p);
       grad_names_.emplace_back(g, p);
     }
-    // backward = depends on a tangents_* placeholder; saved = forward values (not a parameter)
-    // that a backward node reads
+    // backward = depends on a tangents_* placeholder (AOT joint graphs) or, in a graph without
+    // one (a training step traced as `(params..., batch) -> (loss, grads...)`), every op node that
+    // no forward output (an output that is not a gradient) depends on; saved = forward values
+    // (not a parameter) that a backward node reads
     std::unordered_set<std::string> backward;
     for (const auto& name : sources_order_)
       if (sources_.at(name).placeholder && name.rfind("tangents_", 0) == 0) backward.insert(name);
+    if (backward.empty()) {
+      std::unordered_set<std::string> forward;
+      for (const auto& o : graph_.outputs)  // (a getitem output stands for its producer)
+        if (graph_.find(o) != nullptr && std::none_of(grad_names_.begin(), grad_names_.end(), [&](const auto& gp) { return gp.first == o; }))
+          forward.insert(value_named(o).node);
+      for (auto op = ops_.rbegin(); op != ops_.rend(); ++op)
+        if (forward.count(op->name))
+          for (const auto& in : op->inputs) forward.insert(in.node);
+      for (const OpInfo& op : ops_)
+        if (!forward.count(op.name)) backward.insert(op.name);
+    }
     std::set<std::pair<std::string, std::size_t>> saved;
     for (const OpInfo& op : ops_) {
-      bool bw = false;
+      bool bw = backward.count(op.name) != 0;
       for (const auto& in : op.inputs) bw = bw || backward.count(in.node) != 0;
       if (!bw) continue;
       backward.insert(op.name);

@@ -154,3 +154,34 @@ TEST_CASE("training step: the command line's memory, hand_plans and optimizer fi
   CHECK(status != 0);
   CHECK(bad.find("unknown optimizer 'lamb'") != std::string::npos);
 }
+
+TEST_CASE("training step: without tangents, the backward is what no forward output depends on") {
+  // one linear layer traced as `(params..., batch) -> (loss, grads...)` (make_fx of a step
+  // calling torch.autograd.grad, as benchmarks/global/training_step.py writes): no tangents_*
+  // input, so the forward is what the loss depends on; the backward (ones_like .. mm_1) reads the
+  // loss and the batch arg1_1: those are the saved activations
+  const graph::Graph g = fx::parse_fx_graph(R"(
+class step(torch.nn.Module):
+    def forward(self, arg0_1: "f32[4, 8]", arg1_1: "f32[16, 8]"):
+        t: "f32[8, 4]" = torch.ops.aten.t.default(arg0_1)
+        mm: "f32[16, 4]" = torch.ops.aten.mm.default(arg1_1, t)
+        sum_1: "f32[]" = torch.ops.aten.sum.default(mm)
+        ones_like: "f32[]" = torch.ops.aten.ones_like.default(sum_1, pin_memory = False)
+        expand: "f32[16, 4]" = torch.ops.aten.expand.default(ones_like, [16, 4])
+        t_1: "f32[4, 16]" = torch.ops.aten.t.default(expand)
+        mm_1: "f32[4, 8]" = torch.ops.aten.mm.default(t_1, arg1_1)
+        return (sum_1, mm_1)
+)",
+                                            "step");
+  graph::PlanOptions o;
+  o.mesh = {2};
+  o.placements = {{"arg0_1", parse_spec("R")}, {"arg1_1", parse_spec("S(0)")}};
+  graph::GlobalOptions go = training();
+  go.training.gradients = {{"mm_1", "arg0_1"}};
+  const graph::GlobalPlan p = graph::global_plan(g, o, go, builtin_registry());
+  REQUIRE(p.training);
+  CHECK(p.memory.parameters == 4 * 8 * 4);
+  CHECK(p.memory.optimizer == 2 * 4 * 8 * 4);
+  // the batch's local half (16 / 2 * 8 * 4 bytes) and the scalar loss (4 bytes, whole in any spec)
+  CHECK(p.memory.activations == 16 / 2 * 8 * 4 + 4);
+}
