@@ -1419,6 +1419,10 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
       pinned.data_parallel = false;
       pinned.placements = h.inputs;
       GlobalOptions sub = global;
+      // each hand plan its own time limit: priced beside the plan, not within its deadline (the
+      // plan may have used all of it)
+      sub.deadline = solve::Deadline{};
+      sub.time_limit_ms = global_in.time_limit_ms;
       sub.hand_plans = false;
       sub.memory_budget_gib = 0;
       sub.training.enabled = true;
