@@ -61,14 +61,18 @@ def measure(tool: str, path: Path, mesh: str, limit_ms: float) -> dict:
     base = [tool, "plan", str(path), "--mesh", mesh, "--global", "--free-inputs", "--optimizer", "adam", "--json", "--quiet"]
     base += [a for g, p in grads for a in ("--gradient", f"{g}={p}")]
     rep = "R" * len(mesh.split("x"))
-    pinned = base + [a for name in inputs for a in ("--place", f"{name}={rep}")] + ["--time-limit-ms", str(limit_ms)]
+    # the footprint with every input Replicate (given 120 s: its build alone can take the plan's limit)
+    pinned = base + [a for name in inputs for a in ("--place", f"{name}={rep}")] + ["--time-limit-ms", "120000"]
     replicated, _ = run(pinned)
+    if "memory" not in replicated:
+        raise RuntimeError(f"the replicated plan has no memory figure (status {replicated['status']}, cost graph "
+                           f"{'built' if replicated['solver']['build_complete'] else 'unfinished'})")
     budget = replicated["memory"]["total"] / 2
     plan, wall = run(base + ["--memory-budget-gib", repr(budget), "--hand-plans", "--time-limit-ms", str(limit_ms)])
     s = plan["solver"]
     row = {"mesh": mesh, "replicated_gib": replicated["memory"]["total"], "budget_gib": budget, "status": plan["status"],
            "step_time_us": plan.get("step_time_us"), "lower_bound_us": plan["lower_bound_us"], "gap": plan["optimality_gap"],
-           "memory_gib": plan["memory"]["total"], "greedy_step_time_us": plan.get("greedy_objective_us"),
+           "memory_gib": plan["memory"]["total"] if "memory" in plan else None, "greedy_step_time_us": plan.get("greedy_objective_us"),
            "build_ms": s["build_ms"], "solve_ms": s["solve_ms"], "wall_s": wall, "candidates": s["candidates"],
            "hand_plans": [{"name": h["name"], "step_time_us": h["step_time_us"], "memory_gib": h["memory"]["total"]}
                           for h in plan.get("hand_plans", [])]}
@@ -112,7 +116,7 @@ def main(argv=None) -> int:
                 over = " (over budget)" if h["memory_gib"] > r["budget_gib"] else ""
                 return f"{fmt(h['step_time_us'])} / {h['memory_gib']:.2f}{over}"
             print(f"| {model} | {mesh} | {r['budget_gib']:.2f} | {r['status']} | {fmt(r['step_time_us'])} | {fmt(r['lower_bound_us'])} "
-                  f"| {r['gap']:.4f} | {r['memory_gib']:.2f} | {fmt(r['greedy_step_time_us'])} | {hand('ddp')} | {hand('fsdp')} "
+                  f"| {r['gap']:.4f} | {fmt(r['memory_gib'], 2)} | {fmt(r['greedy_step_time_us'])} | {hand('ddp')} | {hand('fsdp')} "
                   f"| {hand('megatron_tp_fsdp')} | {fmt(r['build_ms'], 0)} | {fmt(r['solve_ms'], 0)} | {r['wall_s']:.1f} |", flush=True)
     if a.out:
         a.out.write_text(json.dumps(rows, indent=1))

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime
 import math
 import os
-import pickle
 import sys
-import tempfile
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from run_with_dtensor import RMSNorm, rotate_half, run_group  # its gloo process group and Llama parts
 
 BATCH, SEQ, HIDDEN, HEADS = 8, 8, 32, 4
 TOLERANCE = 1e-5
@@ -62,21 +61,6 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, d, eps=1e-6):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), -1)
 
 
 class LlamaBlock(nn.Module):
@@ -187,49 +171,6 @@ def train(name: str, mesh, steps: int, budget_gib: float | None = None, time_lim
             "planned": plan.parameter_placements, "step_time_us": plan.step_time_us, "memory_gib": plan.memory_gib,
             "proven_optimal": plan.proven_optimal, "gap": plan.optimality_gap, "summary": plan.summary(),
             "collectives": comms, "output_is_dtensor": isinstance(out, DTensor), "output_shape": list(full.shape)}
-
-
-def _worker(rank, world, mesh_shape, cases, init_file, out_file):
-    import logging
-
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-
-    torch.set_num_threads(1)
-    logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
-    logging.getLogger("torch.distributed.tensor._collective_utils").setLevel(logging.ERROR)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=120))
-    try:
-        mesh = init_device_mesh("cpu", tuple(mesh_shape))
-        results = []
-        for case in cases:
-            try:
-                results.append(case(mesh))
-            except Exception as e:  # reported to the caller
-                import traceback
-
-                results.append({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
-            dist.barrier()
-        if rank == 0:
-            with open(out_file, "wb") as f:
-                pickle.dump(results, f)
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
-
-
-def run_group(mesh_shape, cases) -> list:
-    """Spawn a gloo group of prod(mesh_shape) CPU processes; every rank calls each case (a
-    picklable ``f(mesh)``); returns rank 0's results (a dict with ``error`` for a case that raised)."""
-    import torch.multiprocessing as mp
-
-    world = math.prod(mesh_shape)
-    with tempfile.TemporaryDirectory(prefix="ctshard_auto_parallel_") as tmp:
-        init_file, out_file = os.path.join(tmp, "store"), os.path.join(tmp, "results.pkl")
-        mp.spawn(_worker, args=(world, list(mesh_shape), list(cases), init_file, out_file), nprocs=world, join=True)
-        with open(out_file, "rb") as f:
-            return pickle.load(f)
 
 
 class _Case:

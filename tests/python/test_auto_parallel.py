@@ -26,6 +26,18 @@ pytestmark = pytest.mark.torch_bound
 STEPS = 3
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_process_group_in_this_process():
+    """These tests plan without a process group in the pytest process (mesh sizes alone), and
+    spawn their own gloo groups: a default group left by an earlier module (the conformance
+    oracle's fake world of 8, which makes a new one when it needs it) is destroyed first."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+    yield
+
+
 def mesh_of_wrong_size(mesh):
     """Mesh sizes whose product (6) differs from the world size (4): ValueError naming both."""
     try:
