@@ -110,3 +110,21 @@ TEST_CASE("lagrangian bound: the hand-computed value on two nodes", "[solve][lag
   off.lagrangian_share = 0;
   CHECK(solve(g, off).stats.lagrangian_bound == std::numeric_limits<std::int64_t>::min());
 }
+
+TEST_CASE("lagrangian bound: usages near 2^58 clamp the multiplier and stay valid", "[solve][lagrangian]") {
+  // the same shape as the two-node case with usage 2^58: λ = 1 / 2^d already prices a label at
+  // 2^58 / 2^d · 2^d > 2^54, so the multiplier is clamped (to 0 here) and the bound stays the
+  // unconstrained 0; the solver still proves the constrained optimum 3.
+  const std::int64_t big = std::int64_t{1} << 58;
+  CostGraph g;
+  g.add_node({0, 5});
+  g.add_node({0, 3});
+  g.usage = {{big, 0}, {big, 0}};
+  g.limits.push_back(UsageLimit{{0, 1}, big});
+  const auto lb = lagrangian_bound(g, SolveOptions{}, Deadline::after(5.0));
+  REQUIRE(lb.has_value());
+  CHECK(*lb == 0);
+  const SolveResult r = solve(g);
+  CHECK(r.cost == 3);
+  CHECK(r.optimal);
+}

@@ -753,8 +753,8 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
 /// problem 2^d·cost + Σ n_k·usage has integer costs, its dual bound B gives ceil((B - Σ n_k·limit_k)
 /// / 2^d). λ_k is tuned per limit by bisection on the subgradient (usage of the dual's best
 /// labelling minus limit_k): doubling while positive, halving the bracket after. A λ that would
-/// put a cost beyond 2^54 is clamped. Returns the best bound over at most `iterations` tries
-/// before `until`, or std::nullopt when none was found.
+/// put a cost beyond 2^54 is clamped (to 0 at worst). Returns the best bound over at most `iterations` tries
+/// before `until`, or std::nullopt when none was found (or a cost exceeds 2^52: no room for λ).
 [[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
                                                             std::size_t iterations = 12) {
   if (g.limits.empty() || g.usage.size() != g.num_nodes()) return std::nullopt;
@@ -767,7 +767,8 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   for (const auto& e : g.edges)
     for (cost_t c : e.costs())
       if (!is_forbidden(c)) max_cost = std::max(max_cost, std::abs(static_cast<long double>(c)));
-  int d = 0;  // 2^d · max_cost <= 2^52: room left for the usage terms
+  if (max_cost > std::ldexp(1.0L, 52)) return std::nullopt;  // no room left for the usage terms
+  int d = 0;                                                 // 2^d · max_cost <= 2^52: room left for the usage terms
   while (d < 20 && std::ldexp(max_cost, d + 1) <= std::ldexp(1.0L, 52)) ++d;
   const long double den = std::ldexp(1.0L, d);
   const std::size_t m = g.limits.size();
@@ -806,7 +807,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     long double worst = 0;
     for (auto a : added) worst = std::max(worst, a);
     if (worst + std::ldexp(max_cost, d) > cap) {  // clamp all numerators by the same factor
-      const long double f = (cap - std::ldexp(max_cost, d)) / worst;
+      const long double f = std::max(0.0L, (cap - std::ldexp(max_cost, d)) / worst);
       for (auto& n : num) n = static_cast<cost_t>(std::floor(static_cast<long double>(n) * f));
     }
     CostGraph h;
