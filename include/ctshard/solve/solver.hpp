@@ -100,6 +100,9 @@ struct SolveOptions {
   /// written from the solving thread.
   std::ostream* progress = nullptr;
   double progress_interval_s = 1.0;  ///< seconds between two progress lines
+  /// With usage limits (not the interval limit): the share of the time budget the Lagrangian
+  /// bound (lagrangian_bound) may use before the rounds start; 0 turns it off.
+  double lagrangian_share = 0.2;
   /// Progress lines show costs divided by this, followed by `progress_unit` (ctshard's sharding
   /// graphs: ns shown as µs; IOPDDL: the instance's units, no unit text).
   double progress_unit_scale = 1.0;
@@ -117,6 +120,10 @@ struct SolveStats {
   std::size_t elimination_work = 0;  ///< work of the exact variable elimination (0: not used)
   std::int64_t scale = 1;            ///< fixed-point factor of the dual
   double reduce_ms = 0, dual_ms = 0, search_ms = 0, elimination_ms = 0;
+  /// The Lagrangian bound of the usage limits (lagrangian_bound; INT64_MIN: not computed) and
+  /// its time, ms.
+  std::int64_t lagrangian_bound = std::numeric_limits<std::int64_t>::min();
+  double lagrangian_ms = 0;
   /// The solver's peak memory, bytes: the larger of its accounting (the working copy with its
   /// messages, twice CostGraph::memory_bytes, the estimate SolveOptions::max_memory_bytes checks)
   /// and the growth of the process's peak resident set over the solve (getrusage ru_maxrss).
@@ -734,11 +741,128 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   return x;
 }
 
+[[nodiscard]] SolveResult solve(const CostGraph& g, const SolveOptions& o = {});
+
+/// The Lagrangian bound of the usage limits `g.limits` (the interval limit's steps stay out:
+/// dropping a constraint only relaxes). For multipliers λ_k >= 0 (cost per usage unit), the
+/// problem without limits whose unaries are cost + Σ_k λ_k·usage (over limit k's members) and
+/// whose constant is lowered by Σ_k λ_k·limit_k is a lower bound of the constrained optimum. Proof:
+/// for every feasible x, Σ_k λ_k·(usage_k(x) - limit_k) <= 0, so L_λ(x) <= cost(x); hence
+/// min_x L_λ(x) <= min_{x feasible} cost(x), and any bound of min L_λ is one of the optimum.
+/// λ_k = n_k / 2^d (n_k integer, 2^d chosen so the scaled costs stay within 2^54): the scaled
+/// problem 2^d·cost + Σ n_k·usage has integer costs, its dual bound B gives ceil((B - Σ n_k·limit_k)
+/// / 2^d). λ_k is tuned per limit by bisection on the subgradient (usage of the dual's best
+/// labelling minus limit_k): doubling while positive, halving the bracket after. A λ that would
+/// put a cost beyond 2^54 is clamped (to 0 at worst). Returns the best bound over at most `iterations` tries
+/// before `until`, or std::nullopt when none was found (or a cost exceeds 2^52: no room for λ).
+[[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
+                                                            std::size_t iterations = 12) {
+  if (g.limits.empty() || g.usage.size() != g.num_nodes()) return std::nullopt;
+  __extension__ typedef __int128 wide;  // Σ λ·limit: up to 2^54 · 2^60
+  constexpr long double cap = static_cast<long double>(cost_t{1} << 54);
+  long double max_cost = 1;
+  for (const auto& row : g.unary)
+    for (cost_t c : row)
+      if (!is_forbidden(c)) max_cost = std::max(max_cost, std::abs(static_cast<long double>(c)));
+  for (const auto& e : g.edges)
+    for (cost_t c : e.costs())
+      if (!is_forbidden(c)) max_cost = std::max(max_cost, std::abs(static_cast<long double>(c)));
+  if (max_cost > std::ldexp(1.0L, 52)) return std::nullopt;  // no room left for the usage terms
+  int d = 0;                                                 // 2^d · max_cost <= 2^52: room left for the usage terms
+  while (d < 20 && std::ldexp(max_cost, d + 1) <= std::ldexp(1.0L, 52)) ++d;
+  const long double den = std::ldexp(1.0L, d);
+  const std::size_t m = g.limits.size();
+  // per limit: the members' largest |usage| sum per node (a node in several limits adds up)
+  std::vector<long double> node_usage_max(g.num_nodes(), 0);
+  for (std::size_t u = 0; u < g.num_nodes(); ++u)
+    for (auto x : g.usage[u]) node_usage_max[u] = std::max(node_usage_max[u], std::abs(static_cast<long double>(x)));
+  long double usage_scale = 1;  // a typical usage: the largest limit's average per member
+  for (const auto& l : g.limits)
+    if (!l.nodes.empty())
+      usage_scale = std::max(usage_scale, static_cast<long double>(std::max<std::int64_t>(1, std::abs(l.limit))) / l.nodes.size());
+  long double cost_sum = 0;
+  for (const auto& row : g.unary) {
+    long double lo = 0;
+    for (cost_t c : row)
+      if (!is_forbidden(c)) lo = std::max(lo, std::abs(static_cast<long double>(c)));
+    cost_sum += lo;
+  }
+  // first try: λ at the cost per usage unit of a typical node
+  const long double lambda0 = std::max(1.0L / den, cost_sum / std::max<std::size_t>(1, g.num_nodes()) / usage_scale);
+  std::vector<long double> lambda(m, lambda0), lo(m, 0), hi(m, -1);
+  std::optional<cost_t> best;
+  SolveOptions so = o;
+  so.search = false;
+  so.start.clear();
+  so.progress = nullptr;
+  so.trace = {};
+  so.deadline = until;
+  for (std::size_t it = 0; it < iterations && !until.passed(); ++it) {
+    // the integer numerators, clamped so every node's added usage term stays within the cap
+    std::vector<cost_t> num(m);
+    for (std::size_t k = 0; k < m; ++k) num[k] = static_cast<cost_t>(std::llround(std::min(lambda[k] * den, cap)));
+    std::vector<long double> added(g.num_nodes(), 0);
+    for (std::size_t k = 0; k < m; ++k)
+      for (auto u : g.limits[k].nodes) added[u] += static_cast<long double>(num[k]) * node_usage_max[u];
+    long double worst = 0;
+    for (auto a : added) worst = std::max(worst, a);
+    if (worst + std::ldexp(max_cost, d) > cap) {  // clamp all numerators by the same factor
+      const long double f = std::max(0.0L, (cap - std::ldexp(max_cost, d)) / worst);
+      for (auto& n : num) n = static_cast<cost_t>(std::floor(static_cast<long double>(n) * f));
+    }
+    CostGraph h;
+    h.unary = g.unary;
+    h.edges = g.edges;
+    for (auto& row : h.unary)
+      for (cost_t& c : row)
+        if (!is_forbidden(c)) c <<= d;
+    for (auto& e : h.edges) {
+      std::vector<cost_t> scaled = e.costs();
+      for (cost_t& c : scaled)
+        if (!is_forbidden(c)) c <<= d;
+      e.matrix = std::move(scaled);
+      e.shared.reset();
+    }
+    wide offset = 0;  // Σ n_k · limit_k, taken off after the solve (the constant need not hold it)
+    for (std::size_t k = 0; k < m; ++k) {
+      if (num[k] == 0) continue;
+      offset += static_cast<wide>(num[k]) * g.limits[k].limit;
+      for (auto u : g.limits[k].nodes)
+        for (std::size_t a = 0; a < h.unary[u].size(); ++a)
+          if (!is_forbidden(h.unary[u][a])) h.unary[u][a] += num[k] * g.usage[u][a];
+    }
+    h.constant = 0;
+    const SolveResult r = solve(h, so);
+    if (r.lower_bound == std::numeric_limits<cost_t>::min() || is_forbidden(r.lower_bound)) break;
+    const wide total = static_cast<wide>(r.lower_bound) + static_cast<wide>(g.constant) * (wide{1} << d) - offset;
+    const wide q = total >= 0 ? (total + (wide{1} << d) - 1) >> d : -((-total) >> d);  // ceil(total / 2^d)
+    const cost_t b = static_cast<cost_t>(q);
+    if (!best || b > *best) best = b;
+    if (!r.feasible) break;
+    bool moved = false;
+    for (std::size_t k = 0; k < m; ++k) {  // the subgradient: usage of the best labelling - limit
+      wide sum = 0;
+      for (auto u : g.limits[k].nodes) sum += g.usage[u][r.labels[u]];
+      if (sum > g.limits[k].limit) {
+        lo[k] = lambda[k];
+        lambda[k] = hi[k] < 0 ? 2 * lambda[k] : (lo[k] + hi[k]) / 2;
+        moved = true;
+      } else if (sum < g.limits[k].limit && lambda[k] > 0) {
+        hi[k] = lambda[k];
+        lambda[k] = (lo[k] + hi[k]) / 2;
+        moved = true;
+      }
+    }
+    if (!moved) break;  // complementary slackness at the best labelling
+  }
+  return best;
+}
+
 /// Solves `g` (see the file comment). Throws ctshard::error for a malformed graph (costs outside
 /// the exact range and usage sums beyond 2^60 included, CostGraph::validate), a start labelling
 /// of the wrong size, a NaN or negative time limit; memory_limit_reached (a ctshard::error) for a
 /// graph above `o.max_memory_bytes`.
-[[nodiscard]] inline SolveResult solve(const CostGraph& g, const SolveOptions& o = {}) {
+inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const std::clock_t cpu_start = std::clock();
@@ -778,6 +902,15 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   else infeasible = true;  // some node or edge has no finite cost
   // a start at the trivial bound (every term at its least value) is optimal without further work
   // (e.g. a greedy plan without redistribution when every cost is nonnegative)
+  if (!infeasible && !g.limits.empty() && o.lagrangian_share > 0 && !(!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower)) {
+    const Deadline share = Deadline::after(std::min(1.0, o.lagrangian_share) * until.remaining_s()).earlier(until);
+    const auto t0 = clock::now();
+    if (const auto lb = lagrangian_bound(g, o, share)) {
+      lower = std::max(lower, *lb);
+      r.stats.lagrangian_bound = *lb;
+    }
+    r.stats.lagrangian_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  }
   const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower;
   for (std::size_t round = 0; !proven_at_start && !infeasible; ++round) {
     if (until.passed()) {
