@@ -991,7 +991,9 @@ class Builder {
   /// Each gradient redistributed to its parameter's placement: DDP's all-reduce (a Partial
   /// gradient to a Replicate parameter), FSDP's reduce-scatter (to a sharded one).
   void add_gradient_terms() {
-    for (const auto& [g, p] : grads_) {
+    for (const auto& gp : grads_) {
+      const ValueSource& g = gp.first;  // (not a structured binding: Clang 14 cannot capture one)
+      const std::string& p = gp.second;
       const SourceInfo& s = sources_.at(p);
       const std::uint32_t meta = metas_.id(s.meta);
       const int gv = var_of(g);

@@ -49,7 +49,7 @@ CostGraph random_graph(std::mt19937& rng) {
   for (int u = 0; u < n; ++u)
     for (int v = u + 1; v < n; ++v) {
       if (pick(0, 2) != 0) continue;
-      std::vector<cost_t> m(g.num_labels(u) * g.num_labels(v));
+      std::vector<cost_t> m(g.num_labels(static_cast<std::size_t>(u)) * g.num_labels(static_cast<std::size_t>(v)));
       for (auto& c : m) c = pick(0, 30);
       g.add_dense_edge(static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v), m);
     }
