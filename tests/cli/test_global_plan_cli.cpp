@@ -658,7 +658,15 @@ TEST_CASE("a tiny time limit on a real graph returns the start plan with a valid
   }
   // 50 ms: out of time in the cost graph (it takes ~1 s here): the greedy plan, the solver's
   // start labelling, with the bound 0 and the gap 1 (its objective with compute is not known)
-  const auto j = nlohmann::json::parse(run_tool("plan " + graph + " --mesh 2x2x2 --free-inputs --global --json --time-limit-ms 50"));
+  int plan_status = 0;
+  const std::string plan_out =
+      run_tool_status("plan " + graph + " --mesh 2x2x2 --free-inputs --global --json --quiet --time-limit-ms 50", plan_status);
+  INFO(plan_out.substr(0, 300));
+  if (plan_status != 0) {  // the greedy pass alone took longer (a busy machine, a sanitizer build): a clear error, no plan
+    CHECK_THAT(plan_out, Catch::Matchers::Contains("the time limit was reached"));
+    return;
+  }
+  const auto j = nlohmann::json::parse(plan_out);
   CHECK(j["status"] == "time_limit");
   CHECK_FALSE(j["proven_optimal"].get<bool>());
   CHECK(j["nodes_changed"].get<int>() == 0);

@@ -34,9 +34,11 @@ PLACE = {"primals_1": "S(0)R"}
 
 
 def _stable(doc: dict) -> dict:
-    """The plan without the solver's wall-clock and CPU timings (they differ from call to call)."""
+    """The plan without the solver's wall-clock and CPU timings and its peak memory (they differ
+    from call to call: the process's peak RSS grows)."""
     doc = dict(doc)
-    doc["solver"] = {k: v for k, v in doc["solver"].items() if not (k.endswith("_ms") and k != "time_limit_ms")}
+    doc["solver"] = {k: v for k, v in doc["solver"].items()
+                     if not (k.endswith("_ms") and k != "time_limit_ms") and k != "peak_memory_bytes"}
     return doc
 
 
