@@ -10,10 +10,8 @@ greedy per-node choice goes wrong: the matmul before it picks a layout the loss 
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -106,14 +104,7 @@ def placements(gm: torch.fx.GraphModule, setting: str) -> dict[str, str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=1024)
-    a = ap.parse_args(argv)
-    training_step.write(trace(a.layers, a.batch, a.seq), a.out)
-    return 0
+    return training_step.main(__doc__, trace, layers=12, batch=8, seq=1024, argv=argv)
 
 
 if __name__ == "__main__":

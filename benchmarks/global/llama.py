@@ -6,9 +6,7 @@ bf16 training step traced to an aten FX graph (training_step.py).
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -93,14 +91,7 @@ def trace(layers=4, batch=8, seq=2048) -> torch.fx.GraphModule:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=2048)
-    a = ap.parse_args(argv)
-    training_step.write(trace(a.layers, a.batch, a.seq), a.out)
-    return 0
+    return training_step.main(__doc__, trace, layers=4, batch=8, seq=2048, argv=argv)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ Used by gpt2.py and llama.py; ``write(gm, path)`` writes the printout.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -41,3 +42,17 @@ def write(gm: torch.fx.GraphModule, out: Path) -> None:
     out.write_text(gm.print_readable(print_output=False))
     ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     print(f"{out}: {ops} op nodes, {len(gm.param_names)} parameters", file=sys.stderr)
+
+
+def main(doc: str, trace_step: Callable[[int, int, int], torch.fx.GraphModule], layers: int, batch: int, seq: int,
+         argv=None) -> int:
+    """The command line of gpt2.py / llama.py: ``OUT.fx.txt [--layers L] [--batch B] [--seq S]``
+    (defaults given), writes ``trace_step(layers, batch, seq)``'s printout to OUT."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--layers", type=int, default=layers)
+    ap.add_argument("--batch", type=int, default=batch)
+    ap.add_argument("--seq", type=int, default=seq)
+    a = ap.parse_args(argv)
+    write(trace_step(a.layers, a.batch, a.seq), a.out)
+    return 0
