@@ -128,3 +128,50 @@ TEST_CASE("lagrangian bound: usages near 2^58 clamp the multiplier and stay vali
   CHECK(r.cost == 3);
   CHECK(r.optimal);
 }
+
+TEST_CASE("limit repair: moves a labelling inside the limit, and no single admissible move improves it", "[solve][lagrangian][repair]") {
+  std::size_t repaired = 0;
+  for (unsigned seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = random_graph(rng);
+    const cost_t opt = brute_force_optimum(g);
+    // start from the unconstrained optimum (every node at its cheapest label in context)
+    CostGraph free = g;
+    free.limits.clear();
+    std::vector<std::uint32_t> x = solve(free).labels;
+    const bool was_feasible = g.feasible(x);
+    INFO("seed " << seed);
+    // one limit over every node, no forbidden costs: the least-usage labels are always reachable
+    REQUIRE(repair_to_limits(g, x));
+    REQUIRE(g.feasible(x));
+    const cost_t c = g.evaluate(x);
+    CHECK(c >= opt);
+    if (!was_feasible) ++repaired;
+    std::int64_t used = 0;
+    for (std::size_t u = 0; u < x.size(); ++u) used += g.usage[u][x[u]];
+    for (std::uint32_t u = 0; u < g.num_nodes(); ++u)
+      for (std::uint32_t b = 0; b < g.num_labels(u); ++b) {
+        std::vector<std::uint32_t> y = x;
+        y[u] = b;
+        if (used - g.usage[u][x[u]] + g.usage[u][b] <= g.limits[0].limit) CHECK(g.evaluate(y) >= c);
+      }
+  }
+  CHECK(repaired > 30);  // the unconstrained optimum breaks the limit on many seeds
+}
+
+TEST_CASE("limit repair: the hand-worked two-node case takes the cheaper saving", "[solve][lagrangian][repair]") {
+  // both nodes at label 0 use 20 > 10; moving node 1 saves 10 for 3, node 0 saves 10 for 5
+  CostGraph g;
+  g.add_node({0, 5});
+  g.add_node({0, 3});
+  g.usage = {{10, 0}, {10, 0}};
+  g.limits.push_back(UsageLimit{{0, 1}, 10});
+  std::vector<std::uint32_t> x{0, 0};
+  REQUIRE(repair_to_limits(g, x));
+  CHECK(x == std::vector<std::uint32_t>{0, 1});
+  // a limit below every labelling's usage cannot be met: false, and no move leaves a forbidden cost
+  g.limits[0].limit = -1;
+  x = {0, 0};
+  CHECK_FALSE(repair_to_limits(g, x));
+  CHECK(g.evaluate(x) != forbidden);
+}

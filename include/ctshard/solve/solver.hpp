@@ -31,6 +31,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -44,6 +45,7 @@
 #include "ctshard/solve/dual.hpp"
 #include "ctshard/solve/elimination.hpp"
 #include "ctshard/solve/interval_steps.hpp"
+#include "ctshard/solve/limit_repair.hpp"
 #include "ctshard/solve/problem.hpp"
 #include "ctshard/solve/reductions.hpp"
 
@@ -103,6 +105,10 @@ struct SolveOptions {
   /// With usage limits (not the interval limit): the share of the time budget the Lagrangian
   /// bound (lagrangian_bound) may use before the rounds start; 0 turns it off.
   double lagrangian_share = 0.2;
+  /// With a Lagrangian bound: the rounds search the penalised graph at its best multipliers
+  /// (cost + λ·usage, pruned against the incumbent's cost), so the dual, reduced-cost fixing and
+  /// the search see the budget; false searches the input graph under the limits alone.
+  bool priced_rounds = true;
   /// Progress lines show costs divided by this, followed by `progress_unit` (ctshard's sharding
   /// graphs: ns shown as µs; IOPDDL: the instance's units, no unit text).
   double progress_unit_scale = 1.0;
@@ -124,6 +130,7 @@ struct SolveStats {
   /// its time, ms.
   std::int64_t lagrangian_bound = std::numeric_limits<std::int64_t>::min();
   double lagrangian_ms = 0;
+  bool priced_rounds = false;  ///< the rounds searched the penalised graph (SolveOptions::priced_rounds)
   /// The solver's peak memory, bytes: the larger of its accounting (the working copy with its
   /// messages, twice CostGraph::memory_bytes, the estimate SolveOptions::max_memory_bytes checks)
   /// and the growth of the process's peak resident set over the solve (getrusage ru_maxrss).
@@ -490,11 +497,30 @@ struct Incumbents {
   [[nodiscard]] cost_t upper() const noexcept { return std::min(relax_cost, feasible_cost); }
 };
 
-/// One round with the limits `inc.enforced`. Returns the proven lower bound of this relaxation
-/// (forbidden when the relaxation is infeasible); `complete` tells whether the round finished.
-/// `magnitude` is cost_magnitude(g).
+/// How the graph a round searches relates to the input graph `inc.g`: the input itself (not
+/// priced), or its Lagrangian penalisation h (penalised_graph), whose cost of a labelling x is
+/// h(x) = 2^shift·L(x) - base with L(x) <= cost(x) for every x that keeps the limits. A round on h
+/// prunes against the incumbent's cost mapped into h's units, so no feasible x cheaper than the
+/// incumbent is pruned, and labels the budget rules out carry their price. A priced round keeps
+/// the whole set {x : h(x) <= target} within the enforced limits (limit propagation and
+/// reduced-cost fixing only: dominance and elimination keep the least h, not the least cost), so
+/// a finished search proves the incumbent optimal; every limit is enforced (no split search).
+struct RoundPricing {
+  bool priced = false;
+  int shift = 0;
+  fine_t base = 0;
+  /// A cost in input units (cost_t) as a round cost in fine units of `scale` (the target).
+  [[nodiscard]] fine_t to_fine(cost_t c, fine_t scale) const noexcept { return ((c << shift) - base) * scale; }
+  /// A round bound in fine units as a bound in input units: ceil((b / scale + base) / 2^shift).
+  [[nodiscard]] cost_t to_cost(fine_t b, fine_t scale) const noexcept { return ceil_div(b + base * scale, scale << shift); }
+};
+
+/// One round with the limits `inc.enforced`, searching `g` (the input graph `inc.g`, or its
+/// penalisation as `pricing` says). Returns the proven lower bound of the input graph's optimum
+/// under the enforced limits (forbidden when none keeps them); `complete` tells whether the round
+/// finished. `magnitude` is cost_magnitude(g).
 inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale, long double magnitude, const Deadline& until,
-                          SolveStats& st, bool first_round, bool& complete) {
+                          SolveStats& st, bool first_round, bool& complete, const RoundPricing& pricing = {}) {
   using clock = std::chrono::steady_clock;
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   const clock::time_point deadline = until.at();
@@ -520,7 +546,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     }
   } tally{st, rs, p};
   const auto reduce_now = [&] {
-    if (o.reductions) return reduce(p, ro, rs);
+    if (o.reductions && !pricing.priced) return reduce(p, ro, rs);
     return propagate(p, rs, until);
   };
   const auto live_count = [&](std::size_t& nodes, std::size_t& labels, std::size_t& edges) {
@@ -560,13 +586,20 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     if (g.limits.empty()) {
       const fine_t c = p.live_cost(labels);
       const cost_t u = inc.upper();
-      if (c >= inf || (!is_forbidden(u) && c >= u * scale)) return;
+      if (c >= inf || (!is_forbidden(u) && c >= pricing.to_fine(u, scale))) return;
     }
     inc.consider(p.reconstruct(labels));
   };
   const auto target_fine = [&]() -> fine_t {
     const cost_t u = inc.upper();
-    return is_forbidden(u) ? inf - 1 : (u - 1) * scale;
+    return is_forbidden(u) ? inf - 1 : pricing.to_fine(u - 1, scale);
+  };
+  const auto bound_of = [&](fine_t b) { return pricing.to_cost(b, scale); };
+  // a finished exact search with least value `least` (round fine units): nothing below it, and
+  // nothing cheaper than the incumbents it was pruned against (a priced round: every labelling
+  // within the target was seen, RoundPricing)
+  const auto finished = [&](fine_t least) {
+    return least >= inf || pricing.priced ? inc.upper() : std::min(inc.upper(), bound_of(least));
   };
   std::size_t live_nodes = 0, live_labels = 0, live_edges = 0;
   live_count(live_nodes, live_labels, live_edges);
@@ -574,9 +607,10 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     consider_live(live);
     complete = true;
     st.core_nodes = st.core_labels = 0;
-    return std::min(inc.upper(), p.constant >= inf ? forbidden : ceil_div(p.constant, scale));
+    return p.constant >= inf ? inc.upper() : finished(p.constant);
   }
   // exact variable elimination when the core is small enough (no enforced limit: it ignores them)
+  fine_t eliminated_optimum = inf;
   const auto try_elimination = [&]() -> bool {
     if (o.elimination_work == 0) return false;
     for (const auto& l : p.limits)
@@ -602,13 +636,14 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     st.elimination_work += work;
     st.elimination_ms += ms_since(te);
     if (opt < inf) consider_live(labels);
+    eliminated_optimum = opt;
     if (trace) trace_printf(trace, "elimination: work %zu, optimum %.3f\n", work, static_cast<double>(opt) / static_cast<double>(scale));
     return true;
   };
   if (try_elimination()) {
     complete = true;
     live_count(st.core_nodes, st.core_labels, live_edges);
-    return inc.upper();
+    return finished(eliminated_optimum);
   }
   fine_t lb_fine = p.constant;  // trivial bound until the dual runs
   {
@@ -645,11 +680,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         if (trace)
           trace_printf(trace, "dual %zu: bound %.3f, best %lld, live %zu nodes / %zu labels\n", total_it,
                        static_cast<double>(lb) / static_cast<double>(scale), static_cast<long long>(inc.upper()), live_nodes, live_labels);
-        if (inc.progress != nullptr) inc.progress->tick(std::max(inc.lower, std::min(ceil_div(best_lb, scale), inc.upper())), inc.feasible_cost);
-        if (ceil_div(best_lb, scale) >= inc.upper() || clock::now() > deadline) break;
+        if (inc.progress != nullptr) inc.progress->tick(std::max(inc.lower, std::min(bound_of(best_lb), inc.upper())), inc.feasible_cost);
+        if (bound_of(best_lb) >= inc.upper() || clock::now() > deadline) break;
       }
       lb_fine = std::max(lb_fine, best_lb);
-      if (ceil_div(lb_fine, scale) >= inc.upper() || clock::now() > deadline) break;
+      if (bound_of(lb_fine) >= inc.upper() || clock::now() > deadline) break;
       // reduced-cost fixing with the state after the last backward pass (every edge's minimum
       // 0, so that pass's bound is the bound of this state): a labelling with x_u = a costs at
       // least lb + the excess of a over u's star (StarBounds; the unary reduced cost
@@ -676,11 +711,12 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
           if (live_nodes == 0) {
             live.assign(p.nodes.size(), 0);
             consider_live(live);
+            eliminated_optimum = p.constant;
           }
           complete = true;
           st.dual_ms += ms_since(t1);
           live_count(st.core_nodes, st.core_labels, live_edges);
-          return inc.upper();
+          return finished(eliminated_optimum);
         }
       } else if (recent.size() == stall_window && lb_fine - recent.front() < std::max<fine_t>(1, scale / 1024)) {
         break;  // stalled: the bound no longer moves and nothing can be fixed
@@ -690,22 +726,24 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     }
     st.dual_ms += ms_since(t1);
   }
-  if (p.infeasible || ceil_div(lb_fine, scale) >= inc.upper()) {
+  if (p.infeasible || bound_of(lb_fine) >= inc.upper()) {
     complete = true;
     return inc.upper();
   }
   live_count(st.core_nodes, st.core_labels, live_edges);
-  if (!o.search) return ceil_div(lb_fine, scale);
+  if (!o.search) return bound_of(lb_fine);
   auto t2 = clock::now();
+  fine_t least_leaf = inf;
   BranchAndBound bb(
       p, target_fine(),
-      [&](const std::vector<std::uint32_t>& labels, fine_t) {
+      [&](const std::vector<std::uint32_t>& labels, fine_t value) {
+        least_leaf = std::min(least_leaf, value);
         consider_live(labels);
         return target_fine();
       },
       deadline, o.node_limit);
   if (inc.progress != nullptr) {
-    const cost_t round_bound = ceil_div(lb_fine, scale);
+    const cost_t round_bound = bound_of(lb_fine);
     bb.on_poll = [&inc, round_bound] { inc.progress->tick(std::max(inc.lower, std::min(round_bound, inc.upper())), inc.feasible_cost); };
   }
   const bool done = bb.run();
@@ -714,9 +752,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   st.search_ms += ms_since(t2);
   if (done) {
     complete = true;
-    return inc.upper();
+    // without splits every labelling at or below the target was a leaf: nothing within the limits
+    // is cheaper than the incumbent; a split part keeps only its best completion
+    return bb.splits() == 0 ? inc.upper() : finished(least_leaf);
   }
-  return std::max(ceil_div(lb_fine, scale), ceil_div(bb.root_bound(), scale));
+  return std::max(bound_of(lb_fine), bound_of(bb.root_bound()));
 }
 
 }  // namespace detail
@@ -743,6 +783,55 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
 
 [[nodiscard]] SolveResult solve(const CostGraph& g, const SolveOptions& o = {});
 
+/// Lagrangian multipliers of the usage limits as exact fractions: λ_k = numerators[k] / 2^shift
+/// (cost units per usage unit).
+struct LimitPenalty {
+  std::vector<cost_t> numerators;
+  int shift = 0;
+};
+
+/// The penalisation of `g` under `pen`: unaries 2^shift·cost + Σ_k n_k·usage (over limit k's
+/// members; forbidden stays forbidden), edges 2^shift·cost, constant 0, usages and limits kept.
+/// Its cost of x is 2^shift·L(x) - 2^shift·g.constant + Σ_k n_k·limit_k, where
+/// L(x) = cost(x) + Σ_k λ_k·(usage_k(x) - limit_k) <= cost(x) for every x within the limits.
+/// The caller keeps the costs within the exact range (lagrangian_bound clamps the numerators).
+[[nodiscard]] inline CostGraph penalised_graph(const CostGraph& g, const LimitPenalty& pen) {
+  CostGraph h;
+  h.unary = g.unary;
+  h.edges = g.edges;
+  h.usage = g.usage;
+  h.limits = g.limits;
+  const int d = pen.shift;
+  for (auto& row : h.unary)
+    for (cost_t& c : row)
+      if (!is_forbidden(c)) c <<= d;
+  if (d > 0) {
+    // edges sharing a matrix keep sharing its scaled copy
+    std::unordered_map<const void*, std::shared_ptr<const std::vector<cost_t>>> scaled_shared;
+    for (auto& e : h.edges) {
+      std::vector<cost_t> scaled = e.costs();
+      for (cost_t& c : scaled)
+        if (!is_forbidden(c)) c <<= d;
+      if (e.shared) {
+        auto& copy = scaled_shared[e.shared.get()];
+        if (!copy) copy = std::make_shared<const std::vector<cost_t>>(std::move(scaled));
+        e.shared = copy;
+      } else {
+        e.matrix = std::move(scaled);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < g.limits.size() && k < pen.numerators.size(); ++k) {
+    const cost_t n = pen.numerators[k];
+    if (n == 0) continue;
+    for (auto u : g.limits[k].nodes)
+      for (std::size_t a = 0; a < h.unary[u].size(); ++a)
+        if (!is_forbidden(h.unary[u][a])) h.unary[u][a] += n * g.usage[u][a];
+  }
+  h.constant = 0;
+  return h;
+}
+
 /// The Lagrangian bound of the usage limits `g.limits` (the interval limit's steps stay out:
 /// dropping a constraint only relaxes). For multipliers λ_k >= 0 (cost per usage unit), the
 /// problem without limits whose unaries are cost + Σ_k λ_k·usage (over limit k's members) and
@@ -755,8 +844,13 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
 /// labelling minus limit_k): doubling while positive, halving the bracket after. A λ that would
 /// put a cost beyond 2^54 is clamped (to 0 at worst). Returns the best bound over at most `iterations` tries
 /// before `until`, or std::nullopt when none was found (or a cost exceeds 2^52: no room for λ).
+/// `labellings`, when given, receives each try's best labelling of the penalised problem (a
+/// primal candidate: repair_to_limits moves it inside the limits); `best_penalty` the multipliers
+/// of the best bound.
 [[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
-                                                            std::size_t iterations = 12) {
+                                                            std::size_t iterations = 12,
+                                                            std::vector<std::vector<std::uint32_t>>* labellings = nullptr,
+                                                            LimitPenalty* best_penalty = nullptr) {
   if (g.limits.empty() || g.usage.size() != g.num_nodes()) return std::nullopt;
   __extension__ typedef __int128 wide;  // Σ λ·limit: up to 2^54 · 2^60
   constexpr long double cap = static_cast<long double>(cost_t{1} << 54);
@@ -810,35 +904,23 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       const long double f = std::max(0.0L, (cap - std::ldexp(max_cost, d)) / worst);
       for (auto& n : num) n = static_cast<cost_t>(std::floor(static_cast<long double>(n) * f));
     }
-    CostGraph h;
-    h.unary = g.unary;
-    h.edges = g.edges;
-    for (auto& row : h.unary)
-      for (cost_t& c : row)
-        if (!is_forbidden(c)) c <<= d;
-    for (auto& e : h.edges) {
-      std::vector<cost_t> scaled = e.costs();
-      for (cost_t& c : scaled)
-        if (!is_forbidden(c)) c <<= d;
-      e.matrix = std::move(scaled);
-      e.shared.reset();
-    }
+    const LimitPenalty pen{num, d};
+    CostGraph h = penalised_graph(g, pen);
+    h.usage.clear();  // the relaxation: no limit
+    h.limits.clear();
     wide offset = 0;  // Σ n_k · limit_k, taken off after the solve (the constant need not hold it)
-    for (std::size_t k = 0; k < m; ++k) {
-      if (num[k] == 0) continue;
-      offset += static_cast<wide>(num[k]) * g.limits[k].limit;
-      for (auto u : g.limits[k].nodes)
-        for (std::size_t a = 0; a < h.unary[u].size(); ++a)
-          if (!is_forbidden(h.unary[u][a])) h.unary[u][a] += num[k] * g.usage[u][a];
-    }
-    h.constant = 0;
+    for (std::size_t k = 0; k < m; ++k) offset += static_cast<wide>(num[k]) * g.limits[k].limit;
     const SolveResult r = solve(h, so);
     if (r.lower_bound == std::numeric_limits<cost_t>::min() || is_forbidden(r.lower_bound)) break;
     const wide total = static_cast<wide>(r.lower_bound) + static_cast<wide>(g.constant) * (wide{1} << d) - offset;
     const wide q = total >= 0 ? (total + (wide{1} << d) - 1) >> d : -((-total) >> d);  // ceil(total / 2^d)
     const cost_t b = static_cast<cost_t>(q);
-    if (!best || b > *best) best = b;
+    if (!best || b > *best) {
+      best = b;
+      if (best_penalty != nullptr) *best_penalty = pen;
+    }
     if (!r.feasible) break;
+    if (labellings != nullptr) labellings->push_back(r.labels);
     bool moved = false;
     for (std::size_t k = 0; k < m; ++k) {  // the subgradient: usage of the best labelling - limit
       wide sum = 0;
@@ -897,6 +979,14 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     inc.consider(o.start);
   }
   if (!inc.limits.empty() || steps) inc.consider(least_usage_labels(g));
+  // the rounds' graph when they search the Lagrangian penalisation (SolveOptions::priced_rounds)
+  struct PricedRounds {
+    CostGraph graph;
+    long double magnitude;
+    detail::fine_t scale;
+    detail::RoundPricing pricing;
+  };
+  std::optional<PricedRounds> priced;
   cost_t lower = std::numeric_limits<cost_t>::min();
   if (const cost_t t = detail::trivial_bound(g, extremes); !is_forbidden(t)) lower = t;
   else infeasible = true;  // some node or edge has no finite cost
@@ -905,13 +995,37 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   if (!infeasible && !g.limits.empty() && o.lagrangian_share > 0 && !(!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower)) {
     const Deadline share = Deadline::after(std::min(1.0, o.lagrangian_share) * until.remaining_s()).earlier(until);
     const auto t0 = clock::now();
-    if (const auto lb = lagrangian_bound(g, o, share)) {
+    std::vector<std::vector<std::uint32_t>> candidates;
+    LimitPenalty pen;
+    if (const auto lb = lagrangian_bound(g, o, share, 12, &candidates, &pen)) {
       lower = std::max(lower, *lb);
       r.stats.lagrangian_bound = *lb;
+      if (o.priced_rounds && std::any_of(pen.numerators.begin(), pen.numerators.end(), [](cost_t n) { return n != 0; })) {
+        // the rounds search the penalisation at the best multipliers (RoundPricing), when its
+        // costs, the offset and the incumbent's image stay well inside the exact range
+        CostGraph h = penalised_graph(g, pen);
+        __extension__ typedef __int128 wide;
+        wide offset = 0;
+        for (std::size_t k = 0; k < g.limits.size(); ++k) offset += static_cast<wide>(pen.numerators[k]) * g.limits[k].limit;
+        const wide base = (static_cast<wide>(g.constant) << pen.shift) - offset;
+        const long double mh = detail::cost_magnitude(h);
+        const long double room = std::ldexp(1.0L, 55);
+        if (mh <= room && base < (wide{1} << 54) && -base < (wide{1} << 54)) {
+          const detail::fine_t sh = detail::choose_scale(mh + std::abs(static_cast<long double>(base)));
+          priced.emplace(PricedRounds{std::move(h), mh, sh, detail::RoundPricing{true, pen.shift, static_cast<detail::fine_t>(base)}});
+          std::fill(inc.enforced.begin(), inc.enforced.end(), 1);  // RoundPricing: every limit, from the first round
+        }
+      }
+    }
+    // the penalised optima, moved inside the limits: first plans near the budget
+    for (auto& x : candidates) {
+      inc.consider(x);
+      if (repair_to_limits(g, x, until)) inc.consider(x);
     }
     r.stats.lagrangian_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   }
   const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower;
+  r.stats.priced_rounds = priced.has_value();
   for (std::size_t round = 0; !proven_at_start && !infeasible; ++round) {
     if (until.passed()) {
       timed_out = true;
@@ -920,7 +1034,9 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     bool complete = false;
     ++r.stats.rounds;
     inc.lower = lower;
-    const cost_t lb = detail::solve_round(g, o, inc, scale, magnitude, until, r.stats, round == 0, complete);
+    const cost_t lb = priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, until, r.stats, round == 0, complete,
+                                                   priced->pricing)
+                             : detail::solve_round(g, o, inc, scale, magnitude, until, r.stats, round == 0, complete);
     lower = std::max(lower, lb);
     progress.tick(lower, inc.feasible_cost);
     if (is_forbidden(lb) && complete) {
