@@ -210,3 +210,41 @@ def test_check_rule_command_line(tmp_path):
     assert [w["row"] for w in __import__("json").loads(wrong.stdout)["wrong_rows"]] == [["P(sum)", "P(sum)"]]
     bad = run("--op", "mylib.gelu.default", "--reference", "aten.no_such_op.default", "--shapes", "4x6", "--mesh", "2")
     assert bad.returncode == 2 and "neither a dotted path nor an op torch has" in bad.stderr
+
+
+def test_auto_parallel_plans_a_custom_op_with_its_registered_rule():
+    import ctshard.torch as ct
+    from torch import nn
+
+    @torch.library.custom_op("ctshard_test::fused_gelu", mutates_args=())
+    def fused_gelu(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x)
+
+    @fused_gelu.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, g):
+        return torch.ops.aten.gelu_backward.default(g, ctx.saved_tensors[0])
+
+    fused_gelu.register_autograd(backward, setup_context=setup)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = nn.Linear(64, 256, bias=False)
+            self.down = nn.Linear(256, 64, bias=False)
+
+        def forward(self, x):
+            return self.down(fused_gelu(self.up(x)))
+
+    x = torch.randn(32, 64)
+    before = ct.auto_parallel(Block(), (x,), [4], place={"inputs[0]": "S(0)"}, time_limit_s=3.0)
+    assert before.plan["fallback_ops"] == {"ctshard_test.fused_gelu.default": 1}
+    ctshard.register_rule("ctshard_test.fused_gelu.default", kind="pointwise")
+    after = ct.auto_parallel(Block(), (x,), [4], place={"inputs[0]": "S(0)"}, time_limit_s=3.0)
+    assert after.plan["nodes_fallback"] == 0 and after.plan["fallback_ops"] == {}
+    assert [n["op"] for n in after.plan["nodes"]].count("ctshard_test.fused_gelu.default") == 1
