@@ -248,3 +248,32 @@ def test_auto_parallel_plans_a_custom_op_with_its_registered_rule():
     after = ct.auto_parallel(Block(), (x,), [4], place={"inputs[0]": "S(0)"}, time_limit_s=3.0)
     assert after.plan["nodes_fallback"] == 0 and after.plan["fallback_ops"] == {}
     assert [n["op"] for n in after.plan["nodes"]].count("ctshard_test.fused_gelu.default") == 1
+
+
+def test_import_a_rule_registered_with_dtensor():
+    import ctshard.torch as ct
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.experimental import register_sharding
+
+    @torch.library.custom_op("ctshard_test::row_softmax", mutates_args=())
+    def row_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+        return torch.softmax(x, dim)
+
+    @row_softmax.register_fake
+    def _(x, dim):
+        return torch.empty_like(x)
+
+    @register_sharding(torch.ops.ctshard_test.row_softmax.default)
+    def row_softmax_sharding(x, dim):  # DTensor's documented example (softmax)
+        softmax_dim = dim if dim >= 0 else dim + x.ndim
+        out = [([Replicate()], [Replicate(), None])]
+        out += [([Shard(d)], [Shard(d), None]) for d in range(x.ndim) if d != softmax_dim]
+        return out
+
+    name = ct.import_dtensor_rule(torch.ops.ctshard_test.row_softmax.default)
+    assert name == "ctshard_test.row_softmax.default"
+    t = ctshard.table(name, [[4, 6, 8]], [2], ["S(0)"], args=[-1])
+    assert t["rules_raw"] == [["S(0)", "S(0)"], ["S(1)", "S(1)"]]
+    assert ctshard.check_rule(name, lambda x, dim: torch.softmax(x, dim), [[4, 6, 8]], [2], args=[-1])["ok"]
+    with pytest.raises(ValueError, match="has no sharding function from register_sharding"):
+        ct.import_dtensor_rule(torch.ops.aten.relu.default)
