@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "command.hpp"
@@ -16,6 +17,7 @@
 #include "ctshard/report/commands.hpp"
 #include "ctshard/report/global_report.hpp"
 #include "ctshard/report/plan_report.hpp"
+#include "ctshard/report/rules_file.hpp"
 #include "ctshard/solve/iopddl.hpp"
 
 namespace ctshard::tool {
@@ -65,7 +67,7 @@ class PlanCommand final : public Command {
 
   CLI::App* cmd_ = nullptr;
   Clock::time_point started_;
-  std::string graph_path_, mesh_ = "2x4", coverage_dir_, export_path_;
+  std::string graph_path_, mesh_ = "2x4", coverage_dir_, export_path_, rules_path_;
   std::int64_t devices_per_host_ = 8, batch_size_ = 0;
   std::vector<std::string> places_, syms_, ties_, gradients_;
   std::string optimizer_ = "adam";
@@ -153,6 +155,10 @@ void PlanCommand::add_rule_options() {
       ->check(CLI::IsMember({"dtensor", "rule"}))
       ->capture_default_str();
   add_rule_set_option(cmd_, rule_set_);
+  cmd_->add_option("--rules", rules_path_,
+                   "JSON file of rules for the user's own ops ({\"rules\": [{\"op\": ..., \"rows\" or \"kind\": ...}]}, "
+                   "docs/custom_rules.md); they join (or replace) the built-in rules; a node whose user rule does not fit its call "
+                   "is an error");
 }
 
 graph::PlanOptions PlanCommand::plan_options() const {
@@ -188,7 +194,11 @@ int PlanCommand::run() {
   global_options_.progress = quiet_ ? nullptr : &std::cerr;
   check_rule_set("plan", rule_set_, linearity_, linearity_opt_->count() > 0, passthrough_, passthrough_opt_->count() > 0);
   options.rule_set = report::parse_rule_set(rule_set_);
-  const OpRegistry& registry = report::registry_for(linearity_, passthrough_, rule_set_);
+  const OpRegistry* base = &report::registry_for(linearity_, passthrough_, rule_set_);
+  const std::vector<UserRule> user_rules = rules_path_.empty() ? std::vector<UserRule>{} : report::read_rules_file(rules_path_);
+  std::optional<OpRegistry> with_rules;
+  if (!user_rules.empty()) with_rules = report::with_user_rules(*base, user_rules);
+  const OpRegistry& registry = with_rules ? *with_rules : *base;
   if (!coverage_dir_.empty()) {
     const auto coverage = report::coverage_json(coverage_dir_, options, registry);
     if (json_) std::cout << report::json_text(coverage, 2) << '\n';
@@ -216,11 +226,13 @@ int PlanCommand::run() {
   }
   if (global_) {
     const graph::GlobalPlan plan = graph::global_plan(graph, options, global_options_, registry);
+    report::check_user_rule_fallbacks(plan.greedy, user_rules);
     if (json_) std::cout << report::json_text(report::global_plan_json(plan, options, global_options_), 2) << '\n';
     else report::print_global_plan(plan, options, global_options_, std::cout);
     return 0;
   }
   const graph::Plan plan = graph::plan_graph(graph, options, registry);
+  report::check_user_rule_fallbacks(plan, user_rules);
   if (json_) std::cout << report::json_text(report::plan_json(plan, options), 2) << '\n';
   else report::print_plan(plan, options, std::cout);
   return 0;

@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "command.hpp"
 #include "ctshard/error.hpp"
 #include "ctshard/report/commands.hpp"
+#include "ctshard/report/rules_file.hpp"
 
 namespace ctshard::tool {
 namespace {
@@ -63,6 +65,9 @@ class TableCommand final : public Command {
     add_algo_option(cmd_, options_.algo,
                     "enumerate: list every surviving row (at most 2^20 candidate rows); search: the same document with the chosen row "
                     "only, found by exact search on any table");
+    cmd_->add_option("--rules", rules_path_,
+                     "JSON file of rules for the user's own ops ({\"rules\": [{\"op\": ..., \"rows\" or \"kind\": ...}]}, "
+                     "docs/custom_rules.md); they join (or replace) the built-in rules");
     cmd_->add_flag("--json", json_, "machine-readable output");
   }
   bool chosen() const override { return static_cast<bool>(*cmd_); }
@@ -78,6 +83,12 @@ class TableCommand final : public Command {
     options_.args = report::parse_arg_json("--args", json_option_text("--args", args_));
     options_.kwargs = report::parse_arg_json("--kwargs", json_option_text("--kwargs", kwargs_));
     options_.cost_model = report::parse_cost_model(cost_model_);
+    std::optional<OpRegistry> with_rules;
+    if (!rules_path_.empty()) {
+      with_rules = report::with_user_rules(report::registry_for(options_.einsum_linearity, options_.partial_passthrough, options_.rule_set),
+                                           report::read_rules_file(rules_path_));
+      options_.registry = &*with_rules;
+    }
     const auto doc = report::table_json(options_);
     if (json_) std::cout << report::json_text(doc) << '\n';
     else report::print_table(doc, std::cout);
@@ -88,7 +99,7 @@ class TableCommand final : public Command {
   CLI::App* cmd_ = nullptr;
   CLI::Option *linearity_opt_ = nullptr, *sound_opt_ = nullptr, *passthrough_opt_ = nullptr;
   report::TableOptions options_;
-  std::string shapes_, mesh_, inputs_, dtype_ = "float32", args_ = "[]", kwargs_ = "{}", cost_model_ = "dtensor";
+  std::string shapes_, mesh_, inputs_, rules_path_, dtype_ = "float32", args_ = "[]", kwargs_ = "{}", cost_model_ = "dtensor";
   bool sound_ = false, json_ = false;
 };
 

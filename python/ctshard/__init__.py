@@ -20,8 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Callable, TypeVar
 
 from . import _ext
+from ._rules import register_rule, registered_rules, unregister_rule
 
-__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "__version__"]
+__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "register_rule", "unregister_rule", "registered_rules",
+           "check_rule", "__version__"]
 __version__ = "0.1.0"
 
 
@@ -391,7 +393,11 @@ def format_spec(spec: str) -> str:
 
 
 def __getattr__(name: str):
-    # `ctshard.torch` imports torch, so it loads on first use only.
+    # `ctshard.torch` and `check_rule` import torch, so they load on first use only.
+    if name == "check_rule":
+        from ._check import check_rule
+
+        return check_rule
     if name == "torch":
         import importlib
 

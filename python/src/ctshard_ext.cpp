@@ -12,8 +12,11 @@
 #include <cstdint>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +29,7 @@
 #include "ctshard/report/commands.hpp"
 #include "ctshard/report/global_report.hpp"
 #include "ctshard/report/plan_report.hpp"
+#include "ctshard/report/rules_file.hpp"
 
 namespace nb = nanobind;
 using nlohmann::json;
@@ -185,6 +189,175 @@ std::vector<std::string> string_list(nb::handle h, const char* what) {
   return out;
 }
 
+// ---- the user's rules (ctshard.register_rule) -------------------------------------------------
+
+/// An OpArg as the JSON of table arguments: a tensor is "$i", lists and dicts as lists (a dict's
+/// items key, value, ...), a literal ctshard does not interpret as its text.
+json op_arg_json(const OpArg& a) {
+  switch (a.kind) {
+    case OpArg::Kind::none: return nullptr;
+    case OpArg::Kind::tensor: return "$" + std::to_string(a.integer);
+    case OpArg::Kind::integer: return a.integer;
+    case OpArg::Kind::floating: return a.floating;
+    case OpArg::Kind::boolean: return a.integer != 0;
+    case OpArg::Kind::int_list: return a.ints;
+    case OpArg::Kind::tensor_list: {
+      json l = json::array();
+      for (auto i : a.ints) l.push_back("$" + std::to_string(i));
+      return l;
+    }
+    case OpArg::Kind::dict: {
+      json o = json::object();
+      for (std::size_t i = 0; i + 1 < a.items.size(); i += 2)
+        o[a.items[i].kind == OpArg::Kind::string ? a.items[i].text : op_arg_json(a.items[i]).dump()] = op_arg_json(a.items[i + 1]);
+      return o;
+    }
+    case OpArg::Kind::list: {
+      json l = json::array();
+      for (const auto& x : a.items) l.push_back(op_arg_json(x));
+      return l;
+    }
+    case OpArg::Kind::string:
+    case OpArg::Kind::other: return a.text;
+  }
+  return nullptr;
+}
+
+/// A Python callable kept by a rule factory: copies share it (no reference counting without the
+/// GIL); the last one releases it with the GIL, or leaks it once the interpreter is gone.
+using PyCallable = std::shared_ptr<nb::object>;
+PyCallable keep_callable(nb::handle fn) {
+  return PyCallable(new nb::object(nb::borrow(fn)), [](nb::object* o) {
+    if (Py_IsInitialized() == 0) return;  // interpreter finalized: nothing to release
+    nb::gil_scoped_acquire gil;
+    delete o;
+  });
+}
+
+/// The factory of a rule given as `fn(shapes, args, kwargs) -> rows`: each call (with the GIL)
+/// passes the tensor inputs' shapes, the arguments (tensors as "$i") and keywords, and reads the
+/// rows as a rules file's (report::parse_user_rule, `outputs` output columns).
+RuleFactory python_rule_factory(const std::string& op, std::size_t outputs, UserRuleOptions options, PyCallable fn) {
+  return [op, outputs, options, fn](const OpCall& call) {
+    json rows;
+    {
+      nb::gil_scoped_acquire gil;
+      nb::list shapes;
+      for (const auto& t : call.tensors) {
+        nb::list shape;
+        for (std::size_t d = 0; d < t.shape.rank; ++d) shape.append(nb::int_(t.shape[d]));
+        shapes.append(shape);
+      }
+      json args = json::array(), kwargs = json::object();
+      for (const auto& a : call.args) args.push_back(op_arg_json(a));
+      for (const auto& [k, v] : call.kwargs) kwargs[k] = op_arg_json(v);
+      try {
+        nb::object result = (*fn)(shapes, to_python(args), to_python(kwargs));
+        std::size_t values = 0;
+        rows = json(to_json(result, values));
+      } catch (const nb::python_error& e) {
+        const std::string kind = nb::cast<std::string>(e.type().attr("__name__"));
+        throw error("ctshard: rule '" + op + "': fn raised " + kind + ": " + nb::cast<std::string>(nb::str(e.value())));
+      } catch (const error& e) {
+        throw error("ctshard: rule '" + op + "': fn returned " + e.what());
+      }
+    }
+    UserRule rule = report::parse_user_rule(json{{"op", op}, {"outputs", outputs}, {"rows", rows}}, "ctshard: rule '" + op + "': fn's rows");
+    rule.options = options;
+    return user_rule_factory(rule)(call);
+  };
+}
+
+/// The rules registered from Python, and the registries built with them (one per rule-set
+/// names, rebuilt when the rules change). Guarded by `mutex`: plans run without the GIL.
+struct UserRules {
+  std::mutex mutex;
+  std::map<std::string, RuleFactory> factories;  // op -> factory
+  std::map<std::string, json> described;         // op -> what was registered (registered_rules())
+  std::map<std::tuple<std::string, std::string, std::string>, std::shared_ptr<const OpRegistry>> registries;
+};
+UserRules& user_rules() {
+  static UserRules* rules = new UserRules();  // never destroyed: factories may hold Python callables
+  return *rules;
+}
+
+/// `spec`: {"op", "rows"?, "kind"?, "outputs"?, "uneven"?} as the rules file has; `fn`: a callable
+/// or None. Throws ctshard::error (ValueError) naming the rule and the entry.
+void register_rule(nb::handle op_h, nb::handle spec, nb::handle fn) {
+  const std::string op = text_of(op_h, "ctshard.register_rule: op");
+  std::size_t values = 0;
+  const json description = json(to_json(spec, values));
+  RuleFactory factory;
+  if (fn.is_none()) {
+    factory = user_rule_factory(report::parse_user_rule(description, "ctshard.register_rule"));
+  } else {
+    if (PyCallable_Check(fn.ptr()) == 0) throw error("ctshard.register_rule ('" + op + "'): fn must be callable, got " + ascii_of(fn));
+    json probe = description;  // outputs / uneven checked as a rules file's, with a stand-in row
+    probe.erase("rows");
+    probe["kind"] = "replicate";
+    const UserRule checked = report::parse_user_rule(probe, "ctshard.register_rule");
+    factory = python_rule_factory(op, checked.outputs, checked.options, keep_callable(fn));
+  }
+  UserRules& u = user_rules();
+  std::lock_guard lock(u.mutex);
+  u.factories[op] = std::move(factory);
+  u.described[op] = description;
+  u.registries.clear();
+}
+
+/// Removes the rule registered for `op`; False when there was none.
+bool unregister_rule(nb::handle op_h) {
+  const std::string op = text_of(op_h, "ctshard.unregister_rule: op");
+  UserRules& u = user_rules();
+  std::lock_guard lock(u.mutex);
+  if (u.factories.erase(op) == 0) return false;
+  u.described.erase(op);
+  u.registries.clear();
+  return true;
+}
+
+/// The registry for the three rule-set names with the rules registered from Python (nullptr when
+/// none are: registry_for's own registry serves). Throws ctshard::error for a bad name.
+std::shared_ptr<const OpRegistry> registry_with_user_rules(const std::string& lin, const std::string& pp, const std::string& rs) {
+  const OpRegistry& base = report::registry_for(lin, pp, rs);
+  UserRules& u = user_rules();
+  std::lock_guard lock(u.mutex);
+  if (u.factories.empty()) return nullptr;
+  auto& slot = u.registries[{lin, pp, rs}];
+  if (!slot) {
+    auto r = std::make_shared<OpRegistry>(base);
+    for (const auto& [op, f] : u.factories) {
+      if (r->contains(op)) r->replace(op, f);
+      else r->add(op, f);
+    }
+    slot = std::move(r);
+  }
+  return slot;
+}
+
+/// The ops with a user rule, and what was registered for each.
+nb::object registered_rules() {
+  UserRules& u = user_rules();
+  json out = json::object();
+  {
+    std::lock_guard lock(u.mutex);
+    for (const auto& [op, d] : u.described) out[op] = d;
+  }
+  return to_python(out);
+}
+
+/// Throws ctshard::error naming the node when a node whose op has a user rule fell back because
+/// the rule did not fit its call.
+void check_python_rule_fallbacks(const graph::Plan& plan) {
+  UserRules& u = user_rules();
+  std::vector<UserRule> ops;
+  {
+    std::lock_guard lock(u.mutex);
+    for (const auto& [op, f] : u.factories) ops.push_back(UserRule{op, RuleKind::replicate});
+  }
+  report::check_user_rule_fallbacks(plan, ops);
+}
+
 /// The table request of table() / choose() / _bench_choose(): every argument decoded and checked
 /// here (strings as text_of, ints as int_field; ValueError naming the argument).
 report::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs,
@@ -215,16 +388,20 @@ report::TableOptions table_options(nb::handle op, nb::handle shapes, nb::handle 
 nb::object table(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                  nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough,
                  nb::handle rule_set) {
-  const report::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
-                                               "enumerate", algo, partial_passthrough, rule_set);
+  report::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, "enumerate",
+                                         algo, partial_passthrough, rule_set);
+  const auto registry = registry_with_user_rules(o.einsum_linearity, o.partial_passthrough, o.rule_set);
+  o.registry = registry.get();
   return without_gil([&] { return report::table_json(o); });
 }
 
 nb::object choose(nb::handle op, nb::handle shapes, nb::handle mesh, nb::handle inputs, nb::handle args, nb::handle kwargs, nb::handle dtype,
                   nb::handle devices_per_host, nb::handle einsum_linearity, nb::handle cost_model, nb::handle algo, nb::handle partial_passthrough,
                   nb::handle rule_set) {
-  const report::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model,
-                                               "search", algo, partial_passthrough, rule_set);
+  report::TableOptions o = table_options(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, "search",
+                                         algo, partial_passthrough, rule_set);
+  const auto registry = registry_with_user_rules(o.einsum_linearity, o.partial_passthrough, o.rule_set);
+  o.registry = registry.get();
   return without_gil([&] { return report::choice_json(o); });
 }
 
@@ -540,8 +717,10 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   options.cost_model = report::parse_cost_model(text_of(cost_model, "ctshard.plan: cost_model"));
   plan_options_of(extra, options);
   const std::string rule_set_name = text_of(rule_set, "ctshard.plan: rule_set");
-  const OpRegistry& registry = report::registry_for(text_of(einsum_linearity, "ctshard.plan: einsum_linearity"),
-                                                    text_of(partial_passthrough, "ctshard.plan: partial_passthrough"), rule_set_name);
+  const std::string linearity_name = text_of(einsum_linearity, "ctshard.plan: einsum_linearity");
+  const std::string passthrough_name = text_of(partial_passthrough, "ctshard.plan: partial_passthrough");
+  const auto user_registry = registry_with_user_rules(linearity_name, passthrough_name, rule_set_name);
+  const OpRegistry& registry = user_registry ? *user_registry : report::registry_for(linearity_name, passthrough_name, rule_set_name);
   options.rule_set = report::parse_rule_set(rule_set_name);
   std::optional<fx::Graph> records;
   if (kind == GraphSource::records) records = graph_from_records(graph, source);
@@ -554,8 +733,14 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
                   : kind == GraphSource::path           ? fx::read_fx_graph_file(text)
                                                         : std::move(*records);
     if (kind == GraphSource::embedded_default && options.placements.empty()) options.placements = report::default_placements(options.mesh.size());
-    if (global_options) return report::global_plan_json(graph::global_plan(g, options, *global_options, registry), options, *global_options);
-    return report::plan_json(graph::plan_graph(g, options, registry), options);
+    if (global_options) {
+      const graph::GlobalPlan p = graph::global_plan(g, options, *global_options, registry);
+      if (user_registry) check_python_rule_fallbacks(p.greedy);
+      return report::global_plan_json(p, options, *global_options);
+    }
+    const graph::Plan p = graph::plan_graph(g, options, registry);
+    if (user_registry) check_python_rule_fallbacks(p);
+    return report::plan_json(p, options);
   });
 }
 
@@ -632,6 +817,9 @@ NB_MODULE(_ext, m) {
   def_plan<GraphSource::text, nb::handle, nb::handle>(m, "plan_text", nb::arg("text"), nb::arg("source"));
   def_plan<GraphSource::path, nb::handle>(m, "plan_file", nb::arg("path"));
   def_plan<GraphSource::records, nb::handle, nb::handle>(m, "plan_records", nb::arg("records"), nb::arg("source"));
+  m.def("register_rule", &register_rule, nb::arg("op"), nb::arg("spec"), nb::arg("fn").none());
+  m.def("unregister_rule", &unregister_rule, nb::arg("op"));
+  m.def("registered_rules", &registered_rules);
   m.def("ops", [] { return to_python(report::ops_json()); });
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.

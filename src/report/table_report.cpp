@@ -261,7 +261,7 @@ PreparedTable prepare_table(const TableOptions& o) {
   t.call = table_call(o, t.tensors);
   t.call.current = t.specs;  // the dtensor rule set's op-strategy rules follow the current inputs
   t.call.mesh_sizes = o.mesh;
-  const OpRegistry& registry = registry_for(o.einsum_linearity, o.partial_passthrough, o.rule_set);
+  const OpRegistry& registry = o.registry != nullptr ? *o.registry : registry_for(o.einsum_linearity, o.partial_passthrough, o.rule_set);
   t.factory = registry.find(t.call.op);
   if (t.factory == nullptr) throw error("ctshard table: op '" + o.op + "' (" + t.call.op + ") has no sharding rule");
   t.rule = (*t.factory)(t.call);

@@ -2,7 +2,9 @@
 # and another with add_subdirectory. The find_package consumer also plans a 2-layer MLP built in
 # memory (examples/plan_mlp.cpp) with the installed ctshard::registry; its totals and output specs must
 # equal `ctshard plan --json` (TOOL) on the same graph as FX text (examples/mlp.fx.txt), greedy and
-# --global, with the weights pinned and free. Fails on any error or difference.
+# --global, with the weights pinned and free; and a consumer that registers its own op's constexpr
+# rule and plans a block using it, against `ctshard plan --rules` on the same block as text. Fails on
+# any error or difference.
 #   cmake -DSOURCE=<repo> -DWORK=<scratch dir> -DCXX=<compiler> -DTOOL=<ctshard binary> [-DJOBS=n] -P check_install.cmake
 file(REMOVE_RECURSE ${WORK})
 if(NOT JOBS)
@@ -82,6 +84,28 @@ foreach(mode pinned free)
     message(STATUS "mlp ${mode} ${algo}: ${mem_total} us, proven ${mem_proven},${specs} (the tool agrees)")
   endforeach()
 endforeach()
+
+# The project's own ops with their constexpr rule, against the tool with the same rules as a file.
+set(custom ${SOURCE}/tests/data/custom_rules)
+run(${WORK}/find/rules_consumer)
+string(STRIP "${run_output}" mem_line)
+run(${TOOL} plan ${custom}/rope_block.fx.txt --mesh 2x2 --place x=S\(0\)R --place wq=RS\(1\) --rules ${custom}/rope_block.rules.json
+    --json --quiet)
+set(doc "${run_output}")
+string(JSON fallback GET "${doc}" nodes_fallback)
+string(JSON count LENGTH "${doc}" nodes)
+math(EXPR last "${count} - 1")
+string(REGEX MATCH "\"total_cost_us\": *([^,\n}]+)" _ "${doc}")
+set(tool_line "greedy ${CMAKE_MATCH_1}")
+foreach(i RANGE ${last})
+  string(JSON name GET "${doc}" nodes ${i} name)
+  string(JSON spec GET "${doc}" nodes ${i} outputs 0)
+  string(APPEND tool_line " ${name}=${spec}")
+endforeach()
+if(NOT fallback EQUAL 0 OR NOT mem_line STREQUAL tool_line)
+  message(FATAL_ERROR "user rules: in memory '${mem_line}' but the tool with --rules gives '${tool_line}' (${fallback} fallback)")
+endif()
+message(STATUS "user rules: ${mem_line} (the tool with --rules agrees)")
 
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/sub -DCMAKE_CXX_COMPILER=${CXX} -DUSE_SUBDIRECTORY=ON
     -DCTSHARD_SOURCE=${SOURCE})

@@ -6,43 +6,25 @@
 /// the same `add`.
 
 #include <algorithm>
+#include <concepts>
 #include <functional>
 #include <map>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ctshard/error.hpp"
 #include "ctshard/registry/op_call.hpp"
 #include "ctshard/registry/op_compute.hpp"
-#include "ctshard/rules/full_mesh_filter.hpp"
-#include "ctshard/rules/placeholder_fill.hpp"
+#include "ctshard/registry/op_rule.hpp"
+#include "ctshard/registry/user_rules.hpp"
 #include "ctshard/rules/rule_set.hpp"
-#include "ctshard/rules/uneven_inputs.hpp"
 
 namespace ctshard {
-
-/// What a factory returns for one call: the single-dim rules over the call's tensor inputs
-/// (outputs first, no all-Replicate row), which unshardable input targets still pass the
-/// shardability filter (DTensor `allow_uneven_sharding`, see UnevenInputs), an optional full-mesh
-/// filter, and how the placeholders are filled for the runtime inputs.
-struct OpRule {
-  RuleSet rules;
-  UnevenInputs uneven_inputs = UnevenInputs::reject;
-  FullMeshFilter filter{};  ///< optional full-mesh check (DTensor `full_mesh_strategy_filter`)
-  /// Shard kinds for the placeholders (PlaceholderFill): ctshard's `shard_from_partial` (a Partial
-  /// input reaches the sharded rows by reduce-scatter) unless the rule says otherwise; the einsum
-  /// and pointwise families, which the reference cases pin to DTensor's rows, carry
-  /// `PlaceholderFill::dtensor`, and so does every rule of a registry built with
-  /// `RegistryOptions::placeholder_fill = PlaceholderFill::dtensor`.
-  PlaceholderFill placeholder_fill = PlaceholderFill::shard_from_partial;
-};
-
-/// A rule factory: builds the rules for one call. Throws ctshard::error when the call does not fit
-/// (wrong tensor count, bad argument), naming the op and the problem.
-using RuleFactory = std::function<OpRule(const OpCall&)>;
 
 /// Maps aten overload names to rule factories and cost functions.
 class OpRegistry {
@@ -57,6 +39,38 @@ class OpRegistry {
       if (!rules_.emplace(std::string(name), Entry{factory, compute}).second)
         throw error("ctshard::OpRegistry: op '" + std::string(name) + "' registered twice");
     }
+  }
+  /// Registers `factory` under `name` (one name; a user's op). Throws ctshard::error on a
+  /// duplicate name (`replace` changes a registered op's rule).
+  void add(std::string_view name, const RuleFactory& factory) { add({name}, factory); }
+  /// Registers a user's fixed single-dim strategy under `name`: rows `[outputs..., inputs...]`
+  /// valid on one mesh dim, `S?(d)` placeholders allowed (an all-Replicate row is dropped: the
+  /// framework inserts it). Expanded and filtered like a built-in rule; each call is checked
+  /// against it (user_rule_factory: tensor count, dims within rank; errors name the rule and the
+  /// entry). Throws ctshard::error on a duplicate name.
+  void add(std::string_view name, const RuleSet& rows, const UserRuleOptions& options = {}) {
+    add(name, user_rule_factory(UserRule{std::string(name), std::nullopt, rows.num_outputs(), rows, options}));
+  }
+  /// Registers a frozen constexpr strategy (SingleDimStrategy, `make_single_dim_strategy<G>()`:
+  /// anything with `to_rule_set()`) under `name`, as add(name, RuleSet).
+  template <class Strategy>
+  requires requires(const Strategy& s) {
+    { s.to_rule_set() } -> std::convertible_to<RuleSet>;
+  }
+  void add(std::string_view name, const Strategy& strategy, const UserRuleOptions& options = {}) {
+    add(name, RuleSet(strategy.to_rule_set()), options);
+  }
+  /// Registers a rule of kind `kind` (RuleKind: identity, pointwise, replicate) under `name`, with
+  /// `outputs` output columns and the rows of `extra` (same width as the call's rows) appended.
+  void add(std::string_view name, RuleKind kind, std::size_t outputs = 1, const RuleSet& extra = {}, const UserRuleOptions& options = {}) {
+    add(name, user_rule_factory(UserRule{std::string(name), kind, outputs, extra, options}));
+  }
+  /// Registers a factory of the call that returns the op's single-dim rows (`RuleSet(const OpCall&)`:
+  /// rules that depend on shapes or arguments), its rows checked against each call as fixed rows.
+  template <class RowsOf>
+  requires std::is_invocable_r_v<RuleSet, RowsOf, const OpCall&> &&
+      (!std::is_invocable_r_v<OpRule, RowsOf, const OpCall&>)void add(std::string_view name, RowsOf rows_of, const UserRuleOptions& options = {}) {
+    add(name, user_rows_factory(std::string(name), std::move(rows_of), options));
   }
   /// Replaces the factory of the registered op `name` by `factory`; its cost function stays.
   /// Throws ctshard::error when `name` has no rule.

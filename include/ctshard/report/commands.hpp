@@ -51,6 +51,10 @@ struct TableOptions {
   /// Keyword arguments (JSON object; "$i" allowed), in call order: tensors among them are numbered
   /// in that order, as in the op's signature.
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
+  /// When set, the op's rule comes from this registry (a copy of the built-in one with the user's
+  /// rules, with_user_rules), which the caller keeps alive; otherwise from registry_for() of the
+  /// three names above.
+  const OpRegistry* registry = nullptr;
 };
 
 /// The `table --json` document: op, aten_op, shapes, mesh, devices_per_host, itemsize, inputs,
