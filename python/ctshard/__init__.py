@@ -21,8 +21,8 @@ from typing import Any, Callable, TypeVar
 
 from . import _ext
 
-__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "__version__"]
-__version__ = "0.1.0"
+__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "include_dir", "cmake_dir", "__version__"]
+__version__: str = _ext.__version__  # the CMake project version (CMakeLists.txt), as `ctshard --version`
 
 
 def table(
@@ -390,7 +390,29 @@ def format_spec(spec: str) -> str:
     return _ext.format_spec(spec)
 
 
-def __getattr__(name: str):
+def include_dir() -> str:
+    """The directory of the C++ headers installed with the package (``<site-packages>/ctshard/include``,
+    holding ``ctshard/ctshard.hpp``): ``-I$(python -c 'import ctshard; print(ctshard.include_dir())')``.
+    Raises FileNotFoundError when the package was not installed with them (a source tree)."""
+    return _package_path("include", "C++ headers")
+
+
+def cmake_dir() -> str:
+    """The directory of the CMake package installed with the package (``ctshardConfig.cmake``,
+    targets ``ctshard::ctshard`` and ``ctshard::registry``):
+    ``cmake -Dctshard_DIR=$(python -c 'import ctshard; print(ctshard.cmake_dir())')``, then
+    ``find_package(ctshard)``. Raises FileNotFoundError when the package was not installed with it."""
+    return _package_path(os.path.join("share", "cmake", "ctshard"), "CMake package")
+
+
+def _package_path(relative: str, what: str) -> str:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), relative)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"ctshard: no {what} in this installation ({path}); `pip install` the package to get them")
+    return path
+
+
+def __getattr__(name: str) -> Any:
     # `ctshard.torch` imports torch, so it loads on first use only.
     if name == "torch":
         import importlib

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_main.hpp"
 #include "ctshard/fx/reader.hpp"
 #include "ctshard/graph/global_plan.hpp"
 #include "ctshard/graph/greedy.hpp"
@@ -633,6 +634,23 @@ NB_MODULE(_ext, m) {
   def_plan<GraphSource::path, nb::handle>(m, "plan_file", nb::arg("path"));
   def_plan<GraphSource::records, nb::handle, nb::handle>(m, "plan_records", nb::arg("records"), nb::arg("source"));
   m.def("ops", [] { return to_python(report::ops_json()); });
+  m.attr("__version__") = CTSHARD_VERSION;  // the CMake project version
+  // The `ctshard` command line (the tool's own code, examples/cli): argv[0] is the program name;
+  // returns the exit status. Output goes to the process's standard output and error (file
+  // descriptors 1 and 2), as the tool's. The GIL is released while it runs.
+  m.def(
+      "cli",
+      [](const std::vector<std::string>& args) {
+        std::vector<std::string> owned = args;
+        if (owned.empty()) owned.emplace_back("ctshard");
+        std::vector<char*> argv;
+        argv.reserve(owned.size() + 1);
+        for (std::string& a : owned) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        nb::gil_scoped_release release;
+        return ctshard::tool::run_tool(static_cast<int>(owned.size()), argv.data());
+      },
+      nb::arg("argv"));
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.
   m.def("_gil_held_during_work", [] { return without_gil([] { return json(PyGILState_Check() != 0); }); });
