@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Callable, TypeVar
 
 from . import _ext
+from ._args import MeshLike, PlacementLike, graph_names, mesh_sizes, place_specs, spec_list, spec_text
 
 __all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "include_dir", "cmake_dir", "__version__"]
 __version__: str = _ext.__version__  # the CMake project version (CMakeLists.txt), as `ctshard --version`
@@ -28,8 +29,8 @@ __version__: str = _ext.__version__  # the CMake project version (CMakeLists.txt
 def table(
     op: str,
     shapes: Sequence[Sequence[int]],
-    mesh: Sequence[int],
-    inputs: Sequence[str],
+    mesh: MeshLike,
+    inputs: Sequence[PlacementLike],
     args: Sequence[Any] | None = None,
     kwargs: Mapping[str, Any] | None = None,
     dtype: str | Sequence[str] = "float32",
@@ -39,14 +40,16 @@ def table(
     algo: str = "enumerate",
     partial_passthrough: str = "ctshard",
     rule_set: str = "ctshard",
-) -> dict:
+) -> dict[str, Any]:
     """One op's strategy table, as ``ctshard table --json``.
 
     op: ``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``dot``, ``einsum:EQ``, ``pointwise:NAME`` or an op
         overload name that ``ops()`` lists (``aten.view.default``).
     shapes: global shape of each tensor input (``[]`` for a 0-d tensor).
-    mesh: mesh sizes, mesh dim 0 first (``[2, 4]``).
-    inputs: the current spec of each tensor input (``["S(0)R", "RS(1)"]``).
+    mesh: the mesh: a ``DeviceMesh`` (its shape), sizes with mesh dim 0 first (``[2, 4]``), one
+        size (``8``) or text (``"2x4"``); TypeError / ValueError for anything else.
+    inputs: the current placement of each tensor input: spec text (``["S(0)R", "RS(1)"]``) or
+        DTensor placements (``[(Shard(0), Replicate()), ...]``).
     args: non-tensor positional arguments after the tensors (``[[24, 8]]`` for a view); a string
         ``"$i"`` anywhere in args/kwargs stands for tensor input i, and then ``args`` is the whole
         argument list (``["$0", 1, "$1"]``, ``[["$0", "$1"], 0]`` for ``cat``).
@@ -81,14 +84,16 @@ def table(
     (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
     ``plain_min_index``. Raises ValueError on bad input.
     """
+    mesh = mesh_sizes(mesh, "ctshard.table")
+    inputs = spec_list(inputs, "ctshard.table", "inputs")
     return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set)
 
 
 def choose(
     op: str,
     shapes: Sequence[Sequence[int]],
-    mesh: Sequence[int],
-    inputs: Sequence[str],
+    mesh: MeshLike,
+    inputs: Sequence[PlacementLike],
     args: Sequence[Any] | None = None,
     kwargs: Mapping[str, Any] | None = None,
     dtype: str | Sequence[str] = "float32",
@@ -98,30 +103,36 @@ def choose(
     algo: str = "search",
     partial_passthrough: str = "ctshard",
     rule_set: str = "ctshard",
-) -> dict:
+) -> dict[str, Any]:
     """Only the strategy DTensor's selection picks, without listing the table (arguments as
     ``table``): ``{"out", "in", "cost", "total", "choice": {"rule", "index"}}`` — the row
     ``table(...)["strategies"][choice["index"]]``, found by an exact search (``algo="search"``,
     any mesh up to 8 dims) or by pricing every row (``algo="enumerate"``). ``choice["index"]``
     is given when the table has at most 2^20 candidate rows (always with ``"enumerate"``).
     ``rule_set`` as for ``table``. Raises ValueError on bad input."""
+    mesh = mesh_sizes(mesh, "ctshard.choose")
+    inputs = spec_list(inputs, "ctshard.choose", "inputs")
     return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set)
 
 
 def cost(
     shape: Sequence[int],
-    mesh: Sequence[int],
-    src: str,
-    dst: str,
+    mesh: MeshLike,
+    src: PlacementLike,
+    dst: PlacementLike,
     dtype: str = "float32",
     devices_per_host: int = 8,
     cost_model: str = "dtensor",
-) -> dict:
+) -> dict[str, Any]:
     """Price one redistribution of a tensor of global ``shape`` from spec ``src`` to ``dst``, as
     ``ctshard cost --json``: ``steps`` (``mesh_dim``, ``from``, ``to``, ``collective``, ``bytes``,
     ``cost_us``) and the total ``cost_us`` (µs; DTensor's ``redistribute_cost``, or with
-    ``cost_model="consistent"`` the cheapest step sequence). Raises ValueError.
+    ``cost_model="consistent"`` the cheapest step sequence). ``src`` and ``dst`` are spec text or
+    DTensor placements; ``mesh`` as for ``table``. Raises ValueError (TypeError for an argument of
+    the wrong type).
     """
+    mesh = mesh_sizes(mesh, "ctshard.cost")
+    src, dst = spec_text(src, "ctshard.cost", "src"), spec_text(dst, "ctshard.cost", "dst")
     return _ext.cost(shape, mesh, src, dst, dtype, devices_per_host, cost_model)
 
 
@@ -221,8 +232,8 @@ def _merges_global_options(fn: _F) -> _F:
 @_merges_global_options
 def plan(
     graph: Any = None,
-    mesh: Sequence[int] = (2, 4),
-    place: Mapping[str, str] | None = None,
+    mesh: MeshLike = (2, 4),
+    place: Mapping[str, PlacementLike] | None = None,
     devices_per_host: int = 8,
     einsum_linearity: str = "sound",
     sym: Mapping[str, int] | None = None,
@@ -248,16 +259,23 @@ def plan(
     *,
     global_options: GlobalOptions | Mapping[str, Any] | None = None,
     verbose: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
     graph: FX printout text (``GraphModule.print_readable()`` or an AOT dump), a path to such a
         file, a ``torch.fx.GraphModule`` whose nodes carry shapes in ``meta["val"]`` or
-        ``meta["tensor_meta"]`` (``make_fx``, ``aot_function``, ``torch.export`` graphs), or None
+        ``meta["tensor_meta"]`` (``make_fx``, ``aot_function``, ``torch.export`` graphs), a
+        ``torch.export.ExportedProgram`` (its ``graph_module``, with FQN names for ``place``), or None
         for the embedded default transformer block (with its default data + tensor parallel
         placements unless ``place`` is given).
-    mesh: mesh sizes, mesh dim 0 first.
-    place: input (placeholder) name -> spec string; other inputs start Replicate.
+    mesh: a ``DeviceMesh`` (its shape), sizes with mesh dim 0 first (``[2, 4]``), one size
+        (``8``) or text (``"2x4"``); TypeError / ValueError for anything else.
+    place: input -> placement; other inputs start Replicate. Keys: a placeholder name, or for a
+        ``torch.export`` ``ExportedProgram`` (planned as its ``graph_module``) also a parameter,
+        buffer or constant FQN from its graph signature (``"tok.weight"``). Values: spec text
+        (``"S(0)R"``) or DTensor placements (``(Shard(0), Replicate())``, a single placement on a
+        1-d mesh). For a GraphModule or program a name that is not an input raises ValueError
+        listing the valid names; a value of another type TypeError.
     einsum_linearity: ``"sound"`` (default, as ``plan``) or ``"dtensor"``.
     sym: symbol name -> value for graphs with symbolic shapes (``{"s77": 1024}``, as
         ``--sym s77=1024``). An unbound symbol is never assumed divisible by a mesh dim: it takes
@@ -350,36 +368,45 @@ def plan(
     if batch_size is not None and not data_parallel:
         raise ValueError("ctshard.plan: batch_size needs data_parallel=True")
     extra = {"data_parallel": bool(data_parallel), "batch_size": batch_size, "repair_time_limit_ms": float(repair_time_limit_ms)}
-    mesh = list(mesh)
-    place = dict(place) if place is not None else {}
+    mesh = mesh_sizes(mesh, "ctshard.plan")
+    names = None
+    if hasattr(graph, "graph_signature") and hasattr(graph, "graph_module"):  # a torch.export ExportedProgram
+        names = graph_names(graph.graph_module, graph.graph_signature)
+        graph = graph.graph_module
+    elif hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
+        names = graph_names(graph)
+    place = place_specs(place, "ctshard.plan", names)
     if sym is not None and not isinstance(sym, Mapping):
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
+    common = (mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-    if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-    if isinstance(graph, str):
+        result = _ext.plan_default(*common)
+    elif isinstance(graph, os.PathLike):
+        result = _ext.plan_file(os.fspath(graph), *common)
+    elif isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-        if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-        raise ValueError(
-            "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
-            + repr(graph[:200])
-        )
-    if hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
+            result = _ext.plan_text(graph, "<text>", *common)
+        elif "\n" not in graph and os.path.exists(graph):
+            result = _ext.plan_file(graph, *common)
+        else:
+            raise ValueError(
+                "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
+                + repr(graph[:200])
+            )
+    elif hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
         from ._graph import node_records
 
-        name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-    raise ValueError(
-        "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
-        + type(graph).__name__
-    )
+        result = _ext.plan_records(node_records(graph), type(graph).__name__, *common)
+    else:
+        raise ValueError(
+            "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule, a torch.export.ExportedProgram "
+            "or None, got " + type(graph).__name__
+        )
+    return result
 
 
-def ops() -> dict:
+def ops() -> dict[str, Any]:
     """The op overloads that have a sharding rule, as ``ctshard ops --json``: ``{"ops": [...],
     "count": n}``."""
     return _ext.ops()

@@ -150,7 +150,7 @@ def test_unknown_optimizer():
         ct.auto_parallel(model, inputs, [2, 2], optimizer="lamb")
 
 
-@pytest.mark.parametrize("mesh, exc", [([0, 2], ValueError), ("2x2", TypeError), (4, TypeError)])
+@pytest.mark.parametrize("mesh, exc", [([0, 2], ValueError), ("2y2", ValueError), (2.5, TypeError), (None, TypeError)])
 def test_bad_mesh(mesh, exc):
     model, inputs = _mlp()
     with pytest.raises(exc, match="mesh"):
