@@ -16,13 +16,15 @@ import dataclasses
 import functools
 import inspect
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, TypeVar
 
 from . import _ext
 from ._args import MeshLike, PlacementLike, graph_names, mesh_sizes, place_specs, spec_list, spec_text
 
-__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "include_dir", "cmake_dir", "__version__"]
+__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "FallbackWarning", "ops", "format_spec", "include_dir", "cmake_dir",
+           "__version__"]
 __version__: str = _ext.__version__  # the CMake project version (CMakeLists.txt), as `ctshard --version`
 
 
@@ -187,6 +189,20 @@ class GlobalOptions:
     hand_plans: bool = False
 
 
+class FallbackWarning(UserWarning):
+    """``plan`` warns with this when more than 5 % of the graph's op nodes have no sharding rule
+    and fall back to Replicate (the command line prints the same text on stderr): usually a
+    graph that is not at the aten level (a Dynamo backend's or ``symbolic_trace``'s graph)."""
+
+
+def _caller_level() -> int:
+    """The ``warnings.warn`` stacklevel of ``plan``'s caller (past ``plan``'s own wrapper)."""
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame, level = frame.f_back, level + 1
+    return level - 1
+
+
 _GLOBAL_FIELDS = tuple(f.name for f in dataclasses.fields(GlobalOptions))
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -340,6 +356,8 @@ def plan(
     (docs/semantics.md, "Dead ends"). With ``rule_set="dtensor"`` and
     ``algo="global"``, the ops whose DTensor rows follow the current input offer the rows DTensor
     runs unchanged for any input (moved there first, DTensor's dispatch adds no collective).
+    Warns ``ctshard.FallbackWarning`` (the command line's stderr warning) when more than 5 % of
+    the op nodes have no rule and fall back, naming the ops.
     """
     if algo not in ("search", "enumerate", "greedy", "global"):
         raise ValueError(f"ctshard.plan: algo must be 'search', 'enumerate', 'greedy' or 'global', got {algo!r}")
@@ -403,6 +421,10 @@ def plan(
             "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule, a torch.export.ExportedProgram "
             "or None, got " + type(graph).__name__
         )
+    # the command line's warning, as a Python warning: over 5 % of the op nodes without a rule
+    fallback = _ext.fallback_warning(result["nodes_with_rule"], result["nodes_fallback"], result["fallback_ops"])
+    if fallback:
+        warnings.warn(f"ctshard.plan: {fallback}", FallbackWarning, stacklevel=_caller_level())
     return result
 
 

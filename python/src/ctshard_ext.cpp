@@ -635,6 +635,12 @@ NB_MODULE(_ext, m) {
   def_plan<GraphSource::records, nb::handle, nb::handle>(m, "plan_records", nb::arg("records"), nb::arg("source"));
   m.def("ops", [] { return to_python(report::ops_json()); });
   m.attr("__version__") = CTSHARD_VERSION;  // the CMake project version
+  m.def(
+      "fallback_warning",
+      [](std::size_t with_rule, std::size_t fallback, const std::map<std::string, std::size_t>& ops) {
+        return report::fallback_warning(with_rule, fallback, ops);
+      },
+      nb::arg("nodes_with_rule"), nb::arg("nodes_fallback"), nb::arg("fallback_ops"));
   // The `ctshard` command line (the tool's own code, examples/cli): argv[0] is the program name;
   // returns the exit status. Output goes to the process's standard output and error (file
   // descriptors 1 and 2), as the tool's. The GIL is released while it runs.
