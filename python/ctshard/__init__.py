@@ -23,8 +23,8 @@ from typing import Any, Callable, TypeVar
 from . import _ext
 from ._args import MeshLike, PlacementLike, graph_names, mesh_sizes, place_specs, spec_list, spec_text
 
-__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "FallbackWarning", "ops", "format_spec", "include_dir", "cmake_dir",
-           "__version__"]
+__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "FallbackWarning", "UnboundSymbolWarning", "ops", "format_spec",
+           "include_dir", "cmake_dir", "__version__"]
 __version__: str = _ext.__version__  # the CMake project version (CMakeLists.txt), as `ctshard --version`
 
 
@@ -195,6 +195,11 @@ class FallbackWarning(UserWarning):
     graph that is not at the aten level (a Dynamo backend's or ``symbolic_trace``'s graph)."""
 
 
+class UnboundSymbolWarning(UserWarning):
+    """``plan`` warns with this, once per call, when the plan has symbolic sizes without a value
+    (no ``sym`` entry and no ShapeEnv hint): they are priced at prime hints (8191, ...)."""
+
+
 def _caller_level() -> int:
     """The ``warnings.warn`` stacklevel of ``plan``'s caller (past ``plan``'s own wrapper)."""
     frame, level = inspect.currentframe(), 1
@@ -275,6 +280,7 @@ def plan(
     *,
     global_options: GlobalOptions | Mapping[str, Any] | None = None,
     verbose: bool = False,
+    symbol_hints: bool = True,
 ) -> dict[str, Any]:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -295,9 +301,14 @@ def plan(
     einsum_linearity: ``"sound"`` (default, as ``plan``) or ``"dtensor"``.
     sym: symbol name -> value for graphs with symbolic shapes (``{"s77": 1024}``, as
         ``--sym s77=1024``). An unbound symbol is never assumed divisible by a mesh dim: it takes
-        a prime hint (8191, 8209, ... in order of first appearance; ``docs/semantics.md``). A
-        GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``) keeps
-        its sizes symbolic (``str(SymInt)``), exactly like its printout.
+        a prime hint (8191, 8209, ... in order of first appearance; ``docs/semantics.md``) and
+        ``plan`` warns (``ctshard.UnboundSymbolWarning``, once per call, naming the symbols). A
+        GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``,
+        ``torch.export`` with ``Dim``) keeps its sizes symbolic (``str(SymInt)``), exactly like
+        its printout.
+    symbol_hints: for a GraphModule or ExportedProgram, bind each symbol ``sym`` does not name to
+        its ShapeEnv hint (the size of the example input it was traced from; listed in
+        ``symbols`` as bound). False: such symbols stay unbound, as in the printout.
     algo: ``"search"`` (default; also ``"greedy"``) or ``"enumerate"``: node by node, as DTensor at
         run time, each node's choice by exact search (any mesh up to 8 dims) or by pricing every row
         (an op whose table exceeds 2^20 rows falls back); or ``"global"`` (every
@@ -414,8 +425,12 @@ def plan(
             )
     elif hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
         from ._graph import node_records
+        from ._graph import symbol_hints as hints_of
 
-        result = _ext.plan_records(node_records(graph), type(graph).__name__, *common)
+        records = node_records(graph)
+        if symbol_hints:  # the example inputs' sizes, for the symbols ``sym`` leaves unbound
+            sym.update({k: v for k, v in hints_of(graph, records).items() if k not in sym})
+        result = _ext.plan_records(records, type(graph).__name__, *common)
     else:
         raise ValueError(
             "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule, a torch.export.ExportedProgram "
@@ -425,6 +440,16 @@ def plan(
     fallback = _ext.fallback_warning(result["nodes_with_rule"], result["nodes_fallback"], result["fallback_ops"])
     if fallback:
         warnings.warn(f"ctshard.plan: {fallback}", FallbackWarning, stacklevel=_caller_level())
+    unbound = [s for s in result.get("symbols", ()) if not s["bound"]]
+    if unbound:
+        first = unbound[0]["name"]
+        warnings.warn(
+            f"ctshard.plan: unbound symbolic size{'s' if len(unbound) > 1 else ''} "
+            + ", ".join(f"{s['name']} (priced as {s['value']})" for s in unbound)
+            + ": a prime hint, never divisible by a mesh dim, so the plan's sizes and costs are not the real ones; "
+            f"bind with sym={{{first!r}: N}} (command line: --sym {first}=N), or plan the GraphModule traced from "
+            "example inputs (its ShapeEnv hints bind them)",
+            UnboundSymbolWarning, stacklevel=_caller_level())
     return result
 
 

@@ -19,6 +19,7 @@ expression string (``str(SymInt)``: ``"s77"``, ``"1024*s77"``, ``"(s1//2)"``), e
 from __future__ import annotations
 
 import operator
+import re
 from typing import Any
 
 import torch
@@ -152,3 +153,50 @@ def node_records(gm: torch.fx.GraphModule, depth: int = 0) -> list[tuple]:
         sub = _submodule(gm, node, depth)
         records.append(record if sub is None else record + (sub,))
     return records
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _record_symbols(records: list[tuple], found: set[str]) -> None:
+    """The identifiers in the records' symbolic sizes and Sym expressions (submodules' too)."""
+    for record in records:
+        for _dtype, shape in record[5]:
+            for s in shape or ():
+                if isinstance(s, str):
+                    found.update(_IDENT.findall(s))
+        if record[6]:
+            found.update(_IDENT.findall(record[6]))
+        if len(record) > 7:
+            _record_symbols(record[7], found)
+
+
+def symbol_hints(gm: torch.fx.GraphModule, records: list[tuple]) -> dict[str, int]:
+    """Symbol name -> its hint in the ShapeEnv of ``gm``'s fake values (the size of the example
+    input it was traced from: ``make_fx(..., tracing_mode="symbolic")``, ``torch.export`` with
+    ``Dim``), for the symbols that the graph's ``records`` (``node_records(gm)``) use. Symbols
+    without a hint (unbacked ones) are left out."""
+    env = None
+    for node in gm.graph.nodes:
+        vals = node.meta.get("val")
+        for v in vals if isinstance(vals, (list, tuple)) else (vals,):
+            sizes = list(v.shape) if hasattr(v, "shape") else [v]
+            env = next((s.node.shape_env for s in sizes if isinstance(s, torch.SymInt)), None)
+            if env is not None:
+                break
+        if env is not None:
+            break
+    if env is None:
+        return {}
+    used: set[str] = set()
+    _record_symbols(records, used)
+    hints = {}
+    values = getattr(env, "backed_var_to_val", None)  # torch 2.13's name (var_to_val is deprecated)
+    for symbol, value in (values if values is not None else getattr(env, "var_to_val", {})).items():
+        name = str(symbol)
+        if name in used:
+            try:
+                hints[name] = int(value)
+            except (TypeError, ValueError):
+                continue
+    return hints
