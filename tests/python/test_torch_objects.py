@@ -197,3 +197,15 @@ def test_plan_placements_hand_back_dtensor_objects(program):
     assert glob["x"] == [(Shard(0), Replicate())] and all(len(p[0]) == 2 for p in glob.values())
     with pytest.raises(ValueError, match="plan must be a result of ctshard.plan"):
         ct.plan_placements({"total_cost_us": 0})
+
+
+def test_graph_text_names_its_tensor_inputs():
+    """Graph text is read by the planner: its error for an unknown name lists the tensor inputs."""
+    text = '''class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[8, 16]", w: "f32[32, 16]", n: "Sym(s0)"):
+        t: "f32[16, 32]" = torch.ops.aten.t.default(w);  w = None
+        mm: "f32[8, 32]" = torch.ops.aten.mm.default(x, t);  x = t = None
+        return (mm,)
+'''
+    with pytest.raises(ValueError, match=r"--place names 'z', which is not an input \(placeholder\) of <text>; its tensor inputs: 'x', 'w'$"):
+        ctshard.plan(text, mesh=[2], place={"z": "R"})
