@@ -283,6 +283,12 @@ class ParallelPlan:
     _capture: _Capture = dataclasses.field(repr=False)
     _device_mesh: Any = dataclasses.field(repr=False, default=None)
 
+    def dtensor_placements(self) -> dict[str, tuple[Any, ...]]:
+        """``parameter_placements`` as DTensor placements: parameter / buffer FQN -> a tuple of
+        ``Shard`` / ``Replicate`` / ``Partial`` / ``_StridedShard``, one per mesh dim, ready for
+        ``distribute_tensor(param, mesh, placements)``."""
+        return {fqn: to_placements(spec) for fqn, spec in self.parameter_placements.items()}
+
     def summary(self) -> str:
         """A per-layer table: layer (the FQN prefix of its parameters), the communication of the
         forward nodes traced inside it (µs; the backward's in one extra row), the per-device
