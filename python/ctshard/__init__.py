@@ -281,6 +281,7 @@ def plan(
     global_options: GlobalOptions | Mapping[str, Any] | None = None,
     verbose: bool = False,
     symbol_hints: bool = True,
+    example_inputs: Any = None,
 ) -> dict[str, Any]:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -306,6 +307,13 @@ def plan(
         GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``,
         ``torch.export`` with ``Dim``) keeps its sizes symbolic (``str(SymInt)``), exactly like
         its printout.
+    example_inputs: for a GraphModule above the aten level (a Dynamo backend's graph,
+        ``torch.fx.symbolic_trace``: ``call_module`` / ``call_method`` nodes, ``torch.relu``), its
+        inputs: the graph is exported and decomposed here
+        (``torch.export.export(graph, example_inputs).run_decompositions()``, ``place`` then takes
+        the program's names). Without them such a graph raises ValueError saying how to capture
+        it. An ``ExportedProgram`` with ops outside the core ATen IR (``linear``, ``layer_norm``)
+        is decomposed (``run_decompositions()``) before planning.
     symbol_hints: for a GraphModule or ExportedProgram, bind each symbol ``sym`` does not name to
         its ShapeEnv hint (the size of the example input it was traced from; listed in
         ``symbols`` as bound). False: such symbols stay unbound, as in the printout.
@@ -399,7 +407,23 @@ def plan(
     extra = {"data_parallel": bool(data_parallel), "batch_size": batch_size, "repair_time_limit_ms": float(repair_time_limit_ms)}
     mesh = mesh_sizes(mesh, "ctshard.plan")
     names = None
+    if hasattr(graph, "graph") and hasattr(graph.graph, "nodes") and not hasattr(graph, "graph_signature"):
+        from ._graph import to_aten, torch_level_nodes
+
+        above = torch_level_nodes(graph)
+        if above and example_inputs is None:
+            raise ValueError(
+                f"ctshard.plan: the {type(graph).__name__} is not an aten-level graph ({', '.join(above[:6])}"
+                f"{', ...' if len(above) > 6 else ''}: a Dynamo backend's or symbolic_trace's graph), and ctshard's rules are "
+                "for ATen ops; pass example_inputs=(...) to export and decompose it here, or capture it with make_fx, "
+                "AOT autograd or torch.export.export(...).run_decompositions()")
+        if above:
+            graph = to_aten(graph, example_inputs)
     if hasattr(graph, "graph_signature") and hasattr(graph, "graph_module"):  # a torch.export ExportedProgram
+        from ._graph import needs_decomposition
+
+        if needs_decomposition(graph.graph_module):  # linear, layer_norm, ...: to the core ATen IR the rules cover
+            graph = graph.run_decompositions()
         names = graph_names(graph.graph_module, graph.graph_signature)
         graph = graph.graph_module
     elif hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
