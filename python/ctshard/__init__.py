@@ -428,7 +428,7 @@ def plan(
         graph = graph.graph_module
     elif hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
         names = graph_names(graph)
-    place = place_specs(place, "ctshard.plan", names)
+    place = place_specs(place, "ctshard.plan", names, ndim=len(mesh))
     if sym is not None and not isinstance(sym, Mapping):
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}

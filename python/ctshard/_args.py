@@ -133,12 +133,14 @@ def _names_list(names: Sequence[str], limit: int = 40) -> str:
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
-def place_specs(place: Mapping[str, PlacementLike] | None, where: str, names: GraphNames | None = None) -> dict[str, str]:
+def place_specs(place: Mapping[str, PlacementLike] | None, where: str, names: GraphNames | None = None,
+                ndim: int | None = None) -> dict[str, str]:
     """``place`` as ``{placeholder name: spec text}``: keys are input names or (with ``names``) FQNs,
     values spec text or DTensor placements. Without ``names`` (graph text, the default graph) the
-    keys pass as given and the planner checks them. TypeError when ``place`` is not a mapping or
-    a key not a string; ValueError for a name the graph does not have (listing the valid ones) or
-    two keys for one input."""
+    keys pass as given and the planner checks them. With ``ndim`` (the mesh's dims) each spec is
+    parsed here. TypeError when ``place`` is not a mapping or a key not a string; ValueError for a
+    name the graph does not have (listing the valid ones), two keys for one input, unreadable spec
+    text or a spec with another number of placements than ``ndim`` (naming ``place[key]``)."""
     if place is None:
         return {}
     if not isinstance(place, Mapping):
@@ -158,5 +160,15 @@ def place_specs(place: Mapping[str, PlacementLike] | None, where: str, names: Gr
         if name in given:
             raise ValueError(f"{where}: place gives input {name!r} twice (as {given[name]!r} and {key!r})")
         given[name] = key
-        out[name] = spec_text(value, where, f"place[{key!r}]")
+        spec = spec_text(value, where, f"place[{key!r}]")
+        if ndim is not None:
+            from . import _ext
+
+            try:
+                count = len(_ext.spec_placements(spec))
+            except ValueError as e:
+                raise ValueError(f"{where}: place[{key!r}]: {e}") from None
+            if count != ndim:
+                raise ValueError(f"{where}: place[{key!r}] = {spec!r} has {count} placements for a {ndim}-dim mesh (one per mesh dim)")
+        out[name] = spec
     return out

@@ -515,8 +515,10 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     pinned = {ph: "R" * len(sizes) for ph in cap.buffers.values()}
     names = GraphNames([], {**cap.params, **{f"inputs[{i}]": ph for i, ph in enumerate(cap.inputs) if ph}})
     try:
-        pinned.update(place_specs(place, "ctshard.torch.auto_parallel", names))
-    except ValueError as e:  # the same error, saying what the names are
+        pinned.update(place_specs(place, "ctshard.torch.auto_parallel", names, ndim=len(sizes)))
+    except ValueError as e:  # an unknown name: the same error, saying what the names are
+        if "valid names" not in str(e):
+            raise
         raise ValueError(f"{e} (trainable parameters of {type(model).__name__} and 'inputs[i]' of its tensor inputs)") from None
     memory_opts = _plan_memory_options(cap, memory_budget_gib, optimizer)
     result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,

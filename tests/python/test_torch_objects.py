@@ -129,6 +129,17 @@ def test_bad_placement_values(program, bad, exc, text):
         ctshard.plan(program, mesh=[2, 4], place={"x": bad})
 
 
+@pytest.mark.parametrize("spec, text", [
+    ("S(0)", r"ctshard.plan: place\['x'\] = 'S\(0\)' has 1 placements for a 2-dim mesh \(one per mesh dim\)$"),
+    ((Shard(0), Replicate(), Replicate()), r"place\['x'\] = 'S\(0\)RR' has 3 placements for a 2-dim mesh"),
+    ("S(0)Q", r"ctshard.plan: place\['x'\]: .*cannot parse a placement at column 5 of 'S\(0\)Q'"),
+])
+def test_placement_of_the_wrong_size_or_unreadable(program, spec, text):
+    for graph in (program, None):  # checked before the graph is read, for every kind of graph
+        with pytest.raises(ValueError, match=text):
+            ctshard.plan(graph, mesh=[2, 4], place={"x": spec})
+
+
 def test_bad_table_inputs():
     with pytest.raises(TypeError, match=r"ctshard.table: inputs must be a list with one placement per tensor input, got str"):
         ctshard.table("mm", [[8, 8], [8, 8]], [2], "S(0)")
