@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "command.hpp"
@@ -64,6 +65,12 @@ class PlanCommand final : public Command {
   void add_global_options();
   void add_rule_options();
   graph::PlanOptions plan_options() const;
+  /// The plan's fallback warning (report::fallback_warning) on stderr, unless --quiet.
+  void warn_fallbacks(const graph::Plan& plan) const {
+    if (quiet_) return;
+    if (const std::string w = report::fallback_warning(plan.nodes_with_rule, plan.nodes_fallback, plan.fallback_ops); !w.empty())
+      std::cerr << "warning: " << w << '\n';
+  }
 
   CLI::App* cmd_ = nullptr;
   Clock::time_point started_;
@@ -109,7 +116,9 @@ void PlanCommand::add_global_options() {
                    "--global: time budget of the whole request (ms): reading, the greedy plan, the cost graph and the solve; the best "
                    "plan so far is returned with its gap (at most 10^9 ms)")
       ->capture_default_str();
-  cmd_->add_flag("--quiet", quiet_, "--global: no progress lines on stderr (one a second while the solve runs over 1 s)");
+  cmd_->add_flag("--quiet", quiet_,
+                 "No warning on stderr when over 5 % of the op nodes fall back; with --global also no progress lines (one a second while the solve "
+                 "runs over 1 s)");
   cmd_->add_option("--max-memory-mib", g.max_memory_mib,
                    "--global / --export-costgraph: memory budget of the cost graph and the solver (MiB); 0: a quarter of the machine's "
                    "memory; a problem that does not fit is an error")
@@ -227,12 +236,14 @@ int PlanCommand::run() {
   if (global_) {
     const graph::GlobalPlan plan = graph::global_plan(graph, options, global_options_, registry);
     report::check_user_rule_fallbacks(plan.greedy, user_rules);
+    warn_fallbacks(plan.plan);
     if (json_) std::cout << report::json_text(report::global_plan_json(plan, options, global_options_), 2) << '\n';
     else report::print_global_plan(plan, options, global_options_, std::cout);
     return 0;
   }
   const graph::Plan plan = graph::plan_graph(graph, options, registry);
   report::check_user_rule_fallbacks(plan, user_rules);
+  warn_fallbacks(plan);
   if (json_) std::cout << report::json_text(report::plan_json(plan, options), 2) << '\n';
   else report::print_plan(plan, options, std::cout);
   return 0;

@@ -16,22 +16,24 @@ import dataclasses
 import functools
 import inspect
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, TypeVar
 
 from . import _ext
+from ._args import MeshLike, PlacementLike, graph_names, mesh_sizes, place_specs, spec_list, spec_text
 from ._rules import register_rule, registered_rules, unregister_rule
 
-__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "ops", "format_spec", "register_rule", "unregister_rule", "registered_rules",
-           "check_rule", "__version__"]
-__version__ = "0.1.0"
+__all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "FallbackWarning", "UnboundSymbolWarning", "ops", "format_spec",
+           "include_dir", "cmake_dir", "register_rule", "unregister_rule", "registered_rules", "check_rule", "__version__"]
+__version__: str = _ext.__version__  # the CMake project version (CMakeLists.txt), as `ctshard --version`
 
 
 def table(
     op: str,
     shapes: Sequence[Sequence[int]],
-    mesh: Sequence[int],
-    inputs: Sequence[str],
+    mesh: MeshLike,
+    inputs: Sequence[PlacementLike],
     args: Sequence[Any] | None = None,
     kwargs: Mapping[str, Any] | None = None,
     dtype: str | Sequence[str] = "float32",
@@ -41,14 +43,16 @@ def table(
     algo: str = "enumerate",
     partial_passthrough: str = "ctshard",
     rule_set: str = "ctshard",
-) -> dict:
+) -> dict[str, Any]:
     """One op's strategy table, as ``ctshard table --json``.
 
     op: ``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``dot``, ``einsum:EQ``, ``pointwise:NAME`` or an op
         overload name that ``ops()`` lists (``aten.view.default``).
     shapes: global shape of each tensor input (``[]`` for a 0-d tensor).
-    mesh: mesh sizes, mesh dim 0 first (``[2, 4]``).
-    inputs: the current spec of each tensor input (``["S(0)R", "RS(1)"]``).
+    mesh: the mesh: a ``DeviceMesh`` (its shape), sizes with mesh dim 0 first (``[2, 4]``), one
+        size (``8``) or text (``"2x4"``); TypeError / ValueError for anything else.
+    inputs: the current placement of each tensor input: spec text (``["S(0)R", "RS(1)"]``) or
+        DTensor placements (``[(Shard(0), Replicate()), ...]``).
     args: non-tensor positional arguments after the tensors (``[[24, 8]]`` for a view); a string
         ``"$i"`` anywhere in args/kwargs stands for tensor input i, and then ``args`` is the whole
         argument list (``["$0", 1, "$1"]``, ``[["$0", "$1"], 0]`` for ``cat``).
@@ -83,14 +87,16 @@ def table(
     (``out``, ``in``, ``cost``, ``total``), ``choice`` (``index``, ``rule``) and
     ``plain_min_index``. Raises ValueError on bad input.
     """
+    mesh = mesh_sizes(mesh, "ctshard.table")
+    inputs = spec_list(inputs, "ctshard.table", "inputs")
     return _ext.table(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set)
 
 
 def choose(
     op: str,
     shapes: Sequence[Sequence[int]],
-    mesh: Sequence[int],
-    inputs: Sequence[str],
+    mesh: MeshLike,
+    inputs: Sequence[PlacementLike],
     args: Sequence[Any] | None = None,
     kwargs: Mapping[str, Any] | None = None,
     dtype: str | Sequence[str] = "float32",
@@ -100,30 +106,36 @@ def choose(
     algo: str = "search",
     partial_passthrough: str = "ctshard",
     rule_set: str = "ctshard",
-) -> dict:
+) -> dict[str, Any]:
     """Only the strategy DTensor's selection picks, without listing the table (arguments as
     ``table``): ``{"out", "in", "cost", "total", "choice": {"rule", "index"}}`` — the row
     ``table(...)["strategies"][choice["index"]]``, found by an exact search (``algo="search"``,
     any mesh up to 8 dims) or by pricing every row (``algo="enumerate"``). ``choice["index"]``
     is given when the table has at most 2^20 candidate rows (always with ``"enumerate"``).
     ``rule_set`` as for ``table``. Raises ValueError on bad input."""
+    mesh = mesh_sizes(mesh, "ctshard.choose")
+    inputs = spec_list(inputs, "ctshard.choose", "inputs")
     return _ext.choose(op, shapes, mesh, inputs, args, kwargs, dtype, devices_per_host, einsum_linearity, cost_model, algo, partial_passthrough, rule_set)
 
 
 def cost(
     shape: Sequence[int],
-    mesh: Sequence[int],
-    src: str,
-    dst: str,
+    mesh: MeshLike,
+    src: PlacementLike,
+    dst: PlacementLike,
     dtype: str = "float32",
     devices_per_host: int = 8,
     cost_model: str = "dtensor",
-) -> dict:
+) -> dict[str, Any]:
     """Price one redistribution of a tensor of global ``shape`` from spec ``src`` to ``dst``, as
     ``ctshard cost --json``: ``steps`` (``mesh_dim``, ``from``, ``to``, ``collective``, ``bytes``,
     ``cost_us``) and the total ``cost_us`` (µs; DTensor's ``redistribute_cost``, or with
-    ``cost_model="consistent"`` the cheapest step sequence). Raises ValueError.
+    ``cost_model="consistent"`` the cheapest step sequence). ``src`` and ``dst`` are spec text or
+    DTensor placements; ``mesh`` as for ``table``. Raises ValueError (TypeError for an argument of
+    the wrong type).
     """
+    mesh = mesh_sizes(mesh, "ctshard.cost")
+    src, dst = spec_text(src, "ctshard.cost", "src"), spec_text(dst, "ctshard.cost", "dst")
     return _ext.cost(shape, mesh, src, dst, dtype, devices_per_host, cost_model)
 
 
@@ -178,6 +190,25 @@ class GlobalOptions:
     hand_plans: bool = False
 
 
+class FallbackWarning(UserWarning):
+    """``plan`` warns with this when more than 5 % of the graph's op nodes have no sharding rule
+    and fall back to Replicate (the command line prints the same text on stderr): usually a
+    graph that is not at the aten level (a Dynamo backend's or ``symbolic_trace``'s graph)."""
+
+
+class UnboundSymbolWarning(UserWarning):
+    """``plan`` warns with this, once per call, when the plan has symbolic sizes without a value
+    (no ``sym`` entry and no ShapeEnv hint): they are priced at prime hints (8191, ...)."""
+
+
+def _caller_level() -> int:
+    """The ``warnings.warn`` stacklevel of ``plan``'s caller (past ``plan``'s own wrapper)."""
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame, level = frame.f_back, level + 1
+    return level - 1
+
+
 _GLOBAL_FIELDS = tuple(f.name for f in dataclasses.fields(GlobalOptions))
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -223,8 +254,8 @@ def _merges_global_options(fn: _F) -> _F:
 @_merges_global_options
 def plan(
     graph: Any = None,
-    mesh: Sequence[int] = (2, 4),
-    place: Mapping[str, str] | None = None,
+    mesh: MeshLike = (2, 4),
+    place: Mapping[str, PlacementLike] | None = None,
     devices_per_host: int = 8,
     einsum_linearity: str = "sound",
     sym: Mapping[str, int] | None = None,
@@ -250,22 +281,43 @@ def plan(
     *,
     global_options: GlobalOptions | Mapping[str, Any] | None = None,
     verbose: bool = False,
-) -> dict:
+    symbol_hints: bool = True,
+    example_inputs: Any = None,
+) -> dict[str, Any]:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
     graph: FX printout text (``GraphModule.print_readable()`` or an AOT dump), a path to such a
         file, a ``torch.fx.GraphModule`` whose nodes carry shapes in ``meta["val"]`` or
-        ``meta["tensor_meta"]`` (``make_fx``, ``aot_function``, ``torch.export`` graphs), or None
+        ``meta["tensor_meta"]`` (``make_fx``, ``aot_function``, ``torch.export`` graphs), a
+        ``torch.export.ExportedProgram`` (its ``graph_module``, with FQN names for ``place``), or None
         for the embedded default transformer block (with its default data + tensor parallel
         placements unless ``place`` is given).
-    mesh: mesh sizes, mesh dim 0 first.
-    place: input (placeholder) name -> spec string; other inputs start Replicate.
+    mesh: a ``DeviceMesh`` (its shape), sizes with mesh dim 0 first (``[2, 4]``), one size
+        (``8``) or text (``"2x4"``); TypeError / ValueError for anything else.
+    place: input -> placement; other inputs start Replicate. Keys: a placeholder name, or for a
+        ``torch.export`` ``ExportedProgram`` (planned as its ``graph_module``) also a parameter,
+        buffer or constant FQN from its graph signature (``"tok.weight"``). Values: spec text
+        (``"S(0)R"``) or DTensor placements (``(Shard(0), Replicate())``, a single placement on a
+        1-d mesh). For a GraphModule or program a name that is not an input raises ValueError
+        listing the valid names; a value of another type TypeError.
     einsum_linearity: ``"sound"`` (default, as ``plan``) or ``"dtensor"``.
     sym: symbol name -> value for graphs with symbolic shapes (``{"s77": 1024}``, as
         ``--sym s77=1024``). An unbound symbol is never assumed divisible by a mesh dim: it takes
-        a prime hint (8191, 8209, ... in order of first appearance; ``docs/semantics.md``). A
-        GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``) keeps
-        its sizes symbolic (``str(SymInt)``), exactly like its printout.
+        a prime hint (8191, 8209, ... in order of first appearance; ``docs/semantics.md``) and
+        ``plan`` warns (``ctshard.UnboundSymbolWarning``, once per call, naming the symbols). A
+        GraphModule traced with dynamic shapes (``make_fx(f, tracing_mode="symbolic")``,
+        ``torch.export`` with ``Dim``) keeps its sizes symbolic (``str(SymInt)``), exactly like
+        its printout.
+    example_inputs: for a GraphModule above the aten level (a Dynamo backend's graph,
+        ``torch.fx.symbolic_trace``: ``call_module`` / ``call_method`` nodes, ``torch.relu``), its
+        inputs: the graph is exported and decomposed here
+        (``torch.export.export(graph, example_inputs).run_decompositions()``, ``place`` then takes
+        the program's names). Without them such a graph raises ValueError saying how to capture
+        it. An ``ExportedProgram`` with ops outside the core ATen IR (``linear``, ``layer_norm``)
+        is decomposed (``run_decompositions()``) before planning.
+    symbol_hints: for a GraphModule or ExportedProgram, bind each symbol ``sym`` does not name to
+        its ShapeEnv hint (the size of the example input it was traced from; listed in
+        ``symbols`` as bound). False: such symbols stay unbound, as in the printout.
     algo: ``"search"`` (default; also ``"greedy"``) or ``"enumerate"``: node by node, as DTensor at
         run time, each node's choice by exact search (any mesh up to 8 dims) or by pricing every row
         (an op whose table exceeds 2^20 rows falls back); or ``"global"`` (every
@@ -324,6 +376,8 @@ def plan(
     (docs/semantics.md, "Dead ends"). With ``rule_set="dtensor"`` and
     ``algo="global"``, the ops whose DTensor rows follow the current input offer the rows DTensor
     runs unchanged for any input (moved there first, DTensor's dispatch adds no collective).
+    Warns ``ctshard.FallbackWarning`` (the command line's stderr warning) when more than 5 % of
+    the op nodes have no rule and fall back, naming the ops.
     """
     if algo not in ("search", "enumerate", "greedy", "global"):
         raise ValueError(f"ctshard.plan: algo must be 'search', 'enumerate', 'greedy' or 'global', got {algo!r}")
@@ -352,36 +406,79 @@ def plan(
     if batch_size is not None and not data_parallel:
         raise ValueError("ctshard.plan: batch_size needs data_parallel=True")
     extra = {"data_parallel": bool(data_parallel), "batch_size": batch_size, "repair_time_limit_ms": float(repair_time_limit_ms)}
-    mesh = list(mesh)
-    place = dict(place) if place is not None else {}
+    mesh = mesh_sizes(mesh, "ctshard.plan")
+    names = None
+    if hasattr(graph, "graph") and hasattr(graph.graph, "nodes") and not hasattr(graph, "graph_signature"):
+        from ._graph import to_aten, torch_level_nodes
+
+        above = torch_level_nodes(graph)
+        if above and example_inputs is None:
+            raise ValueError(
+                f"ctshard.plan: the {type(graph).__name__} is not an aten-level graph ({', '.join(above[:6])}"
+                f"{', ...' if len(above) > 6 else ''}: a Dynamo backend's or symbolic_trace's graph), and ctshard's rules are "
+                "for ATen ops; pass example_inputs=(...) to export and decompose it here, or capture it with make_fx, "
+                "AOT autograd or torch.export.export(...).run_decompositions()")
+        if above:
+            graph = to_aten(graph, example_inputs)
+    if hasattr(graph, "graph_signature") and hasattr(graph, "graph_module"):  # a torch.export ExportedProgram
+        from ._graph import needs_decomposition
+
+        if needs_decomposition(graph.graph_module):  # linear, layer_norm, ...: to the core ATen IR the rules cover
+            graph = graph.run_decompositions()
+        names = graph_names(graph.graph_module, graph.graph_signature)
+        graph = graph.graph_module
+    elif hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
+        names = graph_names(graph)
+    place = place_specs(place, "ctshard.plan", names, ndim=len(mesh))
     if sym is not None and not isinstance(sym, Mapping):
         raise ValueError(f"ctshard.plan: sym must map symbol names to integers, got {sym!r}")
     sym = dict(sym) if sym is not None else {}
+    common = (mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
     if graph is None:
-        return _ext.plan_default(mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-    if isinstance(graph, os.PathLike):
-        return _ext.plan_file(os.fspath(graph), mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-    if isinstance(graph, str):
+        result = _ext.plan_default(*common)
+    elif isinstance(graph, os.PathLike):
+        result = _ext.plan_file(os.fspath(graph), *common)
+    elif isinstance(graph, str):
         if "def forward" in graph:
-            return _ext.plan_text(graph, "<text>", mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-        if "\n" not in graph and os.path.exists(graph):
-            return _ext.plan_file(graph, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-        raise ValueError(
-            "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
-            + repr(graph[:200])
-        )
-    if hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
+            result = _ext.plan_text(graph, "<text>", *common)
+        elif "\n" not in graph and os.path.exists(graph):
+            result = _ext.plan_file(graph, *common)
+        else:
+            raise ValueError(
+                "ctshard.plan: graph is neither FX graph text (no 'def forward') nor an existing file: "
+                + repr(graph[:200])
+            )
+    elif hasattr(graph, "graph") and hasattr(graph.graph, "nodes"):
         from ._graph import node_records
+        from ._graph import symbol_hints as hints_of
 
-        name = type(graph).__name__
-        return _ext.plan_records(node_records(graph), name, mesh, place, devices_per_host, einsum_linearity, sym, cost_model, glob, greedy_algo, partial_passthrough, rule_set, extra)
-    raise ValueError(
-        "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule or None, got "
-        + type(graph).__name__
-    )
+        records = node_records(graph)
+        if symbol_hints:  # the example inputs' sizes, for the symbols ``sym`` leaves unbound
+            sym.update({k: v for k, v in hints_of(graph, records).items() if k not in sym})
+        result = _ext.plan_records(records, type(graph).__name__, *common)
+    else:
+        raise ValueError(
+            "ctshard.plan: graph must be FX graph text, a path, a torch.fx.GraphModule, a torch.export.ExportedProgram "
+            "or None, got " + type(graph).__name__
+        )
+    # the command line's warning, as a Python warning: over 5 % of the op nodes without a rule
+    fallback = _ext.fallback_warning(result["nodes_with_rule"], result["nodes_fallback"], result["fallback_ops"])
+    if fallback:
+        warnings.warn(f"ctshard.plan: {fallback}", FallbackWarning, stacklevel=_caller_level())
+    unbound = [s for s in result.get("symbols", ()) if not s["bound"]]
+    if unbound:
+        first = unbound[0]["name"]
+        warnings.warn(
+            f"ctshard.plan: unbound symbolic size{'s' if len(unbound) > 1 else ''} "
+            + ", ".join(f"{s['name']} (priced as {s['value']})" for s in unbound)
+            + ": a prime hint, never divisible by a mesh dim, so the plan's sizes and costs are not the real ones; "
+            f"bind with sym={{{first!r}: N}} (command line: --sym {first}=N), or plan the GraphModule traced from "
+            "example inputs (its ShapeEnv hints bind them)",
+            UnboundSymbolWarning, stacklevel=_caller_level())
+    return result
 
 
-def ops() -> dict:
+def ops() -> dict[str, Any]:
     """The op overloads that have a sharding rule, as ``ctshard ops --json``: ``{"ops": [...],
     "count": n}``."""
     return _ext.ops()
@@ -392,7 +489,29 @@ def format_spec(spec: str) -> str:
     return _ext.format_spec(spec)
 
 
-def __getattr__(name: str):
+def include_dir() -> str:
+    """The directory of the C++ headers installed with the package (``<site-packages>/ctshard/include``,
+    holding ``ctshard/ctshard.hpp``): ``-I$(python -c 'import ctshard; print(ctshard.include_dir())')``.
+    Raises FileNotFoundError when the package was not installed with them (a source tree)."""
+    return _package_path("include", "C++ headers")
+
+
+def cmake_dir() -> str:
+    """The directory of the CMake package installed with the package (``ctshardConfig.cmake``,
+    targets ``ctshard::ctshard`` and ``ctshard::registry``):
+    ``cmake -Dctshard_DIR=$(python -c 'import ctshard; print(ctshard.cmake_dir())')``, then
+    ``find_package(ctshard)``. Raises FileNotFoundError when the package was not installed with it."""
+    return _package_path(os.path.join("share", "cmake", "ctshard"), "CMake package")
+
+
+def _package_path(relative: str, what: str) -> str:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), relative)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"ctshard: no {what} in this installation ({path}); `pip install` the package to get them")
+    return path
+
+
+def __getattr__(name: str) -> Any:
     # `ctshard.torch` and `check_rule` import torch, so they load on first use only.
     if name == "check_rule":
         from ._check import check_rule

@@ -22,6 +22,7 @@ import torch.utils._pytree as pytree
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from ._args import GraphNames, MeshLike, PlacementLike, mesh_sizes, place_specs
 from ._placements import to_placements
 
 __all__ = ["auto_parallel", "ParallelPlan"]
@@ -63,13 +64,9 @@ def _mesh_sizes(mesh: Any) -> tuple[list[int], Any]:
     its DeviceMesh built now when a process group exists, else at ``apply``)."""
     from torch.distributed.device_mesh import DeviceMesh
 
+    sizes = mesh_sizes(mesh, "ctshard.torch.auto_parallel")
     if isinstance(mesh, DeviceMesh):
-        return list(mesh.shape), mesh
-    if isinstance(mesh, (str, bytes)) or not isinstance(mesh, Sequence):
-        raise TypeError(f"ctshard.torch.auto_parallel: mesh must be a DeviceMesh or a sequence of sizes, got {type(mesh).__name__}")
-    sizes = list(mesh)
-    if not sizes or any(not isinstance(s, int) or isinstance(s, bool) or s < 1 for s in sizes):
-        raise ValueError(f"ctshard.torch.auto_parallel: mesh sizes must be positive integers, got {sizes}")
+        return sizes, mesh
     return sizes, (_device_mesh(sizes) if _world_size() is not None else None)
 
 
@@ -286,6 +283,12 @@ class ParallelPlan:
     _capture: _Capture = dataclasses.field(repr=False)
     _device_mesh: Any = dataclasses.field(repr=False, default=None)
 
+    def dtensor_placements(self) -> dict[str, tuple[Any, ...]]:
+        """``parameter_placements`` as DTensor placements: parameter / buffer FQN -> a tuple of
+        ``Shard`` / ``Replicate`` / ``Partial`` / ``_StridedShard``, one per mesh dim, ready for
+        ``distribute_tensor(param, mesh, placements)``."""
+        return {fqn: to_placements(spec) for fqn, spec in self.parameter_placements.items()}
+
     def summary(self) -> str:
         """A per-layer table: layer (the FQN prefix of its parameters), the communication of the
         forward nodes traced inside it (µs; the backward's in one extra row), the per-device
@@ -466,20 +469,21 @@ def _plan_once(make_plan):
     return box[0]
 
 
-def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_budget_gib: float | None = None,
-                  optimizer: str = "adam", place: Mapping[str, str] | None = None,
+def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memory_budget_gib: float | None = None,
+                  optimizer: str = "adam", place: Mapping[str, PlacementLike] | None = None,
                   time_limit_s: float = 10.0) -> ParallelPlan:
     """Plan ``model``'s training step on ``mesh`` with ctshard's whole-graph planner.
 
     model: an ``nn.Module`` (plain tensors; not yet applied). example_inputs: its positional
-        inputs (a tensor or a tuple; global shapes). mesh: a ``DeviceMesh`` or mesh sizes (mesh
-        dim 0 first; then a DeviceMesh over the current world, whose size must equal their
-        product, else ValueError; without a process group the plan is made and ``apply`` builds
-        the mesh).
+        inputs (a tensor or a tuple; global shapes). mesh: a ``DeviceMesh``, or mesh sizes (a
+        sequence, mesh dim 0 first; one int; text ``"2x4"``), then a DeviceMesh over the current
+        world, whose size must equal their product, else ValueError; without a process group the
+        plan is made and ``apply`` builds the mesh.
     memory_budget_gib: per-device bound (GiB) on parameters + gradients + optimizer state + saved
         activations (the planner's training-step memory, docs/global_plan.md); None: no bound.
     optimizer: ``"adam"`` (2 states per parameter), ``"sgd"`` (none) or ``"sgd_momentum"`` (1).
-    place: pins, FQN of a parameter -> spec, or ``"inputs[i]"`` -> spec of example input i.
+    place: pins, FQN of a parameter or ``"inputs[i]"`` (example input i) -> spec text or DTensor
+        placements (``(Shard(0), Replicate())``); another name raises ValueError listing the valid ones.
     time_limit_s: the planner's time limit (s); the best plan so far comes with its gap.
 
     Raises ValueError for an unknown optimizer, a budget below the least one (naming it), a
@@ -509,15 +513,13 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: Any, *, memory_bu
     cap = _capture(model, example_inputs)
 
     pinned = {ph: "R" * len(sizes) for ph in cap.buffers.values()}
-    for key, spec in (place or {}).items():
-        if key in cap.params:
-            pinned[cap.params[key]] = spec
-        elif key.startswith("inputs[") and key.endswith("]") and key[7:-1].isdigit() and \
-                int(key[7:-1]) < len(cap.inputs) and cap.inputs[int(key[7:-1])]:
-            pinned[cap.inputs[int(key[7:-1])]] = spec
-        else:
-            raise ValueError(f"ctshard.torch.auto_parallel: place names {key!r}, which is neither a trainable parameter "
-                             f"of {type(model).__name__} nor 'inputs[i]' of a tensor input")
+    names = GraphNames([], {**cap.params, **{f"inputs[{i}]": ph for i, ph in enumerate(cap.inputs) if ph}})
+    try:
+        pinned.update(place_specs(place, "ctshard.torch.auto_parallel", names, ndim=len(sizes)))
+    except ValueError as e:  # an unknown name: the same error, saying what the names are
+        if "valid names" not in str(e):
+            raise
+        raise ValueError(f"{e} (trainable parameters of {type(model).__name__} and 'inputs[i]' of its tensor inputs)") from None
     memory_opts = _plan_memory_options(cap, memory_budget_gib, optimizer)
     result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
                                              time_limit_ms=float(time_limit_s) * 1000, **memory_opts))

@@ -19,6 +19,7 @@ expression string (``str(SymInt)``: ``"s77"``, ``"1024*s77"``, ``"(s1//2)"``), e
 from __future__ import annotations
 
 import operator
+import re
 from typing import Any
 
 import torch
@@ -152,3 +153,98 @@ def node_records(gm: torch.fx.GraphModule, depth: int = 0) -> list[tuple]:
         sub = _submodule(gm, node, depth)
         records.append(record if sub is None else record + (sub,))
     return records
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _record_symbols(records: list[tuple], found: set[str]) -> None:
+    """The identifiers in the records' symbolic sizes and Sym expressions (submodules' too)."""
+    for record in records:
+        for _dtype, shape in record[5]:
+            for s in shape or ():
+                if isinstance(s, str):
+                    found.update(_IDENT.findall(s))
+        if record[6]:
+            found.update(_IDENT.findall(record[6]))
+        if len(record) > 7:
+            _record_symbols(record[7], found)
+
+
+def symbol_hints(gm: torch.fx.GraphModule, records: list[tuple]) -> dict[str, int]:
+    """Symbol name -> its hint in the ShapeEnv of ``gm``'s fake values (the size of the example
+    input it was traced from: ``make_fx(..., tracing_mode="symbolic")``, ``torch.export`` with
+    ``Dim``), for the symbols that the graph's ``records`` (``node_records(gm)``) use. Symbols
+    without a hint (unbacked ones) are left out."""
+    env = None
+    for node in gm.graph.nodes:
+        vals = node.meta.get("val")
+        for v in vals if isinstance(vals, (list, tuple)) else (vals,):
+            sizes = list(v.shape) if hasattr(v, "shape") else [v]
+            env = next((s.node.shape_env for s in sizes if isinstance(s, torch.SymInt)), None)
+            if env is not None:
+                break
+        if env is not None:
+            break
+    if env is None:
+        return {}
+    used: set[str] = set()
+    _record_symbols(records, used)
+    hints = {}
+    values = getattr(env, "backed_var_to_val", None)  # torch 2.13's name (var_to_val is deprecated)
+    for symbol, value in (values if values is not None else getattr(env, "var_to_val", {})).items():
+        name = str(symbol)
+        if name in used:
+            try:
+                hints[name] = int(value)
+            except (TypeError, ValueError):
+                continue
+    return hints
+
+
+# call_function targets from these modules are PyTorch's Python-level API (torch.relu,
+# torch.nn.functional.linear): a graph holding them is not at the aten level
+_TORCH_FUNCTION_MODULES = ("torch", "torch.functional", "torch.nn.functional", "torch._C._nn", "torch._C._VariableFunctions",
+                           "torch._C._linalg", "torch._C._special", "torch._C._fft", "torch._tensor")
+
+
+def torch_level_nodes(gm: torch.fx.GraphModule) -> list[str]:
+    """The nodes that show ``gm`` is above the aten level (a Dynamo backend's graph,
+    ``torch.fx.symbolic_trace``): ``call_module`` and ``call_method`` nodes and calls of torch's
+    Python functions (``torch.relu``, ``torch._C._nn.linear``), as ``"call_module up"`` /
+    ``"torch.relu"``; empty for an aten-level graph (ops, higher-order ops, ``operator`` and
+    torch's private and ``sym_`` helpers)."""
+    op_types = (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch._ops.HigherOrderOperator)
+    found = []
+    for node in gm.graph.nodes:
+        if node.op in ("call_module", "call_method"):
+            found.append(f"{node.op} {node.target}")
+        elif node.op == "call_function" and not isinstance(node.target, op_types):
+            module = getattr(node.target, "__module__", None) or ""
+            name = getattr(node.target, "__name__", "") or ""
+            if module in _TORCH_FUNCTION_MODULES and not name.startswith(("_", "sym_")):
+                found.append(f"{module.replace('torch._C._nn', 'torch.nn.functional')}.{name}")
+    return found
+
+
+def needs_decomposition(gm: torch.fx.GraphModule) -> bool:
+    """Whether ``gm`` (a ``torch.export`` program's graph) calls an aten op outside the core ATen
+    IR (``linear``, ``layer_norm``, ``softmax.int``, ...: what ``run_decompositions()`` lowers)."""
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" \
+                and torch.Tag.core not in target.tags:
+            return True
+    return False
+
+
+def to_aten(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+    """``gm`` brought to the core ATen level: ``torch.export.export(gm, example_inputs)`` then
+    ``run_decompositions()`` (an ``ExportedProgram``; its signature names the parameters).
+    Raises ValueError naming the module when export fails."""
+    inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
+    try:
+        return torch.export.export(gm, inputs).run_decompositions()
+    except Exception as e:  # export's errors are of many types; the cause is kept
+        raise ValueError(f"ctshard.plan: cannot export {type(gm).__name__} with the example inputs to bring it to the aten level: "
+                         f"{type(e).__name__}: {str(e)[:500]}") from e

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch  # noqa: F401  (torch.distributed needs torch imported first)
@@ -12,7 +12,7 @@ from torch.distributed.tensor.placement_types import Placement, _StridedShard
 
 from . import _ext
 
-__all__ = ["to_placements", "to_spec"]
+__all__ = ["to_placements", "to_spec", "plan_placements"]
 
 
 def to_placements(spec: str) -> tuple[Placement, ...]:
@@ -55,3 +55,25 @@ def to_spec(placements: Any) -> str:
     if not isinstance(placements, Sequence):
         raise ValueError(f"ctshard.torch.to_spec: expected a sequence of placements, got {type(placements).__name__}")
     return "".join(_placement_text(p) for p in placements)
+
+
+def plan_placements(plan: Mapping[str, Any], program: Any = None) -> dict[str, list[tuple[Placement, ...]]]:
+    """The DTensor placements of a ``ctshard.plan`` result, ready for ``distribute_tensor`` or
+    ``redistribute``: op node name -> one placement tuple per output of the node
+    (``{"addmm": [(Shard(0), Shard(1))], ...}``), and for the inputs the plan places (``place``'s,
+    or with ``algo="global"`` every input's ``input_placements``) input name -> its one tuple
+    (``{"p_up_weight": [(Replicate(), Shard(0))]}``; an input not listed is Replicate). With
+    ``program`` (the ``torch.export`` ``ExportedProgram`` the plan was made from) a lifted
+    parameter, buffer or constant is keyed by its FQN (``"up.weight"``) instead of its
+    placeholder's name. Raises ValueError when ``plan`` has no ``nodes`` list."""
+    nodes = plan.get("nodes") if isinstance(plan, Mapping) else None
+    if not isinstance(nodes, list):
+        raise ValueError("ctshard.torch.plan_placements: plan must be a result of ctshard.plan (a dict with 'nodes')")
+    fqn_of: dict[str, str] = {}
+    for spec in getattr(getattr(program, "graph_signature", None), "input_specs", None) or ():
+        if isinstance(getattr(spec, "target", None), str) and hasattr(spec.arg, "name"):
+            fqn_of[spec.arg.name] = spec.target
+    inputs = plan.get("input_placements") or plan.get("placements") or {}
+    out = {fqn_of.get(name, name): [to_placements(spec)] for name, spec in inputs.items()}
+    out.update({fqn_of.get(n["name"], n["name"]): [to_placements(o) for o in n["outputs"]] for n in nodes})
+    return out

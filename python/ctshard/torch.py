@@ -2,7 +2,9 @@
 
 ``to_placements("S(0)P(sum)")`` gives ``(Shard(dim=0), Partial(sum))``, ready for
 ``DTensor.from_local``, ``distribute_tensor`` or ``redistribute``; ``to_spec`` turns a sequence of
-DTensor placements (or a DTensor, or a DTensorSpec) into ctshard's spec text.
+DTensor placements (or a DTensor, or a DTensorSpec) into ctshard's spec text;
+``plan_placements(plan)`` gives every node's planned outputs as DTensor placements (keyed by FQN for
+the lifted parameters and buffers of a ``torch.export`` program).
 
 ``run_plan(gm, plan, mesh, inputs, mode="dtensor")`` executes a plan of ``ctshard.plan(gm, ...)``
 on a DTensor ``DeviceMesh``: each op's tensor arguments are moved to ctshard's input specs with
@@ -22,8 +24,8 @@ import torch  # noqa: F401  (torch.distributed needs torch imported first)
 
 from ._auto import ParallelPlan, auto_parallel
 from ._dtensor_rules import import_dtensor_rule
-from ._placements import to_placements, to_spec
+from ._placements import plan_placements, to_placements, to_spec
 from ._run import PlanRun, collective_kind, planned_specs, run_plan
 
-__all__ = ["to_placements", "to_spec", "run_plan", "PlanRun", "planned_specs", "collective_kind", "auto_parallel", "ParallelPlan",
-           "import_dtensor_rule"]
+__all__ = ["to_placements", "to_spec", "plan_placements", "run_plan", "PlanRun", "planned_specs", "collective_kind", "auto_parallel",
+           "ParallelPlan", "import_dtensor_rule"]

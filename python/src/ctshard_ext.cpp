@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_main.hpp"
 #include "ctshard/fx/reader.hpp"
 #include "ctshard/graph/global_plan.hpp"
 #include "ctshard/graph/greedy.hpp"
@@ -821,6 +822,29 @@ NB_MODULE(_ext, m) {
   m.def("unregister_rule", &unregister_rule, nb::arg("op"));
   m.def("registered_rules", &registered_rules);
   m.def("ops", [] { return to_python(report::ops_json()); });
+  m.attr("__version__") = CTSHARD_VERSION;  // the CMake project version
+  m.def(
+      "fallback_warning",
+      [](std::size_t with_rule, std::size_t fallback, const std::map<std::string, std::size_t>& ops) {
+        return report::fallback_warning(with_rule, fallback, ops);
+      },
+      nb::arg("nodes_with_rule"), nb::arg("nodes_fallback"), nb::arg("fallback_ops"));
+  // The `ctshard` command line (the tool's own code, examples/cli): argv[0] is the program name;
+  // returns the exit status. Output goes to the process's standard output and error (file
+  // descriptors 1 and 2), as the tool's. The GIL is released while it runs.
+  m.def(
+      "cli",
+      [](const std::vector<std::string>& args) {
+        std::vector<std::string> owned = args;
+        if (owned.empty()) owned.emplace_back("ctshard");
+        std::vector<char*> argv;
+        argv.reserve(owned.size() + 1);
+        for (std::string& a : owned) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        nb::gil_scoped_release release;
+        return ctshard::tool::run_tool(static_cast<int>(owned.size()), argv.data());
+      },
+      nb::arg("argv"));
   m.def("spec_placements", &spec_placements, nb::arg("spec"));
   // Test hook: whether the GIL is held inside the region where the functions above do their work.
   m.def("_gil_held_during_work", [] { return without_gil([] { return json(PyGILState_Check() != 0); }); });

@@ -262,11 +262,24 @@ class Planner {
     return m;
   }
 
+  /// The graph's tensor placeholders, quoted and comma-separated (the first 40, then the count).
+  [[nodiscard]] std::string tensor_input_names() const {
+    std::string out;
+    std::size_t count = 0;
+    for (const Node& node : graph_.nodes) {
+      if (node.kind != "placeholder" || !node.sym_expr.empty()) continue;
+      if (++count <= 40) out += (count > 1 ? ", '" : "'") + node.name + "'";
+    }
+    if (count > 40) out += ", ... (" + std::to_string(count) + " in all)";
+    return count == 0 ? std::string("none") : out;
+  }
+
   void check_placements() {
     for (const auto& [name, spec] : options_.placements) {
       const Node* n = graph_.find(name);
       if (n == nullptr || n->kind != "placeholder")
-        throw error("ctshard plan: --place names '" + name + "', which is not an input (placeholder) of " + graph_.source_name);
+        throw error("ctshard plan: --place names '" + name + "', which is not an input (placeholder) of " + graph_.source_name +
+                    "; its tensor inputs: " + tensor_input_names());
       if (!n->sym_expr.empty())
         throw error("ctshard plan: --place names '" + name + "', a symbolic integer input (Sym(" + n->sym_expr + ")), not a tensor");
       if (spec.size() != mesh_.size())

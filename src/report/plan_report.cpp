@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <iomanip>
 #include <ostream>
+#include <sstream>
+#include <utility>
 #include <vector>
 
 #include "ctshard/error.hpp"
@@ -54,6 +56,22 @@ nlohmann::json plan_json(const Plan& plan, const PlanOptions& options) {
         {"batch_size", dp.value}, {"batch_size_text", dp.batch}, {"inferred", dp.inferred}, {"inputs", dp.inputs}, {"note", dp.note}};
   }
   return j;
+}
+
+std::string fallback_warning(std::size_t nodes_with_rule, std::size_t nodes_fallback, const std::map<std::string, std::size_t>& fallback_ops) {
+  const std::size_t op_nodes = nodes_with_rule + nodes_fallback;
+  if (op_nodes == 0 || static_cast<double>(nodes_fallback) <= fallback_warning_share * static_cast<double>(op_nodes)) return {};
+  std::vector<std::pair<std::string, std::size_t>> ops(fallback_ops.begin(), fallback_ops.end());
+  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::ostringstream text;
+  text << nodes_fallback << " of " << op_nodes << " op nodes (" << std::fixed << std::setprecision(1)
+       << 100.0 * static_cast<double>(nodes_fallback) / static_cast<double>(op_nodes)
+       << " %) fall back (no sharding rule, or a table past the enumeration limit: inputs Replicate), so the plan's costs say little: ";
+  for (std::size_t i = 0; i < ops.size() && i < 8; ++i) text << (i ? ", " : "") << ops[i].first << " x" << ops[i].second;
+  if (ops.size() > 8) text << ", ... (" << ops.size() << " ops)";
+  text << ". Is the graph at the aten level? Capture it with make_fx, AOT autograd or "
+          "torch.export(...).run_decompositions(), not a Dynamo backend's or symbolic_trace's graph";
+  return text.str();
 }
 
 void print_plan(const Plan& plan, const PlanOptions& options, std::ostream& out, std::span<const std::string_view> node_marks) {

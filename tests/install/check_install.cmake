@@ -26,6 +26,22 @@ run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/consumer -B ${WORK}/find -DCMAKE
 run(${CMAKE_COMMAND} --build ${WORK}/find -j ${JOBS})
 run(${WORK}/find/consumer)
 
+# One version source: the installed package's version file says the tool's `--version` (both the
+# project() version); the licence is installed beside the package.
+file(STRINGS ${WORK}/prefix/share/cmake/ctshard/ctshardConfigVersion.cmake version_line REGEX "^set\\(PACKAGE_VERSION ")
+if(NOT version_line MATCHES "\"([0-9]+\\.[0-9]+\\.[0-9]+)\"")
+  message(FATAL_ERROR "ctshardConfigVersion.cmake has no PACKAGE_VERSION: ${version_line}")
+endif()
+set(package_version ${CMAKE_MATCH_1})
+run(${TOOL} --version)
+if(NOT run_output STREQUAL "ctshard ${package_version}\n")
+  message(FATAL_ERROR "the CMake package is version ${package_version} but `ctshard --version` prints: ${run_output}")
+endif()
+if(NOT EXISTS ${WORK}/prefix/share/doc/ctshard/LICENSE)
+  message(FATAL_ERROR "the install has no share/doc/ctshard/LICENSE")
+endif()
+message(STATUS "CMake package version ${package_version} = ctshard --version; LICENSE installed")
+
 # The in-memory MLP against the tool on the same graph as text.
 set(mlp ${SOURCE}/examples/mlp.fx.txt)
 foreach(mode pinned free)

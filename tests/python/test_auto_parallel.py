@@ -112,6 +112,8 @@ def test_plan_without_process_group_fields():
     plan = ct.auto_parallel(model, inputs, [2, 2], time_limit_s=2.0)
     assert set(plan.parameter_placements) == {"up.weight", "up.bias", "down.weight", "down.bias"}
     assert all(len(ct.to_placements(s)) == 2 for s in plan.parameter_placements.values())
+    placements = plan.dtensor_placements()
+    assert {f: ct.to_spec(p) for f, p in placements.items()} == plan.parameter_placements
     assert plan.step_time_us >= plan.communication_us >= 0
     assert set(plan.memory_gib) == {"parameters", "gradients", "optimizer", "activations", "total"}
     params = sum(p.numel() * 4 for p in model.parameters()) / 2**30
@@ -150,17 +152,31 @@ def test_unknown_optimizer():
         ct.auto_parallel(model, inputs, [2, 2], optimizer="lamb")
 
 
-@pytest.mark.parametrize("mesh, exc", [([0, 2], ValueError), ("2x2", TypeError), (4, TypeError)])
+@pytest.mark.parametrize("mesh, exc", [([0, 2], ValueError), ("2y2", ValueError), (2.5, TypeError), (None, TypeError)])
 def test_bad_mesh(mesh, exc):
     model, inputs = _mlp()
     with pytest.raises(exc, match="mesh"):
         ct.auto_parallel(model, inputs, mesh)
 
 
+def test_mesh_text_and_placement_pins():
+    """A mesh as text and a pin as DTensor placements plan as the sizes and the spec text do."""
+    from torch.distributed.tensor import Replicate, Shard
+
+    model, inputs = _mlp()
+    by_text = ct.auto_parallel(model, inputs, "2x2", place={"up.weight": (Shard(0), Replicate())}, time_limit_s=2.0)
+    by_specs = ct.auto_parallel(model, inputs, [2, 2], place={"up.weight": "S(0)R"}, time_limit_s=2.0)
+    assert by_text.mesh == [2, 2]
+    assert by_text.parameter_placements["up.weight"] == "S(0)R"
+    assert by_text.dtensor_placements()["up.weight"] == (Shard(0), Replicate())
+    assert by_text.parameter_placements == by_specs.parameter_placements
+
+
 def test_unknown_pin():
     model, inputs = _mlp()
-    with pytest.raises(ValueError, match="'nope.weight'"):
+    with pytest.raises(ValueError, match="'nope.weight'") as info:
         ct.auto_parallel(model, inputs, [2, 2], place={"nope.weight": "RR"})
+    assert "valid names: 'up.weight', 'up.bias', 'down.weight', 'down.bias', 'inputs[0]'" in str(info.value)
 
 
 class _Untraceable(nn.Module):

@@ -49,12 +49,12 @@ def test_symbolic_graph_module_plans_like_its_printout():
     gm = make_fx(_block, tracing_mode="symbolic")(*_ARGS)
     text = gm.print_readable(print_output=False)
     for mesh, place in [([2, 2], _PLACE), ([8], {"x_1": "S(0)", "w_1": "S(0)"}), ([2, 2, 2], {"x_1": "S(0)RS(1)"})]:
-        from_module = ctshard.plan(gm, mesh=mesh, place=place)
+        from_module = ctshard.plan(gm, mesh=mesh, place=place, symbol_hints=False)  # the printout has no hints
         from_text = ctshard.plan(text, mesh=mesh, place=place)
         assert from_module["nodes"] == from_text["nodes"]
         assert from_module["total_cost_us"] == from_text["total_cost_us"]
         assert from_module["symbols"] == from_text["symbols"]
-    plan = ctshard.plan(gm, mesh=[2, 2], place=_PLACE)
+    plan = ctshard.plan(gm, mesh=[2, 2], place=_PLACE, symbol_hints=False)
     assert [s["value"] for s in plan["symbols"]] == [8191, 8209, 8219]
     assert not any(s["bound"] for s in plan["symbols"])
     assert "sym_size_int" not in {n["name"] for n in plan["nodes"]}  # not an op to plan
@@ -75,6 +75,63 @@ def test_bound_symbols_plan_like_the_static_trace():
     assert view["outputs"] == ["S(0)S(1)"] and view["cost_us"] == 0.0
     # printout and module agree when bound too
     assert ctshard.plan(gm.print_readable(print_output=False), mesh=[2, 2], place=_PLACE, sym=sym)["nodes"] == bound["nodes"]
+
+
+def test_graph_module_symbols_take_the_example_inputs_sizes():
+    """The ShapeEnv's hints bind the symbols: the plan is the static trace's, without a warning."""
+    import warnings
+
+    gm = make_fx(_block, tracing_mode="symbolic")(*_ARGS)
+    static = make_fx(_block, tracing_mode="fake")(*_ARGS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hinted = ctshard.plan(gm, mesh=[2, 2], place=_PLACE)
+    want = ctshard.plan(static, mesh=[2, 2], place=_PLACE)
+    assert (hinted["nodes"], hinted["total_cost_us"]) == (want["nodes"], want["total_cost_us"])
+    assert [(s["value"], s["bound"]) for s in hinted["symbols"]] == [(8, True), (16, True), (12, True)]
+    # sym wins over a hint
+    first = hinted["symbols"][0]["name"]
+    assert ctshard.plan(gm, mesh=[2, 2], sym={first: 24})["symbols"][0] == {"name": first, "value": 24, "bound": True}
+
+
+def test_export_with_a_dynamic_batch_plans_at_the_example_batch():
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = torch.nn.Linear(16, 64)
+
+        def forward(self, x):
+            return self.up(x).relu()
+
+    x = torch.randn(8, 16)
+    dynamic = torch.export.export(Net(), (x,), dynamic_shapes={"x": {0: torch.export.Dim("batch")}}).run_decompositions()
+    static = torch.export.export(Net(), (x,)).run_decompositions()
+    place = {"x": "S(0)R", "up.weight": "RS(0)"}
+    got, want = ctshard.plan(dynamic, mesh=[2, 4], place=place), ctshard.plan(static, mesh=[2, 4], place=place)
+    assert [(s["value"], s["bound"]) for s in got["symbols"]] == [(8, True)]
+    assert (got["nodes"], got["total_cost_us"]) == (want["nodes"], want["total_cost_us"])
+    with pytest.warns(ctshard.UnboundSymbolWarning):
+        unhinted = ctshard.plan(dynamic, mesh=[2, 4], place=place, symbol_hints=False)
+    assert unhinted["symbols"] == [{"name": got["symbols"][0]["name"], "value": 8191, "bound": False}]
+
+
+def test_unbound_symbols_warn_once_naming_them():
+    import warnings
+
+    text = make_fx(_block, tracing_mode="symbolic")(*_ARGS).print_readable(print_output=False)
+    with pytest.warns(ctshard.UnboundSymbolWarning) as caught:
+        plan = ctshard.plan(text, mesh=[2, 2])
+    names = [s["name"] for s in plan["symbols"]]
+    caught = [w for w in caught if w.category is ctshard.UnboundSymbolWarning]  # (the prime-sized view also falls back)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith(f"ctshard.plan: unbound symbolic sizes {names[0]} (priced as 8191), {names[1]} (priced as 8209), "
+                              f"{names[2]} (priced as 8219): a prime hint")
+    assert f"sym={{'{names[0]}': N}} (command line: --sym {names[0]}=N)" in message
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ctshard.plan(text, mesh=[2, 2], sym=dict(zip(names, [8, 16, 12])))
 
 
 def test_symbolic_integer_inputs_are_not_tensors():
@@ -120,7 +177,7 @@ def test_joint_graph_module_and_its_pytree_printout_agree():
         text = gm.print_readable(print_output=False)
         assert "fx_pytree.tree_flatten_spec" in text
         place = {"primals_1": "S(0)", "tangents_1": "S(1)"}
-        assert ctshard.plan(text, mesh=[2], place=place)["nodes"] == ctshard.plan(gm, mesh=[2], place=place)["nodes"]
+        assert ctshard.plan(text, mesh=[2], place=place)["nodes"] == ctshard.plan(gm, mesh=[2], place=place, symbol_hints=False)["nodes"]
 
 
 @pytest.mark.parametrize("sym, message", [

@@ -28,6 +28,16 @@ using graph::PlanOptions;
 /// with --data-parallel data_parallel ({batch_size, batch_size_text, inferred, inputs, note}).
 nlohmann::json plan_json(const Plan& plan, const PlanOptions& options);
 
+/// Share of a plan's op nodes (with a rule + fallback) above which `fallback_warning` warns.
+inline constexpr double fallback_warning_share = 0.05;
+
+/// The warning for a plan in which more than 5 % of the op nodes fall back (no rule, or a table
+/// past `--algo enumerate`'s limit: every input read Replicate; costs then mean little): the count and
+/// share, the fallback ops (most frequent first, at most 8) and how to capture an aten-level
+/// graph. Empty when the share is at most 5 % or the plan has no op node. The tool prints it on
+/// stderr (`plan`, unless --quiet), the Python package as a `warnings.warn`.
+std::string fallback_warning(std::size_t nodes_with_rule, std::size_t nodes_fallback, const std::map<std::string, std::size_t>& fallback_ops);
+
 /// Text rendering of a plan: the header (source and mesh, input placements, the data-parallel
 /// inputs and the symbols when there are any), one line per op node, then totals and the fallback
 /// ops. `node_marks`, when not empty, holds one text per node of `plan.nodes` ("" for none),
