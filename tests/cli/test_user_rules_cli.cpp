@@ -108,7 +108,7 @@ TEST_CASE("plan --rules on the Megatron joint graph: its custom ops' rules from 
     if (n["op"] == "tg.log_tensor.default") CHECK(n["inputs"][0] == "R");
 }
 
-TEST_CASE("--rules: a bad rules file names the rule and the entry", "[cli][rules][errors]") {
+TEST_CASE("rules file (--rules): a bad one names the rule and the entry", "[cli][rules][errors]") {
   const std::string table = "table --op mylib.x.default --shapes 4x4 --mesh 2 --inputs R";
   const auto error_of = [&](const std::string& text) {
     int status = 0;

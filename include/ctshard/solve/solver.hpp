@@ -598,9 +598,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   // a finished exact search with least value `least` (round fine units): nothing below it, and
   // nothing cheaper than the incumbents it was pruned against (a priced round: every labelling
   // within the target was seen, RoundPricing)
-  const auto finished = [&](fine_t least) {
-    return least >= inf || pricing.priced ? inc.upper() : std::min(inc.upper(), bound_of(least));
-  };
+  const auto finished = [&](fine_t least) { return least >= inf || pricing.priced ? inc.upper() : std::min(inc.upper(), bound_of(least)); };
   std::size_t live_nodes = 0, live_labels = 0, live_edges = 0;
   live_count(live_nodes, live_labels, live_edges);
   if (live_nodes == 0) {  // everything eliminated: the reconstruction is this round's optimum
@@ -1034,9 +1032,9 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     bool complete = false;
     ++r.stats.rounds;
     inc.lower = lower;
-    const cost_t lb = priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, until, r.stats, round == 0, complete,
-                                                   priced->pricing)
-                             : detail::solve_round(g, o, inc, scale, magnitude, until, r.stats, round == 0, complete);
+    const cost_t lb =
+        priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, until, r.stats, round == 0, complete, priced->pricing)
+               : detail::solve_round(g, o, inc, scale, magnitude, until, r.stats, round == 0, complete);
     lower = std::max(lower, lb);
     progress.tick(lower, inc.feasible_cost);
     if (is_forbidden(lb) && complete) {
