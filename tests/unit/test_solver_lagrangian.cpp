@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "ctshard/solve/limit_repair.hpp"
 #include "ctshard/solve/solver.hpp"
 
 using namespace ctshard::solve;

@@ -12,6 +12,7 @@
 #include "ctshard/expand/mesh_expansion.hpp"
 #include "ctshard/expand/single_dim_strategy.hpp"
 #include "ctshard/registry.hpp"
+#include "ctshard/registry/op_rule.hpp"
 #include "op_call_builders.hpp"
 
 using namespace ctshard;

@@ -788,6 +788,17 @@ struct LimitPenalty {
   int shift = 0;
 };
 
+__extension__ typedef __int128 penalty_wide;  ///< 128-bit sums of multipliers times usages
+
+/// Σ_k n_k·limit_k of `pen` over `g.limits` (128 bits: up to 2^54 · 2^60): what the penalised
+/// graph's cost adds over 2^shift·L(x) - 2^shift·g.constant.
+[[nodiscard]] inline penalty_wide penalty_offset(const CostGraph& g, const LimitPenalty& pen) {
+  using wide = penalty_wide;
+  wide offset = 0;
+  for (std::size_t k = 0; k < g.limits.size() && k < pen.numerators.size(); ++k) offset += static_cast<wide>(pen.numerators[k]) * g.limits[k].limit;
+  return offset;
+}
+
 /// The penalisation of `g` under `pen`: unaries 2^shift·cost + Σ_k n_k·usage (over limit k's
 /// members; forbidden stays forbidden), edges 2^shift·cost, constant 0, usages and limits kept.
 /// Its cost of x is 2^shift·L(x) - 2^shift·g.constant + Σ_k n_k·limit_k, where
@@ -906,8 +917,7 @@ struct LimitPenalty {
     CostGraph h = penalised_graph(g, pen);
     h.usage.clear();  // the relaxation: no limit
     h.limits.clear();
-    wide offset = 0;  // Σ n_k · limit_k, taken off after the solve (the constant need not hold it)
-    for (std::size_t k = 0; k < m; ++k) offset += static_cast<wide>(num[k]) * g.limits[k].limit;
+    const wide offset = penalty_offset(g, pen);  // taken off after the solve (the constant need not hold it)
     const SolveResult r = solve(h, so);
     if (r.lower_bound == std::numeric_limits<cost_t>::min() || is_forbidden(r.lower_bound)) break;
     const wide total = static_cast<wide>(r.lower_bound) + static_cast<wide>(g.constant) * (wide{1} << d) - offset;
@@ -1003,9 +1013,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
         // costs, the offset and the incumbent's image stay well inside the exact range
         CostGraph h = penalised_graph(g, pen);
         __extension__ typedef __int128 wide;
-        wide offset = 0;
-        for (std::size_t k = 0; k < g.limits.size(); ++k) offset += static_cast<wide>(pen.numerators[k]) * g.limits[k].limit;
-        const wide base = (static_cast<wide>(g.constant) << pen.shift) - offset;
+        const wide base = (static_cast<wide>(g.constant) << pen.shift) - penalty_offset(g, pen);
         const long double mh = detail::cost_magnitude(h);
         const long double room = std::ldexp(1.0L, 55);
         if (mh <= room && base < (wide{1} << 54) && -base < (wide{1} << 54)) {
