@@ -76,6 +76,10 @@ def spec_text(value: PlacementLike, where: str, argument: str) -> str:
     (a sequence, a single one, a DTensor or DTensorSpec) as ``ctshard.torch.to_spec`` writes them.
     TypeError for anything else, ValueError for a placement ctshard cannot express."""
     if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{where}: {argument} is not valid text (it has no UTF-8 form, e.g. a lone surrogate): {ascii(value)}") from None
         return value
     if hasattr(value, "placements") and not isinstance(value, (str, bytes)):
         value = value.placements

@@ -535,7 +535,7 @@ TEST_CASE("plan --global --free-inputs: inputs become variables, with the comput
   for (const auto& [name, b] : bytes) total += b;
   const double budget_gib = 0.3 * total / 1073741824.0;
   std::ostringstream cmd;
-  cmd << "plan --global --json --free-inputs --memory-budget-gib " << budget_gib << " --tie primals_2=primals_6";
+  cmd << "plan --global --json --quiet --free-inputs --memory-budget-gib " << budget_gib << " --tie primals_2=primals_6";
   const auto tight = nlohmann::json::parse(run_tool(cmd.str()));
   REQUIRE(tight["proven_optimal"].get<bool>());
   double local = 0;

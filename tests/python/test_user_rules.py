@@ -14,7 +14,7 @@ import ctshard
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "custom_rules"
-SHARED = Path(os.environ.get("CTSHARD_SHARED_DIR", HERE.parents[2].parent / "shared"))
+SHARED = Path(os.environ.get("CTSHARD_SHARED_DIR", HERE.parents[2] / "shared"))  # ../shared beside the repository
 JOINT = SHARED / "graphs" / "more" / "gpt_tp2_joint.fx.txt"
 
 ROPE_ROWS = [["S?(0)", "S?(0)", "R"], ["S?(1)", "S?(1)", "S?(0)"], ["S?(2)", "S?(2)", "R"]]
