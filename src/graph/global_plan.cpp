@@ -26,13 +26,14 @@ using solve::forbidden;
 
 /// A cost in microseconds as the graph's fixed point (ns): forbidden when infinite (DTensor's
 /// impossible redistributions), else rounded and within the solver's exact range. Throws
-/// ctshard::error naming `what` and the value otherwise (a redistribution of an exabyte tensor,
-/// a compute term at a vanishing rate).
-cost_t units_of(double us, const std::string& what) {
+/// ctshard::error naming `describe()` (the term, built only then) and the value otherwise (a
+/// redistribution of an exabyte tensor, a compute term at a vanishing rate).
+template <class Describe>
+cost_t units_of(double us, const Describe& describe) {
   if (std::isinf(us) && us > 0) return forbidden;
   const double u = std::round(us * units_per_us);
   if (!std::isfinite(u) || u > static_cast<double>(solve::max_exact_cost) || u < -static_cast<double>(solve::max_exact_cost))
-    throw error("ctshard plan --global: " + what + " of " + solve::number_text(us) + " us is outside the solver's exact range (|cost| <= 2^56 ns, " +
+    throw error("ctshard plan --global: " + describe() + " of " + solve::number_text(us) + " us is outside the solver's exact range (|cost| <= 2^56 ns, " +
                 solve::number_text(static_cast<double>(solve::max_exact_cost) / units_per_us) + " us)");
   return static_cast<cost_t>(u);
 }
@@ -84,10 +85,9 @@ std::string meta_key(const TensorMeta& m) {
   return k;
 }
 
-/// The memo of pair costs: an open-addressing table (linear probing, one allocation), so that
-/// tens of millions of entries cost 16 bytes each at half load and are freed at once (node-based
-/// maps took ~64 bytes an entry and seconds to free past the deadline). Its growth is charged to
-/// the request's memory budget.
+/// The memo of the pair costs that depend on the uneven-input bypass (a few per graph): an
+/// open-addressing table (linear probing, one allocation), 16 bytes an entry at half load, freed at
+/// once. Its growth is charged to the request's memory budget. Plain pairs live in DenseCosts.
 class CostMemo {
  public:
   /// The value of `key`, or nullptr.
@@ -134,6 +134,50 @@ class CostMemo {
   }
   std::vector<Slot> slots_;
   std::size_t mask_ = 0, size_ = 0;
+};
+
+/// The redistribution costs of each tensor meta between the specs it is read at, without the
+/// uneven-input bypass: per meta, every spec seen gets a local index (by first appearance) and each
+/// source spec a dense row over the local targets, filled on demand. An edge matrix then reads
+/// its cells row by row from one small table. GPT-2's training step on 2x2x2 asks 17.4 M cells of
+/// 41 metas (at most 1,000 specs each, 9.5 M distinct pairs, 13.9 M slots): a hash memo over
+/// (meta, source, target) missed the cache on nearly every cell. Rows grow as new specs appear,
+/// charged to the request's memory budget.
+class DenseCosts {
+ public:
+  static constexpr cost_t unset = std::numeric_limits<cost_t>::min();  // no cost is this low
+  /// The local index of spec id `spec` among `meta`'s, added when new.
+  std::uint32_t local(std::uint32_t meta, std::uint32_t spec) {
+    if (meta >= tables_.size()) tables_.resize(std::size_t{meta} + 1);
+    Table& t = tables_[meta];
+    if (spec >= t.local.size()) t.local.resize(std::size_t{spec} + 1, none);
+    if (t.local[spec] == none) t.local[spec] = t.count++;
+    return t.local[spec];
+  }
+  /// The slot of (local source, local target) of `meta` (both from local()): `unset` until
+  /// stored. The reference stays valid until the next call.
+  cost_t& slot(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, solve::MemoryBudget& budget) {
+    Table& t = tables_[meta];
+    if (src >= t.rows.size()) {
+      budget.charge((std::size_t{src} + 1 - t.rows.size()) * sizeof(std::vector<cost_t>), "ctshard plan --global: the table of redistribution costs");
+      t.rows.resize(std::size_t{src} + 1);
+    }
+    std::vector<cost_t>& row = t.rows[src];
+    if (dst >= row.size()) {
+      budget.charge((t.count - row.size()) * sizeof(cost_t), "ctshard plan --global: the table of redistribution costs");
+      row.resize(t.count, unset);
+    }
+    return row[dst];
+  }
+
+ private:
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  struct Table {
+    std::vector<std::uint32_t> local;          // spec id -> local index (none: not seen)
+    std::uint32_t count = 0;                   // local indices given
+    std::vector<std::vector<cost_t>> rows;     // per local source: the costs to local targets
+  };
+  std::vector<Table> tables_;
 };
 
 using SpecPool = Pool<Spec, std::string (*)(const Spec&)>;
@@ -626,14 +670,28 @@ class Builder {
   /// DTensor's infinite redistributions and for a target the op's uneven-input bypass would not
   /// let through from this source.
   cost_t pair_cost(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, UnevenInputs mode, bool bypass) {
+    if (!bypass) return plain_cost(meta, src, dst, dense_.local(meta, src), dense_.local(meta, dst));
     const std::uint64_t key =
-        (std::uint64_t{meta} << 42) | (std::uint64_t{src} << 22) | (std::uint64_t{dst} << 2) | (bypass ? (static_cast<std::uint64_t>(mode) + 1) : 0);
+        (std::uint64_t{meta} << 42) | (std::uint64_t{src} << 22) | (std::uint64_t{dst} << 2) | (static_cast<std::uint64_t>(mode) + 1);
     if (meta >= (1u << 22) || src >= (1u << 20) || dst >= (1u << 20)) throw error("ctshard plan --global: too many distinct specs or shapes");
     if (const cost_t* hit = memo_.find(key)) return *hit;
+    const cost_t c = computed_cost(meta, src, dst, mode, bypass);
+    memo_.insert(key, c, budget_);
+    return c;
+  }
+
+  /// pair_cost without the bypass, given the local indices of `src` and `dst` (DenseCosts::local).
+  cost_t plain_cost(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, std::uint32_t local_src, std::uint32_t local_dst) {
+    cost_t& c = dense_.slot(meta, local_src, local_dst, budget_);
+    if (c == DenseCosts::unset) c = computed_cost(meta, src, dst, UnevenInputs::reject, false);
+    return c;
+  }
+
+  /// pair_cost computed (not memoised).
+  cost_t computed_cost(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, UnevenInputs mode, bool bypass) const {
     const TensorMeta& m = metas_[meta];
     const Spec& s = specs_[src];
     const Spec& d = specs_[dst];
-    cost_t c = forbidden;
     const auto dims_ok = [&](const Spec& x) {
       for (const Placement& p : x)
         if (p.is_any_shard() && (p.dim < 0 || static_cast<std::size_t>(p.dim) >= m.shape.rank)) return false;
@@ -643,9 +701,8 @@ class Builder {
     if (allowed && bypass)
       allowed = mode == UnevenInputs::unchecked || (mode != UnevenInputs::reject && s == d) ||
                 (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
-    if (allowed) c = units_of(redistribute_cost(s, d, m, mesh_), "a redistribution " + to_string(s) + " -> " + to_string(d));
-    memo_.insert(key, c, budget_);
-    return c;
+    if (!allowed) return forbidden;
+    return units_of(redistribute_cost(s, d, m, mesh_), [&] { return "a redistribution " + to_string(s) + " -> " + to_string(d); });
   }
 
   /// Per-device compute time (µs) of op `i` under candidate `c`: the registry's FLOPs for the call
@@ -715,7 +772,7 @@ class Builder {
       if (global_.free_inputs)
         for (std::size_t c = 0; c < cv.count(); ++c)
           cg_.unary[ci][c] =
-              add_checked(cg_.unary[ci][c], units_of(compute_time(i, cv, c), "the compute term of node '" + op.name + "'"), "a unary cost");
+              add_checked(cg_.unary[ci][c], units_of(compute_time(i, cv, c), [&] { return "the compute term of node '" + op.name + "'"; }), "a unary cost");
     }
     add_ties();
     add_gradient_terms();
@@ -776,13 +833,23 @@ class Builder {
       // 32,768 entries here (8 GiB) and ran out of memory after a minute
       budget_.charge(std::size_t{e.rows} * e.cols * sizeof(cost_t) + key.size() + 64,
                      budget_what + " (" + std::to_string(e.rows) + " x " + std::to_string(e.cols) + " cost classes)");
+      // local indices into dense_ per input, looked up once per class rather than per cell
+      std::vector<std::uint32_t> row_local(std::size_t{e.rows} * ks.size()), col_local(std::size_t{e.cols} * ks.size());
+      for (std::size_t j = 0; j < ks.size(); ++j) {
+        for (std::uint32_t r = 0; r < e.rows; ++r) row_local[r * ks.size() + j] = dense_.local(meta[j], row_specs[r][j]);
+        for (std::uint32_t q = 0; q < e.cols; ++q) col_local[q * ks.size() + j] = dense_.local(meta[j], col_specs[q][2 * j]);
+      }
       e.matrix.reserve(std::size_t{e.rows} * e.cols);
       for (std::uint32_t r = 0; r < e.rows; ++r)
         for (std::uint32_t q = 0; q < e.cols; ++q) {
-          poll_.check("ctshard plan --global: " + what);
+          if (poll_.passed()) throw solve::time_limit_reached("ctshard plan --global: " + what + ": the time limit was reached");
           cost_t total = 0;
-          for (std::size_t j = 0; j < ks.size() && !solve::is_forbidden(total); ++j)
-            total = add_checked(total, pair_cost(meta[j], row_specs[r][j], col_specs[q][2 * j], mode, col_specs[q][2 * j + 1] != 0), "an edge cost");
+          for (std::size_t j = 0; j < ks.size() && !solve::is_forbidden(total); ++j) {
+            const std::uint32_t src = row_specs[r][j], dst = col_specs[q][2 * j];
+            const cost_t pair = col_specs[q][2 * j + 1] != 0 ? pair_cost(meta[j], src, dst, mode, true)
+                                                           : plain_cost(meta[j], src, dst, row_local[r * ks.size() + j], col_local[q * ks.size() + j]);
+            total = add_checked(total, pair, "an edge cost");
+          }
           e.matrix.push_back(feasibility && !solve::is_forbidden(total) ? 0 : total);
         }
       e.shared = std::make_shared<const std::vector<cost_t>>(std::move(e.matrix));
@@ -1179,6 +1246,7 @@ class Builder {
   std::map<std::size_t, std::size_t> op_var_;      // op index -> variable
   std::map<std::string, std::size_t> source_var_;  // free input -> variable
   CostMemo memo_;
+  DenseCosts dense_;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<cost_t>>> matrices_;  // edge matrices by content key
   solve::MemoryBudget budget_;
   solve::DeadlinePoll poll_;  ///< polled once per edge-matrix cell (each a memoised redistribution cost)

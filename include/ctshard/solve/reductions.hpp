@@ -375,22 +375,46 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       }
       return m;
     }
-    [[nodiscard]] fine_t get(std::uint32_t ra, std::uint32_t rb) const {
+    /// maxdiff(ra, rb), or some value above `enough` once the max is known to exceed it (the
+    /// caller's pair is then not dominated: most pairs stop within a few columns).
+    [[nodiscard]] fine_t get(std::uint32_t ra, std::uint32_t rb, fine_t enough) const {
       fine_t m = ra == rb ? 0 : -inf;
-      if (ra != rb)
-        for (auto c : used) {
-          const fine_t db = d(rb, c);
-          if (db >= inf) continue;
-          const fine_t da = d(ra, c);
-          if (da >= inf) {
-            m = inf;
-            break;
-          }
-          m = std::max(m, da - db);
+      if (ra == rb) return m;
+      if (!dense.empty()) {  // the same, on contiguous rows
+        const fine_t* xa = dense.data() + std::size_t{ra} * used.size();
+        const fine_t* xb = dense.data() + std::size_t{rb} * used.size();
+        for (std::size_t i = 0; i < used.size(); ++i) {
+          if (xb[i] >= inf) continue;
+          if (xa[i] >= inf) return inf;
+          m = std::max(m, xa[i] - xb[i]);
+          if (m > enough) return m;
         }
+        return m;
+      }
+      for (auto c : used) {
+        const fine_t db = d(rb, c);
+        if (db >= inf) continue;
+        const fine_t da = d(ra, c);
+        if (da >= inf) return inf;
+        m = std::max(m, da - db);
+        if (m > enough) return m;
+      }
       return m;
     }
+    /// Per own class, its costs at the columns in `used` (own x used, row-major): get() reads two
+    /// rows instead of striding through the edge's matrix when the node is its column side
+    /// (cache misses on every cell: most of GPT-2's training-step reductions on 2x2x2). Empty
+    /// when it would be larger than max_dense_cells.
+    std::vector<fine_t> dense;
+    /// When the node is the edge's row side: the matrix transposed (column c's costs contiguous),
+    /// for down_column(); empty when larger than max_dense_cells.
+    std::vector<fine_t> transposed;
+    /// d(r, c) read down column c (r varying fastest: the costs of many labels in one context).
+    [[nodiscard]] fine_t down_column(std::uint32_t r, std::uint32_t c) const {
+      return transposed.empty() ? d(r, c) : transposed[std::size_t{c} * own + r];
+    }
   };
+  constexpr std::size_t max_dense_cells = std::size_t{1} << 22;
   std::vector<Table> tables;
   for (auto ei : n.edges) {
     const WEdge& e = p.edges[ei];
@@ -433,6 +457,18 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
         t.min[r] = mn;
         t.max[r] = mn >= inf ? inf : mx;
         t.dear[r] = forbidden_seen ? inf : mx;
+      }
+    }
+    if (t.first && std::size_t{t.own} * t.oth <= max_dense_cells) {
+      t.transposed.resize(std::size_t{t.own} * t.oth);
+      for (std::uint32_t r = 0; r < t.own; ++r)
+        for (std::uint32_t c = 0; c < t.oth; ++c) t.transposed[std::size_t{c} * t.own + r] = e.d[std::size_t{r} * e.cols + c];
+    }
+    if (!t.first && std::size_t{t.own} * t.used.size() <= max_dense_cells) {
+      t.dense.resize(std::size_t{t.own} * t.used.size());
+      for (std::size_t i = 0; i < t.used.size(); ++i) {
+        const fine_t* column = e.d.data() + std::size_t{t.used[i]} * e.cols;
+        for (std::uint32_t r = 0; r < t.own; ++r) t.dense[std::size_t{r} * t.used.size() + i] = column[r];
       }
     }
     tables.push_back(std::move(t));
@@ -486,26 +522,28 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     if (keep[a]) by_cost.push_back(a);
   std::stable_sort(by_cost.begin(), by_cost.end(), [&](std::uint32_t x, std::uint32_t y) { return key_min[x] < key_min[y]; });
   if (by_cost.size() > opt.dominators) by_cost.resize(opt.dominators);
-  // in_context[a]: theta(a) plus a's costs at b's cheapest column of every edge (b's best
+  // in context: theta(a) plus a's costs at b's cheapest column of every edge (b's best
   // context), capped at inf; a can only dominate b when it is no dearer there than b
-  // (= key_min[b]). One contiguous pass per b rejects most pairs before the probe.
-  std::vector<fine_t> in_context(L);
+  // (= key_min[b]). Computed for the pairs that pass the key tests only (a pass over every a per
+  // b cost L^2 per edge: most of GPT-2's training-step reductions on 2x2x2).
+  std::vector<std::uint32_t> context(tables.size());  // per edge: b's cheapest column
   for (std::size_t b = 0; b < L; ++b) {
     if (!keep[b]) continue;
     const bool filter = key_min[b] < inf;
-    if (filter) {
-      for (std::size_t a = 0; a < L; ++a) in_context[a] = n.theta[a];
-      for (const auto& t : tables) {
-        if (t.used.empty()) continue;
-        const std::uint32_t c = t.lo[(*t.cls)[b]];
-        for (std::size_t a = 0; a < L; ++a) in_context[a] = std::min(in_context[a] + t.d((*t.cls)[a], c), inf);
-      }
-    }
+    if (filter)
+      for (std::size_t i = 0; i < tables.size(); ++i)
+        if (!tables[i].used.empty()) context[i] = tables[i].lo[(*tables[i].cls)[b]];
+    const auto in_context = [&](std::size_t a) {
+      fine_t x = n.theta[a];
+      for (std::size_t i = 0; i < tables.size(); ++i)
+        if (!tables[i].used.empty()) x = std::min(x + tables[i].down_column((*tables[i].cls)[a], context[i]), inf);
+      return x;
+    };
     for (const std::size_t a : by_cost) {
       if (key_min[a] > key_min[b]) break;
       if (a == b || !keep[a] || key_max[a] > key_max[b]) continue;
-      if (filter && in_context[a] > key_min[b]) continue;
       if (usage && n.usage[a] > n.usage[b]) continue;
+      if (filter && in_context(a) > key_min[b]) continue;
       fine_t total = n.theta[a] - n.theta[b];
       // cheap necessary condition first (see Table::probe)
       fine_t probe = total;
@@ -521,7 +559,7 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       }
       if (probe > 0) continue;
       for (const auto& t : tables) {
-        const fine_t m = t.get((*t.cls)[a], (*t.cls)[b]);
+        const fine_t m = t.get((*t.cls)[a], (*t.cls)[b], -total);
         if (m >= inf) {
           total = inf;
           break;
