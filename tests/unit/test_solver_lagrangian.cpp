@@ -3,7 +3,10 @@
 // limit binds (strictly above the optimum without the limit).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
+#include <limits>
+#include <utility>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -61,7 +64,98 @@ CostGraph random_graph(std::mt19937& rng) {
   return g;
 }
 
+/// The Lagrangian dual optimum max_{λ >= 0} min_x c(x) + λ(u(x) - B) of a graph with one limit,
+/// by enumeration: by LP duality, the least expected cost of a mix of two labellings whose expected
+/// usage keeps the limit (a labelling within it alone, or one over it mixed with one within it at
+/// usage B). As a long double.
+long double dual_optimum(const CostGraph& g) {
+  std::vector<std::pair<cost_t, std::int64_t>> points;  // (cost, usage) of every finite labelling
+  std::vector<std::uint32_t> x(g.num_nodes(), 0);
+  while (true) {
+    const cost_t c = g.evaluate(x);
+    if (!is_forbidden(c)) {
+      std::int64_t use = 0;
+      for (auto u : g.limits[0].nodes) use += g.usage[u][x[u]];
+      points.emplace_back(c, use);
+    }
+    std::size_t u = 0;
+    while (u < x.size() && ++x[u] == g.num_labels(u)) x[u++] = 0;
+    if (u == x.size()) break;
+  }
+  const std::int64_t b = g.limits[0].limit;
+  long double best = std::numeric_limits<long double>::infinity();
+  for (const auto& [cq, uq] : points) {
+    if (uq > b) continue;
+    best = std::min(best, static_cast<long double>(cq));
+    for (const auto& [cp, up] : points)
+      if (up > b) {
+        const long double t = static_cast<long double>(b - uq) / static_cast<long double>(up - uq);
+        best = std::min(best, cq + t * static_cast<long double>(cp - cq));
+      }
+  }
+  return best;
+}
+
 }  // namespace
+
+TEST_CASE("lagrangian bound: one limit reaches the dual optimum (breakpoints)", "[solve][lagrangian]") {
+  // the bound is ceil of L at the multiplier found, L <= the dual optimum; with exact tries the
+  // breakpoint steps end on the optimum's multiplier (up to its rounding to n / 2^d)
+  std::size_t at_optimum = 0;
+  for (unsigned seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = random_graph(rng);
+    const long double dual = dual_optimum(g);
+    const auto lb = lagrangian_bound(g, SolveOptions{}, Deadline::after(5.0));
+    INFO("seed " << seed << " dual optimum " << static_cast<double>(dual));
+    REQUIRE(lb.has_value());
+    CHECK(static_cast<long double>(*lb) <= std::ceil(dual - 1e-9L));
+    CHECK(static_cast<long double>(*lb) >= std::ceil(dual - 1e-9L) - 1);
+    if (static_cast<long double>(*lb) == std::ceil(dual - 1e-9L)) ++at_optimum;
+  }
+  CHECK(at_optimum >= 290);
+}
+
+TEST_CASE("limits dominance: labels dominated in cost and usage go first, the optimum stays", "[solve][lagrangian]") {
+  std::size_t removed = 0;
+  for (unsigned seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = random_graph(rng);
+    const cost_t opt = brute_force_optimum(g);
+    SolveOptions off;
+    off.limits_dominance = false;
+    const SolveResult with = solve(g), without = solve(g, off);
+    INFO("seed " << seed << " optimum " << opt);
+    CHECK(with.cost == opt);
+    CHECK(with.optimal);
+    CHECK(g.feasible(with.labels));
+    CHECK(g.evaluate(with.labels) == with.cost);
+    CHECK(without.cost == opt);
+    CHECK(without.stats.limits_dominated == 0);
+    removed += with.stats.limits_dominated;
+  }
+  CHECK(removed > 100);
+  // hand-made: node 0's label 1 costs more and uses more than label 0 in every context (removed);
+  // label 2 is cheaper but uses more (kept: it may break the limit, label 0 never does more)
+  CostGraph g;
+  g.add_node({10, 12, 4});
+  g.add_node({0, 1});
+  g.add_dense_edge(0, 1, {0, 5, 0, 6, 3, 9});
+  g.usage = {{5, 7, 9}, {1, 0}};
+  g.limits.push_back(UsageLimit{{0, 1}, 10});
+  std::size_t gone = 0;
+  const auto kept = detail::labels_within_limits(g, Deadline::after(5.0), {}, gone);
+  REQUIRE(kept.has_value());
+  CHECK((*kept)[0] == std::vector<std::uint32_t>{0, 2});
+  CHECK(gone == 1);
+  const SolveResult r = solve(g);
+  CHECK(r.stats.limits_dominated == 1);
+  CHECK(r.cost == brute_force_optimum(g));
+  CHECK(r.optimal);
+  // a protected label stays (the start labelling of a solve)
+  const std::vector<std::uint32_t> start{1, 0};
+  CHECK((*detail::labels_within_limits(g, Deadline::after(5.0), start, gone))[0] == std::vector<std::uint32_t>{0, 1, 2});
+}
 
 TEST_CASE("lagrangian bound: never above the constrained optimum on random graphs", "[solve][lagrangian]") {
   std::size_t above_unconstrained = 0;
@@ -90,8 +184,10 @@ TEST_CASE("lagrangian bound: the hand-computed value on two nodes", "[solve][lag
   // node 0: label 0 costs 0 with usage 10, label 1 costs 5 with usage 0; node 1: 0/10 and 3/0;
   // limit 10. Without the limit the optimum is 0 (usage 20); with it 3 (node 1 on label 1).
   // L(λ) = min(10λ, 5) + min(10λ, 3) - 10λ = 10λ (λ <= 0.3), 3 (0.3..0.5), 8 - 10λ (λ >= 0.5):
-  // max 3 on [0.3, 0.5]. The first λ (cost per usage of a typical node: (5 + 3) / 2 / (10 / 2) =
-  // 0.8) has subgradient -10, the next (0.4) has subgradient 0: bound 3.
+  // max 3 on [0.3, 0.5]. One limit, so the multiplier moves between breakpoints: λ = 0 gives
+  // (0, 0) (cost 0, usage 20, over); the least-usage labelling (1, 1) (cost 8, usage 0) is within;
+  // λ = (8 - 0) / (20 - 0) = 0.4 gives (0, 1) (cost 3, usage 10, within) and L = 3; λ = 3 / 10 =
+  // 0.3 gives L = 3 again and λ repeats: bound 3.
   CostGraph g;
   g.add_node({0, 5});
   g.add_node({0, 3});
