@@ -18,6 +18,7 @@
 /// forbid most pairs (instance A: 68 %), so single moves alone get stuck.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>

@@ -851,6 +851,26 @@ __extension__ typedef __int128 penalty_wide;  ///< 128-bit sums of multipliers t
   return h;
 }
 
+namespace detail {
+
+/// The options of a relaxation solved inside a solve (a Lagrangian try): `o` without search,
+/// start labelling, progress lines or trace.
+[[nodiscard]] inline SolveOptions relaxation_options(const SolveOptions& o) {
+  SolveOptions so = o;
+  so.search = false;
+  so.start.clear();
+  so.progress = nullptr;
+  so.trace = {};
+  return so;
+}
+
+/// ceil(total / 2^shift), exactly (a priced bound back in cost units).
+[[nodiscard]] inline penalty_wide ceil_shift(penalty_wide total, int shift) noexcept {
+  return total >= 0 ? (total + (penalty_wide{1} << shift) - 1) >> shift : -((-total) >> shift);
+}
+
+}  // namespace detail
+
 /// Lagrangian multipliers of the time steps of an interval limit as exact fractions: step
 /// (segment) t's multiplier is numerators[t] / 2^shift (cost units per usage unit).
 struct StepPenalty {
@@ -955,11 +975,7 @@ struct StepPenalty {
   const long double lambda0 = std::max(1.0L / den, cost_sum / std::max<std::size_t>(1, g.num_nodes()) / usage_scale);
   std::vector<long double> lambda(m, lambda0), lo(m, 0), hi(m, -1);
   std::optional<cost_t> best;
-  SolveOptions so = o;
-  so.search = false;
-  so.start.clear();
-  so.progress = nullptr;
-  so.trace = {};
+  SolveOptions so = detail::relaxation_options(o);
   so.deadline = until;
   for (std::size_t it = 0; it < iterations && !until.passed(); ++it) {
     // the integer numerators, clamped so every node's added usage term stays within the cap
@@ -982,8 +998,7 @@ struct StepPenalty {
     const SolveResult r = solve(h, so);
     if (r.lower_bound == std::numeric_limits<cost_t>::min() || is_forbidden(r.lower_bound)) break;
     const wide total = static_cast<wide>(r.lower_bound) + static_cast<wide>(g.constant) * (wide{1} << d) - offset;
-    const wide q = total >= 0 ? (total + (wide{1} << d) - 1) >> d : -((-total) >> d);  // ceil(total / 2^d)
-    const cost_t b = static_cast<cost_t>(q);
+    const cost_t b = static_cast<cost_t>(detail::ceil_shift(total, d));
     if (!best || b > *best) {
       best = b;
       if (best_penalty != nullptr) *best_penalty = pen;
@@ -1053,11 +1068,7 @@ inline std::optional<cost_t> interval_lagrangian(const CostGraph& g, const Inter
   const std::vector<std::int64_t> live = steps.live_counts();
   long double failed = 0, succeeded = 0;  // the largest μ whose repair failed, the least that succeeded (0: none)
   std::optional<cost_t> best;
-  SolveOptions so = o;
-  so.search = false;
-  so.start.clear();
-  so.progress = nullptr;
-  so.trace = {};
+  SolveOptions so = relaxation_options(o);
   for (std::size_t k = 0; k < tries && !until.passed(); ++k) {
     const Deadline slice = Deadline::after(until.remaining_s() / static_cast<double>(tries - k)).earlier(until);
     const auto n = static_cast<cost_t>(std::max(1.0L, std::round(std::ldexp(mu, d))));
@@ -1075,8 +1086,8 @@ inline std::optional<cost_t> interval_lagrangian(const CostGraph& g, const Inter
     if (r.lower_bound != std::numeric_limits<cost_t>::min() && !is_forbidden(r.lower_bound)) {
       const penalty_wide total = static_cast<penalty_wide>(r.lower_bound) + (static_cast<penalty_wide>(g.constant) << d) -
                                  step_penalty_offset(steps, pen, *g.interval_limit);
-      const penalty_wide q = total >= 0 ? (total + (penalty_wide{1} << d) - 1) >> d : -((-total) >> d);  // ceil(total / 2^d)
-      if (!best || q > *best) best = static_cast<cost_t>(q);
+      const auto q = static_cast<cost_t>(ceil_shift(total, d));
+      if (!best || q > *best) best = q;
     }
     if (!r.feasible) continue;  // no labelling in its share: the next share is longer
     std::vector<std::uint32_t> x = r.labels;
