@@ -166,7 +166,7 @@ TEST_CASE("interval penalisation: the priced cost and every Lagrangian bound", "
     // the heuristic's tries: a valid bound, every recorded plan feasible and at least the optimum
     detail::StepLimits step_limits(g);
     detail::Incumbents inc{g, {}, {}, &step_limits, {}, {}, forbidden, forbidden, nullptr, 0};
-    const auto lb = detail::interval_lagrangian(g, steps, SolveOptions{}, Deadline::after(5.0), 6, inc);
+    const auto lb = detail::interval_lagrangian(g, steps, SolveOptions{}, Deadline::after(5.0), 4, 0.5, inc);
     if (lb) {
       ++bounds;
       CHECK(*lb <= opt);

@@ -113,11 +113,14 @@ struct SolveOptions {
   /// With an interval limit (IOPDDL) and no feasible plan at the start: the share of the time
   /// left that the first round may use before its best labelling is repaired into a plan
   /// (repair_to_interval_limit); the rounds go on with the time left.
-  double interval_round_share = 0.25;
+  double interval_round_share = 0.1;
   /// With an interval limit, when the first round leaves no feasible plan proven optimal: the
-  /// tries of the Lagrangian heuristic (detail::interval_lagrangian) that share the time left; 0
-  /// turns it off.
-  std::size_t interval_lagrangian_tries = 8;
+  /// tries of the Lagrangian heuristic (detail::interval_lagrangian) looking for plans; 0 turns
+  /// the heuristic off.
+  std::size_t interval_lagrangian_tries = 3;
+  /// The share of the time left after the first round that the heuristic's last try (a lower
+  /// multiplier, for the bound) gets; the plan tries share the rest.
+  double interval_bound_share = 0.5;
   /// Progress lines show costs divided by this, followed by `progress_unit` (ctshard's sharding
   /// graphs: ns shown as µs; IOPDDL: the instance's units, no unit text).
   double progress_unit_scale = 1.0;
@@ -1049,37 +1052,37 @@ namespace detail {
 
 /// The Lagrangian heuristic of an interval limit (IOPDDL): for one multiplier μ on every time
 /// step with live nodes, the penalisation (interval_penalised_graph) is solved without search
-/// (reductions, the dual and its decoded labellings, `o`'s other settings) within a share of the
-/// time left, its best labelling is recorded and moved inside every step
-/// (repair_to_interval_limit), and μ moves geometrically: ×4 while the repair fails, /2 while it
-/// succeeds, then the geometric mean of the largest failing and the least succeeding μ (a lower
-/// μ prices usage less: cheaper plans nearer the limit). μ starts at first_step_multiplier. At
-/// most `tries` tries before `until`. Returns the best Lagrangian bound of the tries (each a
-/// relaxation: on every x keeping every step, Σ_t μ·(use_t(x) - limit) <= 0; computed exactly
-/// in 128 bits), std::nullopt when none was found or the costs leave no room for the prices.
+/// (reductions, the dual and its decoded labellings, `o`'s other settings), its best labelling is
+/// recorded and moved inside every step (repair_to_interval_limit). `primal_tries` tries share
+/// (1 - bound_share) of the time left: μ starts at first_step_multiplier and is multiplied by 4
+/// while the repair fails; once it succeeds the next tries look around that μ (×√2, ×1/√2, ×2,
+/// ×1/2: on IOPDDL A the plans are cheapest near the first μ, and a lower μ gives a poorer
+/// labelling of the penalisation within the same time). A last try gets the rest of the time at
+/// a quarter of that μ, for the bound (on A the best of the μ tried within 20 s: a lower μ costs
+/// less in Σ μ·limit, a higher one prices the steps). Returns the best Lagrangian bound of the
+/// tries (each a relaxation: on every x keeping every step, Σ_t μ·(use_t(x) - limit) <= 0;
+/// computed exactly in 128 bits), std::nullopt when none was found or the costs leave no room
+/// for the prices.
 inline std::optional<cost_t> interval_lagrangian(const CostGraph& g, const IntervalSteps& steps, const SolveOptions& o, const Deadline& until,
-                                                 std::size_t tries, Incumbents& inc) {
+                                                 std::size_t primal_tries, double bound_share, Incumbents& inc) {
   const long double magnitude = cost_magnitude(g);
   if (magnitude > std::ldexp(1.0L, 52) || steps.segments() == 0) return std::nullopt;
   int d = 0;  // 2^d · magnitude <= 2^52: room left for the usage terms
   while (d < 20 && std::ldexp(magnitude, d + 1) <= std::ldexp(1.0L, 52)) ++d;
-  long double mu = first_step_multiplier(g, steps);
-  if (mu <= 0) return std::nullopt;
+  long double anchor = first_step_multiplier(g, steps);
+  if (anchor <= 0) return std::nullopt;
   const std::vector<std::int64_t> live = steps.live_counts();
-  long double failed = 0, succeeded = 0;  // the largest μ whose repair failed, the least that succeeded (0: none)
   std::optional<cost_t> best;
   SolveOptions so = relaxation_options(o);
-  for (std::size_t k = 0; k < tries && !until.passed(); ++k) {
-    const Deadline slice = Deadline::after(until.remaining_s() / static_cast<double>(tries - k)).earlier(until);
+  // one try at μ within `slice`: its bound, its labelling recorded and repaired; false when no
+  // labelling was repaired (or μ's prices leave the exact range)
+  const auto attempt = [&](long double mu, const Deadline& slice) -> bool {
     const auto n = static_cast<cost_t>(std::max(1.0L, std::round(std::ldexp(mu, d))));
     StepPenalty pen{std::vector<cost_t>(steps.segments(), 0), d};
     for (std::size_t t = 0; t < steps.segments(); ++t)
       if (live[t] > 0) pen.numerators[t] = n;
     std::optional<CostGraph> h = interval_penalised_graph(g, steps, pen);
-    if (!h || cost_magnitude(*h) > std::ldexp(1.0L, 55)) {  // beyond the exact range: a smaller μ
-      mu = failed > 0 ? std::sqrt(failed * mu) : mu / 4;
-      continue;
-    }
+    if (!h || cost_magnitude(*h) > std::ldexp(1.0L, 55)) return false;
     so.deadline = slice;
     so.time_limit_s = std::max(0.0, slice.remaining_s());
     const SolveResult r = solve(*h, so);
@@ -1089,17 +1092,28 @@ inline std::optional<cost_t> interval_lagrangian(const CostGraph& g, const Inter
       const auto q = static_cast<cost_t>(ceil_shift(total, d));
       if (!best || q > *best) best = q;
     }
-    if (!r.feasible) continue;  // no labelling in its share: the next share is longer
-    std::vector<std::uint32_t> x = r.labels;
-    inc.consider(x);
-    const bool ok = repair_to_interval_limit(g, steps, x, until);
-    if (ok) inc.consider(x);
-    if (ok) succeeded = succeeded > 0 ? std::min(succeeded, mu) : mu;
-    else failed = std::max(failed, mu);
-    if (succeeded > 0 && failed > 0) mu = std::sqrt(failed * succeeded);
-    else mu = ok ? mu / 2 : mu * 4;
+    bool ok = false;
+    if (r.feasible) {
+      std::vector<std::uint32_t> x = r.labels;
+      inc.consider(x);
+      ok = repair_to_interval_limit(g, steps, x, until);
+      if (ok) inc.consider(x);
+    }
     if (inc.progress != nullptr) inc.progress->tick(std::max(inc.lower, best.value_or(inc.lower)), inc.feasible_cost);
+    return ok;
+  };
+  const Deadline primal_until = Deadline::after((1.0 - std::clamp(bound_share, 0.0, 1.0)) * until.remaining_s()).earlier(until);
+  const long double root2 = std::sqrt(2.0L);
+  const long double around[] = {root2, 1 / root2, 2, 0.5L};
+  bool found = false;
+  for (std::size_t k = 0, next = 0; k < primal_tries && !primal_until.passed(); ++k) {
+    const Deadline slice = Deadline::after(primal_until.remaining_s() / static_cast<double>(primal_tries - k)).earlier(primal_until);
+    const long double mu = found ? anchor * around[next++ % std::size(around)] : anchor;
+    const bool ok = attempt(mu, slice);
+    if (!found && ok) found = true;
+    else if (!found) anchor *= 4;
   }
+  if (bound_share > 0 && !until.passed()) attempt(anchor / 4, until);
   return best;
 }
 
@@ -1216,7 +1230,8 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     if (repair_after && !(!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) && !until.passed() && o.interval_lagrangian_tries > 0) {
       // no feasible plan proven optimal yet: the Lagrangian heuristic of the interval limit
       const auto t0 = clock::now();
-      if (const auto priced_lb = detail::interval_lagrangian(g, steps->steps, o, until, o.interval_lagrangian_tries, inc)) {
+      if (const auto priced_lb =
+              detail::interval_lagrangian(g, steps->steps, o, until, o.interval_lagrangian_tries, o.interval_bound_share, inc)) {
         lower = std::max(lower, *priced_lb);
         r.stats.lagrangian_bound = *priced_lb;
       }
