@@ -112,7 +112,8 @@ struct SolveOptions {
   bool priced_rounds = true;
   /// With an interval limit (IOPDDL) and no feasible plan at the start: the share of the time
   /// left that the first round may use before its best labelling is repaired into a plan
-  /// (repair_to_interval_limit); the rounds go on with the time left.
+  /// (repair_to_interval_limit); the Lagrangian heuristic of the steps gets the time left
+  /// (interval_lagrangian_tries), then the rounds go on.
   double interval_round_share = 0.1;
   /// With an interval limit, when the first round leaves no feasible plan proven optimal: the
   /// tries of the Lagrangian heuristic (detail::interval_lagrangian) looking for plans; 0 turns
@@ -906,6 +907,7 @@ struct StepPenalty {
   for (std::size_t u = 0; u < h.num_nodes(); ++u)
     for (std::size_t a = 0; a < h.unary[u].size(); ++a) {
       if (is_forbidden(h.unary[u][a])) continue;
+      if (per_node[u] > cap && g.usage[u][a] != 0) return std::nullopt;  // (the product stays within 128 bits below)
       const penalty_wide c = static_cast<penalty_wide>(h.unary[u][a]) + per_node[u] * g.usage[u][a];
       if (c > cap || c < -cap) return std::nullopt;
       h.unary[u][a] = static_cast<cost_t>(c);
