@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <ostream>
 
 #include "ctshard/error.hpp"
@@ -73,7 +75,12 @@ nlohmann::json iopddl_json(const std::string& path, const IopddlOptions& options
                  {"search_splits", s.search_splits},
                  {"rounds", s.rounds},
                  {"enforced_limits", s.enforced_limits},
+                 {"lagrangian_ms", s.lagrangian_ms},
+                 {"repair_ms", s.repair_ms},
                  {"peak_memory_bytes", s.peak_memory_bytes}};
+  // the Lagrangian bound of the usage limits or time steps; null when it was not computed
+  j["solver"]["lagrangian_bound"] =
+      s.lagrangian_bound == std::numeric_limits<std::int64_t>::min() ? nlohmann::json(nullptr) : nlohmann::json(s.lagrangian_bound);
   return j;
 }
 

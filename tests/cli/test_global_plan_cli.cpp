@@ -758,3 +758,20 @@ TEST_CASE("a solve over 1 s writes progress lines on stderr unless --quiet; the 
   split(run_tool(args + " --quiet"), quiet);
   CHECK(quiet.empty());
 }
+
+TEST_CASE("issue 24: IOPDDL A gets a feasible plan within 5 % of the contest's best in 60 s, with a valid bound", "[.][iopddl][slow]") {
+  const std::string a = std::string(CTSHARD_SHARED_DIR) + "/iopddl/asplos-2025-iopddl-A.json.gz";
+  if (!fs::exists(a)) {
+    WARN("../shared/iopddl not found: skipping");
+    return;
+  }
+  const auto j = nlohmann::json::parse(run_tool("iopddl " + a + " --json --quiet --time-limit-s 60"));
+  constexpr solve::cost_t best_known = 6548641531;  // the contest's best plan
+  REQUIRE(j["feasible"].get<bool>());
+  CHECK(j["status"] == "time_limit");
+  CHECK(j["cost"].get<solve::cost_t>() >= best_known);
+  CHECK(static_cast<double>(j["cost"].get<solve::cost_t>()) <= 1.05 * static_cast<double>(best_known));
+  CHECK(j["lower_bound"].get<solve::cost_t>() <= best_known);
+  CHECK(j["lower_bound"].get<solve::cost_t>() >= 5000000000);  // the Lagrangian bound: ~5.65e9 on one core
+  CHECK(j["seconds"].get<double>() < 66);                       // 10 % over the limit at most
+}

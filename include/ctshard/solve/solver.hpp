@@ -45,6 +45,7 @@
 #include "ctshard/solve/dual.hpp"
 #include "ctshard/solve/elimination.hpp"
 #include "ctshard/solve/interval_steps.hpp"
+#include "ctshard/solve/interval_repair.hpp"
 #include "ctshard/solve/limit_repair.hpp"
 #include "ctshard/solve/problem.hpp"
 #include "ctshard/solve/reductions.hpp"
@@ -118,6 +119,18 @@ struct SolveOptions {
   /// solves would repeat the same pairwise tests (~3 s each on GPT-2's training step on 2x2x2) to
   /// find a few hundred more labels.
   bool relaxation_dominance = true;
+  /// With an interval limit (IOPDDL) and no feasible plan at the start: the share of the time
+  /// left that the first round may use before its best labelling is repaired into a plan
+  /// (repair_to_interval_limit); the Lagrangian heuristic of the steps gets the time left
+  /// (interval_lagrangian_tries), then the rounds go on.
+  double interval_round_share = 0.1;
+  /// With an interval limit, when the first round leaves no feasible plan proven optimal: the
+  /// tries of the Lagrangian heuristic (detail::interval_lagrangian) looking for plans; 0 turns
+  /// the heuristic off.
+  std::size_t interval_lagrangian_tries = 3;
+  /// The share of the time left after the first round that the heuristic's last try (a lower
+  /// multiplier, for the bound) gets; the plan tries share the rest.
+  double interval_bound_share = 0.5;
   /// Progress lines show costs divided by this, followed by `progress_unit` (ctshard's sharding
   /// graphs: ns shown as µs; IOPDDL: the instance's units, no unit text).
   double progress_unit_scale = 1.0;
@@ -139,6 +152,7 @@ struct SolveStats {
   /// its time, ms.
   std::int64_t lagrangian_bound = std::numeric_limits<std::int64_t>::min();
   double lagrangian_ms = 0;
+  double repair_ms = 0;  ///< moving round optima inside the interval limit (repair_to_interval_limit)
   bool priced_rounds = false;  ///< the rounds searched the penalised graph (SolveOptions::priced_rounds)
   /// Labels removed before the Lagrangian bound as dominated in cost and usage
   /// (SolveOptions::limits_dominance), and that phase's time, ms.
@@ -854,6 +868,79 @@ __extension__ typedef __int128 penalty_wide;  ///< 128-bit sums of multipliers t
   return h;
 }
 
+namespace detail {
+
+/// The options of a relaxation solved inside a solve (a Lagrangian try): `o` without search,
+/// start labelling, progress lines or trace, with dominance as `o.relaxation_dominance` says.
+[[nodiscard]] inline SolveOptions relaxation_options(const SolveOptions& o) {
+  SolveOptions so = o;
+  so.search = false;
+  so.dominance = o.dominance && o.relaxation_dominance;
+  so.start.clear();
+  so.progress = nullptr;
+  so.trace = {};
+  return so;
+}
+
+/// ceil(total / 2^shift), exactly (a priced bound back in cost units).
+[[nodiscard]] inline penalty_wide ceil_shift(penalty_wide total, int shift) noexcept {
+  return total >= 0 ? (total + (penalty_wide{1} << shift) - 1) >> shift : -((-total) >> shift);
+}
+
+}  // namespace detail
+
+/// Lagrangian multipliers of the time steps of an interval limit as exact fractions: step
+/// (segment) t's multiplier is numerators[t] / 2^shift (cost units per usage unit).
+struct StepPenalty {
+  std::vector<cost_t> numerators;  ///< one per segment of IntervalSteps(g.intervals), >= 0
+  int shift = 0;
+};
+
+/// Per node, Σ_t n_t over the segments it lives over (prefix sums: O(n + segments)).
+[[nodiscard]] inline std::vector<penalty_wide> step_penalty_per_node(const IntervalSteps& steps, const StepPenalty& pen) {
+  std::vector<penalty_wide> prefix(steps.segments() + 1, 0);
+  for (std::size_t t = 0; t < steps.segments() && t < pen.numerators.size(); ++t) prefix[t + 1] = prefix[t] + pen.numerators[t];
+  for (std::size_t t = std::min(steps.segments(), pen.numerators.size()); t < steps.segments(); ++t) prefix[t + 1] = prefix[t];
+  std::vector<penalty_wide> out(steps.nodes(), 0);
+  for (std::size_t u = 0; u < steps.nodes(); ++u)
+    if (steps.first(u) < steps.last(u)) out[u] = prefix[steps.last(u)] - prefix[steps.first(u)];
+  return out;
+}
+
+/// The penalisation of `g`'s interval limit under `pen` (the time steps as usage limits, priced
+/// as in penalised_graph): unaries 2^shift·cost + usage·Σ_t n_t (over the segments the node lives
+/// over; forbidden stays forbidden), edges 2^shift·cost, constant 0, without usages or limits (a
+/// relaxation). Its cost of x is 2^shift·(L(x) - g.constant) + Σ_t n_t·limit with L(x) <= cost(x)
+/// on every x that keeps every step. Returns std::nullopt when a priced cost would leave
+/// [-2^54, 2^54] (the caller lowers the multipliers).
+[[nodiscard]] inline std::optional<CostGraph> interval_penalised_graph(const CostGraph& g, const IntervalSteps& steps, const StepPenalty& pen) {
+  LimitPenalty scale_only{{}, pen.shift};
+  CostGraph h = penalised_graph(g, scale_only);
+  const std::vector<penalty_wide> per_node = step_penalty_per_node(steps, pen);
+  const penalty_wide cap = penalty_wide{1} << 54;
+  for (std::size_t u = 0; u < h.num_nodes(); ++u)
+    for (std::size_t a = 0; a < h.unary[u].size(); ++a) {
+      if (is_forbidden(h.unary[u][a])) continue;
+      if (per_node[u] > cap && g.usage[u][a] != 0) return std::nullopt;  // (the product stays within 128 bits below)
+      const penalty_wide c = static_cast<penalty_wide>(h.unary[u][a]) + per_node[u] * g.usage[u][a];
+      if (c > cap || c < -cap) return std::nullopt;
+      h.unary[u][a] = static_cast<cost_t>(c);
+    }
+  h.usage.clear();
+  h.limits.clear();
+  h.intervals.clear();
+  h.interval_limit.reset();
+  return h;
+}
+
+/// Σ_t n_t·limit of `pen` over the segments of `steps` (what interval_penalised_graph's cost adds
+/// over 2^shift·(L(x) - g.constant)).
+[[nodiscard]] inline penalty_wide step_penalty_offset(const IntervalSteps& steps, const StepPenalty& pen, std::int64_t limit) {
+  penalty_wide offset = 0;
+  for (std::size_t t = 0; t < steps.segments() && t < pen.numerators.size(); ++t) offset += static_cast<penalty_wide>(pen.numerators[t]) * limit;
+  return offset;
+}
+
 /// The Lagrangian bound of the usage limits `g.limits` (the interval limit's steps stay out:
 /// dropping a constraint only relaxes). For multipliers λ_k >= 0 (cost per usage unit), the
 /// problem without limits whose unaries are cost + Σ_k λ_k·usage (over limit k's members) and
@@ -928,12 +1015,7 @@ __extension__ typedef __int128 penalty_wide;  ///< 128-bit sums of multipliers t
     if (!is_forbidden(c) && usage <= g.limits[0].limit) within = Side{true, c, usage};
   }
   std::optional<cost_t> best;
-  SolveOptions so = o;
-  so.search = false;
-  so.dominance = o.dominance && o.relaxation_dominance;
-  so.start.clear();
-  so.progress = nullptr;
-  so.trace = {};
+  SolveOptions so = detail::relaxation_options(o);
   so.deadline = until;
   for (std::size_t it = 0; it < iterations && !until.passed(); ++it) {
     // the integer numerators, clamped so every node's added usage term stays within the cap
@@ -956,8 +1038,7 @@ __extension__ typedef __int128 penalty_wide;  ///< 128-bit sums of multipliers t
     const SolveResult r = solve(h, so);
     if (r.lower_bound == std::numeric_limits<cost_t>::min() || is_forbidden(r.lower_bound)) break;
     const wide total = static_cast<wide>(r.lower_bound) + static_cast<wide>(g.constant) * (wide{1} << d) - offset;
-    const wide q = total >= 0 ? (total + (wide{1} << d) - 1) >> d : -((-total) >> d);  // ceil(total / 2^d)
-    const cost_t b = static_cast<cost_t>(q);
+    const cost_t b = static_cast<cost_t>(detail::ceil_shift(total, d));
     if (!best || b > *best) {
       best = b;
       if (best_penalty != nullptr) *best_penalty = pen;
@@ -1060,6 +1141,94 @@ namespace detail {
     r.edges.push_back(std::move(x));
   }
   return r;
+}
+
+/// The first multiplier of interval_lagrangian (cost per usage unit per time step): the sum over
+/// nodes of their finite unary cost range over the sum of their usage range times the segments
+/// they live over (a label change's cost against its usage over its lifetime). 0 when no node's
+/// usage varies.
+[[nodiscard]] inline long double first_step_multiplier(const CostGraph& g, const IntervalSteps& steps) {
+  long double cost_range = 0, usage_range = 0;
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) {
+    if (steps.first(u) >= steps.last(u)) continue;
+    cost_t lo = forbidden, hi = -forbidden;
+    for (const cost_t c : g.unary[u])
+      if (!is_forbidden(c)) {
+        lo = std::min(lo, c);
+        hi = std::max(hi, c);
+      }
+    if (lo <= hi) cost_range += static_cast<long double>(hi - lo);
+    const auto [umin, umax] = std::minmax_element(g.usage[u].begin(), g.usage[u].end());
+    usage_range += static_cast<long double>(*umax - *umin) * (steps.last(u) - steps.first(u));
+  }
+  return usage_range > 0 ? std::max(cost_range, 1.0L) / usage_range : 0;
+}
+
+/// The Lagrangian heuristic of an interval limit (IOPDDL): for one multiplier μ on every time
+/// step with live nodes, the penalisation (interval_penalised_graph) is solved without search
+/// (reductions, the dual and its decoded labellings, `o`'s other settings), its best labelling is
+/// recorded and moved inside every step (repair_to_interval_limit). `primal_tries` tries share
+/// (1 - bound_share) of the time left: μ starts at first_step_multiplier and is multiplied by 4
+/// while the repair fails; once it succeeds the next tries look around that μ (×√2, ×1/√2, ×2,
+/// ×1/2: on IOPDDL A the plans are cheapest near the first μ, and a lower μ gives a poorer
+/// labelling of the penalisation within the same time). A last try gets the rest of the time at
+/// a quarter of that μ, for the bound (on A the best of the μ tried within 20 s: a lower μ costs
+/// less in Σ μ·limit, a higher one prices the steps). Returns the best Lagrangian bound of the
+/// tries (each a relaxation: on every x keeping every step, Σ_t μ·(use_t(x) - limit) <= 0;
+/// computed exactly in 128 bits), std::nullopt when none was found or the costs leave no room
+/// for the prices.
+inline std::optional<cost_t> interval_lagrangian(const CostGraph& g, const IntervalSteps& steps, const SolveOptions& o, const Deadline& until,
+                                                 std::size_t primal_tries, double bound_share, Incumbents& inc) {
+  const long double magnitude = cost_magnitude(g);
+  if (magnitude > std::ldexp(1.0L, 52) || steps.segments() == 0) return std::nullopt;
+  int d = 0;  // 2^d · magnitude <= 2^52: room left for the usage terms
+  while (d < 20 && std::ldexp(magnitude, d + 1) <= std::ldexp(1.0L, 52)) ++d;
+  long double anchor = first_step_multiplier(g, steps);
+  if (anchor <= 0) return std::nullopt;
+  const std::vector<std::int64_t> live = steps.live_counts();
+  std::optional<cost_t> best;
+  SolveOptions so = relaxation_options(o);
+  // one try at μ within `slice`: its bound, its labelling recorded and repaired; false when no
+  // labelling was repaired (or μ's prices leave the exact range)
+  const auto attempt = [&](long double mu, const Deadline& slice) -> bool {
+    const auto n = static_cast<cost_t>(std::max(1.0L, std::round(std::ldexp(mu, d))));
+    StepPenalty pen{std::vector<cost_t>(steps.segments(), 0), d};
+    for (std::size_t t = 0; t < steps.segments(); ++t)
+      if (live[t] > 0) pen.numerators[t] = n;
+    std::optional<CostGraph> h = interval_penalised_graph(g, steps, pen);
+    if (!h || cost_magnitude(*h) > std::ldexp(1.0L, 55)) return false;
+    so.deadline = slice;
+    so.time_limit_s = std::max(0.0, slice.remaining_s());
+    const SolveResult r = solve(*h, so);
+    if (r.lower_bound != std::numeric_limits<cost_t>::min() && !is_forbidden(r.lower_bound)) {
+      const penalty_wide total = static_cast<penalty_wide>(r.lower_bound) + (static_cast<penalty_wide>(g.constant) << d) -
+                                 step_penalty_offset(steps, pen, *g.interval_limit);
+      const auto q = static_cast<cost_t>(ceil_shift(total, d));
+      if (!best || q > *best) best = q;
+    }
+    bool ok = false;
+    if (r.feasible) {
+      std::vector<std::uint32_t> x = r.labels;
+      inc.consider(x);
+      ok = repair_to_interval_limit(g, steps, x, until);
+      if (ok) inc.consider(x);
+    }
+    if (inc.progress != nullptr) inc.progress->tick(std::max(inc.lower, best.value_or(inc.lower)), inc.feasible_cost);
+    return ok;
+  };
+  const Deadline primal_until = Deadline::after((1.0 - std::clamp(bound_share, 0.0, 1.0)) * until.remaining_s()).earlier(until);
+  const long double root2 = std::sqrt(2.0L);
+  const long double around[] = {root2, 1 / root2, 2, 0.5L};
+  bool found = false;
+  for (std::size_t k = 0, next = 0; k < primal_tries && !primal_until.passed(); ++k) {
+    const Deadline slice = Deadline::after(primal_until.remaining_s() / static_cast<double>(primal_tries - k)).earlier(primal_until);
+    const long double mu = found ? anchor * around[next++ % std::size(around)] : anchor;
+    const bool ok = attempt(mu, slice);
+    if (!found && ok) found = true;
+    else if (!found) anchor *= 4;
+  }
+  if (bound_share > 0 && !until.passed()) attempt(anchor / 4, until);
+  return best;
 }
 
 }  // namespace detail
@@ -1179,17 +1348,39 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     bool complete = false;
     ++r.stats.rounds;
     inc.lower = lower;
+    // with an interval limit and no feasible plan yet, the first round gets a share of the time:
+    // its best labelling is then repaired into one (repair_to_interval_limit)
+    const bool repair_after = steps && round == 0 && is_forbidden(inc.feasible_cost);
+    const Deadline round_until = repair_after ? Deadline::after(o.interval_round_share * until.remaining_s()).earlier(until) : until;
     const cost_t lb =
-        priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, until, r.stats, round == 0, complete, priced->pricing)
-               : detail::solve_round(g, o, inc, scale, magnitude, until, r.stats, round == 0, complete);
+        priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, round_until, r.stats, round == 0, complete, priced->pricing)
+               : detail::solve_round(g, o, inc, scale, magnitude, round_until, r.stats, round == 0, complete);
     lower = std::max(lower, lb);
+    if (steps && !inc.relax_labels.empty() && !steps->keeps(inc.relax_labels)) {
+      // the round's best labelling moved inside every time step (repair_to_interval_limit)
+      std::vector<std::uint32_t> x = inc.relax_labels;
+      const auto t0 = clock::now();
+      if (repair_to_interval_limit(g, steps->steps, x, until)) inc.consider(x);
+      r.stats.repair_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    }
+    inc.lower = lower;
+    if (repair_after && !(!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) && !until.passed() && o.interval_lagrangian_tries > 0) {
+      // no feasible plan proven optimal yet: the Lagrangian heuristic of the interval limit
+      const auto t0 = clock::now();
+      if (const auto priced_lb =
+              detail::interval_lagrangian(g, steps->steps, o, until, o.interval_lagrangian_tries, o.interval_bound_share, inc)) {
+        lower = std::max(lower, *priced_lb);
+        r.stats.lagrangian_bound = *priced_lb;
+      }
+      r.stats.lagrangian_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    }
     progress.tick(lower, inc.feasible_cost);
     if (is_forbidden(lb) && complete) {
       infeasible = true;
       break;
     }
     if (!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) break;  // proven
-    if (!complete || until.passed()) {
+    if ((!complete && !repair_after) || until.passed()) {  // (a first round's share running out is not the end)
       timed_out = true;
       break;
     }
