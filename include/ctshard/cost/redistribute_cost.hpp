@@ -22,6 +22,11 @@
 namespace ctshard {
 
 namespace detail {
+/// An `on_step` that records nothing: the cost alone (transition_steps skips building the steps).
+struct IgnoreSteps {
+  constexpr void operator()(const RedistributeStep&) const noexcept {}
+};
+
 /// True when mesh dims [0, upto) shard tensor dim `d` identically in `a` and `b`: the same mesh
 /// dims, and a StridedShard of `d` with the same split factor (the nested-sharding check of
 /// `generate_greedy_transform_infos`, extended to StridedShard as its TODO says).
@@ -33,47 +38,50 @@ constexpr bool same_shard_prefix(const Spec& a, const Spec& b, std::size_t upto,
   return true;
 }
 
+/// The collective, comm volume (GiB) and cost (µs) of one mesh-dim transition.
+struct TransitionCost {
+  Collective collective = Collective::none;
+  double comm_gb = 0;
+  double cost_us = 0;
+};
+
 /// One mesh-dim transition with comm volume `gb` (GiB units), updating it
 /// (`_compute_placement_transition_cost`). Also prices a StridedShard side the way
 /// `_compute_placement_transition_cost` would price a Shard (all-gather to Replicate, local chunk
-/// from Replicate); the two-step StridedShard moves are split by `transition_steps`.
-constexpr RedistributeStep transition(std::size_t mesh_dim, Placement from, Placement to, double& gb, const MeshTopology& mesh) noexcept {
-  RedistributeStep s{mesh_dim, from, to, Collective::none, 0, 0};
+/// from Replicate); the two-step StridedShard moves are split by `transition_steps`. The cost
+/// alone: `transition` makes it a RedistributeStep (copying placements byte by byte on every
+/// priced pair stalled the cost-graph builder on store forwarding).
+constexpr TransitionCost transition_cost(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb, const MeshTopology& mesh) noexcept {
   const double n = static_cast<double>(mesh.sizes[mesh_dim]);
   if (from.is_any_shard() && to.is_replicate()) {
     gb *= n;
-    s.collective = Collective::all_gather;
-    s.comm_bytes = gb;
-    s.cost_us = allgather_cost(gb, mesh, mesh_dim);
-  } else if (from.is_any_shard() && to.is_any_shard()) {
-    s.collective = Collective::all_to_all;
-    s.comm_bytes = gb;
-    s.cost_us = all_to_all_cost(gb, mesh, mesh_dim);
-  } else if (from.is_partial() && to.is_replicate()) {
-    s.collective = Collective::all_reduce;
-    s.comm_bytes = gb;
-    s.cost_us = allreduce_cost(gb, mesh, mesh_dim);
-  } else if (from.is_partial() && to.is_any_shard()) {
-    s.collective = Collective::reduce_scatter;
-    s.comm_bytes = gb;
-    s.cost_us = reduce_scatter_cost(gb, mesh, mesh_dim);
-    gb /= n;
-  } else if (from.is_replicate() && to.is_any_shard()) {
-    gb /= n;
-  } else if (from.is_replicate() && to.is_partial()) {
-    // free: keep the value on one rank, zeros elsewhere
-  } else {  // Shard -> Partial, Partial(op) -> Partial(other op)
-    s.collective = Collective::impossible;
-    s.cost_us = infinite_cost;
+    return {Collective::all_gather, gb, allgather_cost(gb, mesh, mesh_dim)};
   }
-  s.comm_bytes *= 1024.0 * 1024.0 * 1024.0;
-  return s;
+  if (from.is_any_shard() && to.is_any_shard()) return {Collective::all_to_all, gb, all_to_all_cost(gb, mesh, mesh_dim)};
+  if (from.is_partial() && to.is_replicate()) return {Collective::all_reduce, gb, allreduce_cost(gb, mesh, mesh_dim)};
+  if (from.is_partial() && to.is_any_shard()) {
+    const TransitionCost t{Collective::reduce_scatter, gb, reduce_scatter_cost(gb, mesh, mesh_dim)};
+    gb /= n;
+    return t;
+  }
+  if (from.is_replicate() && to.is_any_shard()) {
+    gb /= n;
+    return {};
+  }
+  if (from.is_replicate() && to.is_partial()) return {};  // free: keep the value on one rank, zeros elsewhere
+  return {Collective::impossible, 0, infinite_cost};       // Shard -> Partial, Partial(op) -> Partial(other op)
+}
+
+/// transition_cost as a RedistributeStep (bytes, not GiB).
+constexpr RedistributeStep transition(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb, const MeshTopology& mesh) noexcept {
+  const TransitionCost t = transition_cost(mesh_dim, from, to, gb, mesh);
+  return RedistributeStep{mesh_dim, from, to, t.collective, t.comm_gb * 1024.0 * 1024.0 * 1024.0, t.cost_us};
 }
 
 /// True when DTensor 2.13 runs `from` -> `to` on one mesh dim through Replicate
 /// (`redistribute_local_tensor`): a StridedShard on either side of a shard -> shard move (all-gather,
 /// then a local chunk), or Partial -> StridedShard (all-reduce, then a local strided chunk).
-constexpr bool through_replicate(Placement from, Placement to) noexcept {
+constexpr bool through_replicate(const Placement& from, const Placement& to) noexcept {
   if (!from.is_strided_shard() && !to.is_strided_shard()) return false;
   return (from.is_any_shard() && to.is_any_shard()) || (from.is_partial() && to.is_strided_shard());
 }
@@ -81,11 +89,18 @@ constexpr bool through_replicate(Placement from, Placement to) noexcept {
 /// Calls `on_step` for the steps of one mesh-dim transition (one, or two through Replicate: see
 /// `through_replicate`) and returns their cost (µs).
 template <class OnStep>
-constexpr double transition_steps(std::size_t mesh_dim, Placement from, Placement to, double& gb, const MeshTopology& mesh, OnStep&& on_step) {
+constexpr double transition_steps(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb, const MeshTopology& mesh,
+                                  OnStep&& on_step) {
+  constexpr bool records = !std::is_same_v<std::remove_cvref_t<OnStep>, IgnoreSteps>;
   if (!through_replicate(from, to)) {
+    if constexpr (!records) return transition_cost(mesh_dim, from, to, gb, mesh).cost_us;
     const RedistributeStep s = transition(mesh_dim, from, to, gb, mesh);
     on_step(s);
     return s.cost_us;
+  }
+  if constexpr (!records) {
+    const double gather = transition_cost(mesh_dim, from, Replicate(), gb, mesh).cost_us;
+    return gather + transition_cost(mesh_dim, Replicate(), to, gb, mesh).cost_us;
   }
   const RedistributeStep gather = transition(mesh_dim, from, Replicate(), gb, mesh);
   const RedistributeStep chunk = transition(mesh_dim, Replicate(), to, gb, mesh);
@@ -111,7 +126,7 @@ constexpr double greedy_redistribute(const Spec& current, const Spec& target, co
   double gb = meta.bytes() / static_cast<double>(shards) / 1024.0 / 1024.0 / 1024.0;
   double total = 0;
   Spec state = current;
-  auto step = [&](std::size_t d, Placement to) {
+  auto step = [&](std::size_t d, const Placement& to) {
     total += transition_steps(d, state[d], to, gb, mesh, on_step);
     state[d] = to;
   };
@@ -157,7 +172,7 @@ constexpr double greedy_redistribute(const Spec& current, const Spec& target, co
 /// Redistribute cost in µs under the mesh's cost model (DTensor's by default: +inf where DTensor
 /// says so); see `redistribute_plan`.
 [[nodiscard]] constexpr double redistribute_cost(const Spec& current, const Spec& target, const TensorMeta& meta, const MeshTopology& mesh) {
-  const auto ignore = [](const RedistributeStep&) noexcept {};
+  const detail::IgnoreSteps ignore;
   return mesh.cost_model == CostModel::consistent ? detail::consistent_redistribute(current, target, meta, mesh, ignore)
                                                   : detail::greedy_redistribute(current, target, meta, mesh, ignore);
 }
