@@ -105,6 +105,8 @@ class _CollectiveLog(CommDebugMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = super().__torch_dispatch__(func, types, args, kwargs)
         by = self._calls.outer if getattr(self, "_calls", None) is not None else None
+        if by is not None and by.rpartition(".")[2] in _KINDS:  # the collective called itself: a redistribute
+            by = None
         if out is NotImplemented or isinstance(func, torch._ops.HigherOrderOperator):
             return out
         packet = func._overloadpacket
@@ -159,7 +161,8 @@ class _OuterCall(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if self.outer is not None:
             return func(*args, **(kwargs or {}))
-        self.outer = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or str(func)
+        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or str(func)
+        self.outer = name if "pybind11" not in name else getattr(func, "__name__", name)
         try:
             return func(*args, **(kwargs or {}))
         finally:
