@@ -378,9 +378,20 @@ def compare_collectives(result: dict) -> dict:
     priced = result["priced"]
     qi, qp = Counter(_key(c, mesh) for c in issued), Counter(_key(c, mesh) for c in priced)
     extra, missing = qi - qp, qp - qi
-    extra_by = Counter((c["by"] or "redistribute (input, module output or model output hook)", *_key(c, mesh)) for c in issued
-                       if _key(c, mesh) in extra)
-    missing_by = Counter((c["phase"], c["node"], *_key(c, mesh)) for c in priced if _key(c, mesh) in missing)
+    # the excess of each key, attributed to its last issuers (its first ones count as the
+    # priced ones; which instance of an equal key "is" the priced one is a convention)
+    seen, extra_by = Counter(), Counter()
+    for c in issued:
+        k = _key(c, mesh)
+        seen[k] += 1
+        if seen[k] > qp[k]:
+            extra_by[(c["by"] or "redistribute (input, module output or model output hook)", *k)] += 1
+    seen, missing_by = Counter(), Counter()
+    for c in priced:
+        k = _key(c, mesh)
+        seen[k] += 1
+        if seen[k] > qi[k]:
+            missing_by[(c["phase"], c["node"], *k)] += 1
     qe = Counter(_key(c, mesh) for c in result["executed"]["issued"])
     return {"priced_count": len(priced), "issued_count": len(issued),
             "executed_count": len(result["executed"]["issued"]), "executed_equal": qe == qp,
@@ -423,6 +434,8 @@ TABLE_HEADER = ("| model | mesh | plan | step µs modelled (hand plan's own pric
 
 def report(label: str, r: dict, ref: list[float]) -> bool:
     """Print one plan's checks; True when losses and placements hold."""
+    from collections import Counter
+
     err = max(abs(a - b) / abs(b) for a, b in zip(r["losses"], ref))
     same = r["placements"] == r["planned"]
     cmp = compare_collectives(r)
@@ -433,6 +446,11 @@ def report(label: str, r: dict, ref: list[float]) -> bool:
     print(f"   collectives of one step: priced {cmp['priced_count']} ({_kinds(r['priced'])}), {cmp['priced_bytes']:,.0f} B/rank;"
           f" issued (forward + loss + backward) {cmp['issued_count']}, {cmp['issued_bytes']:,.0f} B/rank:"
           f" {'EQUAL (kind, mesh dim, bytes)' if cmp['equal'] else 'DIFFERENT'}")
+    causes = Counter()
+    for (by, *_), n in cmp["issued_not_priced_by"].items():
+        causes[by.replace("torch::autograd::AccumulateGrad", "AccumulateGrad (the gradient hooks)")] += n
+    if causes:
+        print("   issued, not priced, by cause: " + ", ".join(f"{by} {n}" for by, n in causes.most_common()))
     for (by, kind, dim, size), n in sorted(cmp["issued_not_priced_by"].items(), key=str):
         print(f"     issued, not priced: {n} x {kind} mesh dim {dim} {size:.0f} B  by {by}")
     for (phase, node, kind, dim, size), n in sorted(cmp["priced_not_issued_at"].items(), key=str):

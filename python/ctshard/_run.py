@@ -107,6 +107,9 @@ class _CollectiveLog(CommDebugMode):
         by = self._calls.outer if getattr(self, "_calls", None) is not None else None
         if by is not None and by.rpartition(".")[2] in _KINDS:  # the collective called itself: a redistribute
             by = None
+        node = torch._C._current_autograd_node() if hasattr(torch._C, "_current_autograd_node") else None
+        if node is not None:  # in the backward: the autograd node running (MmBackward0, ...)
+            by = f"{by or 'backward'}: {node.name()}"
         if out is NotImplemented or isinstance(func, torch._ops.HigherOrderOperator):
             return out
         packet = func._overloadpacket

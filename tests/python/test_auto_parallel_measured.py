@@ -115,6 +115,11 @@ def test_training_under_apply_matches_single_process(result):
         assert r["issued"]["optimizer_step"] == [], name
         cmp = ap.compare_collectives(r)
         assert cmp["executed_equal"] and cmp["issued_count"] > 0
+        # every difference under apply is attributed, once
+        assert sum(cmp["issued_not_priced_by"].values()) == sum(cmp["issued_not_priced"].values()), name
+        assert sum(cmp["priced_not_issued_at"].values()) == sum(cmp["priced_not_issued"].values()), name
+        assert cmp["issued_count"] - sum(cmp["issued_not_priced"].values()) == \
+            cmp["priced_count"] - sum(cmp["priced_not_issued"].values()), name
 
 
 # ---------------------------------------------------------------------------------------------
