@@ -1,7 +1,7 @@
 """``examples/python/auto_parallel.py`` measured on a real 2x2 gloo group (4 CPU processes): the
 collectives a ``ParallelPlan`` prices against the ones issued, and the memory per rank it models
 against the bytes held, for the auto plan and the planner's DDP / FSDP / Megatron TP + FSDP
-hand plans of a GPT block (3 Adam steps each; one spawned group, about 40 s).
+hand plans of a GPT block (3 Adam steps each; one spawned group, 20-30 s).
 
 What is asserted (docs/auto_parallel.md, "Measured: collectives and memory"):
 
