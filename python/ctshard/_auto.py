@@ -264,6 +264,12 @@ class ParallelPlan:
     memory_gib: per device, GiB: ``parameters``, ``gradients``, ``optimizer``, ``activations``
         (forward values read by the backward), ``total``.
     proven_optimal, optimality_gap: the planner's proof (gap 0 = optimal within its model).
+    hand_plans: with ``auto_parallel(..., hand_plans=True)``, the planner's hand plans priced in
+        the same model (docs/global_plan.md, "Training step"): name (``"ddp"``, ``"fsdp"``,
+        ``"megatron_tp_fsdp"``) -> ``place`` (parameter FQN / ``"inputs[i]"`` -> spec: pass it
+        as ``auto_parallel(..., place=...)`` to get that plan as a ``ParallelPlan``),
+        ``step_time_us``, ``communication_us`` (its redistributions), ``memory_gib``, ``status``;
+        empty otherwise.
     mesh: the mesh sizes. plan: ``ctshard.plan``'s JSON; graph: the joint training graph.
     """
 
@@ -282,6 +288,43 @@ class ParallelPlan:
     graph: torch.fx.GraphModule = dataclasses.field(repr=False)
     _capture: _Capture = dataclasses.field(repr=False)
     _device_mesh: Any = dataclasses.field(repr=False, default=None)
+    hand_plans: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def priced_collectives(self) -> list[dict[str, Any]]:
+        """The collectives the plan prices for one training step, one dict per step: ``phase``
+        (``"forward"``, ``"backward"`` or ``"gradient"``: the reduction of a gradient to its
+        parameter's placement), ``node`` (the joint graph's node; for ``"gradient"`` the
+        parameter's FQN), ``input`` (the node's tensor input index; -1 for ``"gradient"``),
+        ``from`` / ``to`` (specs), ``collective`` (``all_gather``, ``reduce_scatter``,
+        ``all_reduce``, ``all_to_all``), ``mesh_dim``, ``bytes`` (per rank, ``ctshard.cost``'s
+        convention: an all-gather's gathered output, a reduce-scatter's full input) and
+        ``cost_us``. Every move is priced from the planned spec of the value to the spec the
+        node reads it at (``ctshard.cost`` with the plan's cost model, devices_per_host 8 as
+        ``ctshard.plan``'s default); the ``cost_us`` of the forward and backward steps sum to
+        ``communication_us``, those of the gradient steps to the plan's
+        ``gradient_reduction_us``."""
+        from ._run import _op_nodes, _priced_steps, _tensor_refs
+
+        cap = self._capture
+        specs = _specs(cap.gm, self.plan)
+        pricing = {"devices_per_host": int(self.plan.get("devices_per_host", 8)),
+                   "cost_model": self.plan.get("cost_model", "dtensor")}
+        out: list[dict[str, Any]] = []
+        for node, rec in zip(_op_nodes(cap.gm), self.plan["nodes"]):
+            phase = "backward" if node.name in cap.backward_nodes else "forward"
+            for i, (ref, dst) in enumerate(zip(_tensor_refs(node), rec["inputs"])):
+                src = (specs.get(ref.name) or [None])[0]
+                if src is None or src == dst:
+                    continue
+                for step in _priced_steps(ref.meta.get("val"), self.mesh, src, dst, pricing):
+                    out.append({"phase": phase, "node": node.name, "input": i, "from": src, "to": dst, **step})
+        nodes = {n.name: n for n in cap.gm.graph.nodes}
+        for fqn, grad in cap.grads.items():
+            src, dst = specs[grad][0], specs[cap.params[fqn]][0]
+            if src != dst:
+                for step in _priced_steps(nodes[grad].meta.get("val"), self.mesh, src, dst, pricing):
+                    out.append({"phase": "gradient", "node": fqn, "input": -1, "from": src, "to": dst, **step})
+        return out
 
     def dtensor_placements(self) -> dict[str, tuple[Any, ...]]:
         """``parameter_placements`` as DTensor placements: parameter / buffer FQN -> a tuple of
@@ -471,7 +514,7 @@ def _plan_once(make_plan):
 
 def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memory_budget_gib: float | None = None,
                   optimizer: str = "adam", place: Mapping[str, PlacementLike] | None = None,
-                  time_limit_s: float = 10.0) -> ParallelPlan:
+                  time_limit_s: float = 10.0, hand_plans: bool = False) -> ParallelPlan:
     """Plan ``model``'s training step on ``mesh`` with ctshard's whole-graph planner.
 
     model: an ``nn.Module`` (plain tensors; not yet applied). example_inputs: its positional
@@ -485,6 +528,9 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     place: pins, FQN of a parameter or ``"inputs[i]"`` (example input i) -> spec text or DTensor
         placements (``(Shard(0), Replicate())``); another name raises ValueError listing the valid ones.
     time_limit_s: the planner's time limit (s); the best plan so far comes with its gap.
+    hand_plans: also price DDP, FSDP (ZeRO-3) and Megatron TP + FSDP in the same model, each
+        with its own time limit (``ParallelPlan.hand_plans``; the request then takes up to four
+        limits).
 
     Raises ValueError for an unknown optimizer, a budget below the least one (naming it), a
     mesh whose size differs from the world size, a pin naming no parameter or input, and a
@@ -520,7 +566,11 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         if "valid names" not in str(e):
             raise
         raise ValueError(f"{e} (trainable parameters of {type(model).__name__} and 'inputs[i]' of its tensor inputs)") from None
+    if not isinstance(hand_plans, bool):
+        raise ValueError(f"ctshard.torch.auto_parallel: hand_plans must be True or False, got {hand_plans!r}")
     memory_opts = _plan_memory_options(cap, memory_budget_gib, optimizer)
+    if hand_plans:
+        memory_opts["hand_plans"] = True
     result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
                                              time_limit_ms=float(time_limit_s) * 1000, **memory_opts))
     if result.get("status") == "infeasible":
@@ -539,4 +589,22 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         memory_gib=_memory_gib(result),
         proven_optimal=bool(result.get("proven_optimal", False)),
         optimality_gap=float(result.get("optimality_gap", 0.0)),
-        mesh=sizes, optimizer=optimizer, plan=result, graph=cap.gm, _capture=cap, _device_mesh=device_mesh)
+        mesh=sizes, optimizer=optimizer, plan=result, graph=cap.gm, _capture=cap, _device_mesh=device_mesh,
+        hand_plans=_hand_plans(cap, result))
+
+
+def _hand_plans(cap: _Capture, result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The plan's ``hand_plans`` keyed by name, their placements by parameter FQN and
+    ``"inputs[i]"`` (buffers and tangents left out: buffers are pinned Replicate, tangents follow
+    their outputs)."""
+    names = {ph: fqn for fqn, ph in cap.params.items()}
+    names.update({ph: f"inputs[{i}]" for i, ph in enumerate(cap.inputs) if ph})
+    out: dict[str, dict[str, Any]] = {}
+    for hp in result.get("hand_plans", []) or []:
+        place = {names[ph]: spec for ph, spec in hp.get("input_placements", {}).items() if ph in names}
+        memory = hp.get("memory")
+        out[hp["name"]] = {"place": place, "step_time_us": float(hp.get("step_time_us", math.inf)),
+                           "communication_us": float(hp.get("redistribution_us", math.inf)),
+                           "memory_gib": {k: float(memory[k]) for k in _MEMORY_KEYS} if memory else None,
+                           "status": hp.get("status")}
+    return out

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.distributed.tensor import DeviceMesh, DTensor, Partial, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor._utils import compute_local_shape_and_global_offset, compute_local_stride
 from torch.distributed.tensor.debug import CommDebugMode
@@ -30,7 +31,7 @@ from . import _ext
 from ._graph import target_name
 from ._placements import to_placements, to_spec
 
-__all__ = ["run_plan", "PlanRun", "planned_specs", "collective_kind"]
+__all__ = ["run_plan", "PlanRun", "planned_specs", "collective_kind", "CollectiveLog"]
 
 _MODES = ("dtensor", "local")
 
@@ -103,6 +104,12 @@ class _CollectiveLog(CommDebugMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = super().__torch_dispatch__(func, types, args, kwargs)
+        by = self._calls.outer if getattr(self, "_calls", None) is not None else None
+        if by is not None and by.rpartition(".")[2] in _KINDS:  # the collective called itself: a redistribute
+            by = None
+        node = torch._C._current_autograd_node() if hasattr(torch._C, "_current_autograd_node") else None
+        if node is not None:  # in the backward: the autograd node running (MmBackward0, ...)
+            by = f"{by or 'backward'}: {node.name()}"
         if out is NotImplemented or isinstance(func, torch._ops.HigherOrderOperator):
             return out
         packet = func._overloadpacket
@@ -114,8 +121,55 @@ class _CollectiveLog(CommDebugMode):
                 "op": str(func),
                 "mesh_dim": self._mesh_dim(args, kwargs),
                 "bytes": max(_nbytes(args[0]) if args else 0, _nbytes(out)),
+                "by": by,
             })
         return out
+
+
+class CollectiveLog(_CollectiveLog):
+    """``CommDebugMode`` on a ``DeviceMesh`` that also records every collective's kind, mesh dim
+    and bytes per rank: ``log`` is a list of dicts ``collective`` (``all_gather``,
+    ``reduce_scatter``, ``all_reduce``, ``all_to_all``, ...), ``op``, ``mesh_dim`` (None for a
+    group that is no single mesh dim's) and ``bytes`` (the larger of the local input and output,
+    ``ctshard.cost``'s convention). Use it as a context manager around any DTensor code:
+    ``with CollectiveLog(mesh) as log: loss.backward()``. ValueError unless ``mesh`` is a
+    ``DeviceMesh``."""
+
+    def __init__(self, mesh: DeviceMesh):
+        if not isinstance(mesh, DeviceMesh):
+            raise ValueError(f"ctshard.torch.CollectiveLog: mesh must be a DeviceMesh, got {type(mesh).__name__}")
+        super().__init__({mesh.get_group(d).group_name: d for d in range(mesh.ndim)})
+        self._calls = None
+
+    def __enter__(self):
+        self._calls = _OuterCall()
+        self._calls.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self._calls.__exit__(*exc)
+            self._calls = None
+
+
+class _OuterCall(TorchFunctionMode):
+    """The outermost torch function running now (``outer``: its name, None outside any)."""
+
+    def __init__(self):
+        super().__init__()
+        self.outer: str | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if self.outer is not None:
+            return func(*args, **(kwargs or {}))
+        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or str(func)
+        self.outer = name if "pybind11" not in name else getattr(func, "__name__", name)
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.outer = None
 
 
 @dataclass

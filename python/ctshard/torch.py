@@ -25,7 +25,7 @@ import torch  # noqa: F401  (torch.distributed needs torch imported first)
 from ._auto import ParallelPlan, auto_parallel
 from ._dtensor_rules import import_dtensor_rule
 from ._placements import plan_placements, to_placements, to_spec
-from ._run import PlanRun, collective_kind, planned_specs, run_plan
+from ._run import CollectiveLog, PlanRun, collective_kind, planned_specs, run_plan
 
 __all__ = ["to_placements", "to_spec", "plan_placements", "run_plan", "PlanRun", "planned_specs", "collective_kind", "auto_parallel",
-           "ParallelPlan", "import_dtensor_rule"]
+           "ParallelPlan", "import_dtensor_rule", "CollectiveLog"]

@@ -109,7 +109,7 @@ def test_modules_import_in_a_fresh_interpreter_in_any_order(order):
         "assert t.to_placements is p.to_placements is r.to_placements and t.to_spec is p.to_spec is r.to_spec",
         "assert t.plan_placements is p.plan_placements",
         "assert ctshard.torch is t",
-        "assert t.__all__ == ['to_placements', 'to_spec', 'plan_placements', 'run_plan', 'PlanRun', 'planned_specs', 'collective_kind', 'auto_parallel', 'ParallelPlan', 'import_dtensor_rule']",
+        "assert t.__all__ == ['to_placements', 'to_spec', 'plan_placements', 'run_plan', 'PlanRun', 'planned_specs', 'collective_kind', 'auto_parallel', 'ParallelPlan', 'import_dtensor_rule', 'CollectiveLog']",
         "import ctshard._auto as a",
         "assert t.auto_parallel is a.auto_parallel and t.ParallelPlan is a.ParallelPlan",
         "assert t.to_spec(t.to_placements('S(0)P(sum)')) == 'S(0)P(sum)'",
