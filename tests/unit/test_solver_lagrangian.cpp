@@ -155,6 +155,12 @@ TEST_CASE("limits dominance: labels dominated in cost and usage go first, the op
   // a protected label stays (the start labelling of a solve)
   const std::vector<std::uint32_t> start{1, 0};
   CHECK((*detail::labels_within_limits(g, Deadline::after(5.0), start, gone))[0] == std::vector<std::uint32_t>{0, 1, 2});
+  // a start label out of range is an error before any label is removed (never a read past a node)
+  SolveOptions bad;
+  bad.start = {3, 0};
+  CHECK_THROWS_WITH(solve(g, bad), Catch::Contains("label 3 of node 0 out of range"));
+  bad.start = {0};
+  CHECK_THROWS_WITH(solve(g, bad), Catch::Contains("wrong size"));
 }
 
 TEST_CASE("lagrangian bound: never above the constrained optimum on random graphs", "[solve][lagrangian]") {

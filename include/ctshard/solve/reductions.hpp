@@ -407,13 +407,6 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     /// (cache misses on every cell: most of GPT-2's training-step reductions on 2x2x2). Empty
     /// when it would be larger than max_dense_cells.
     std::vector<fine_t> dense;
-    /// When the node is the edge's row side: the matrix transposed (column c's costs contiguous),
-    /// for down_column(); empty when larger than max_dense_cells.
-    std::vector<fine_t> transposed;
-    /// d(r, c) read down column c (r varying fastest: the costs of many labels in one context).
-    [[nodiscard]] fine_t down_column(std::uint32_t r, std::uint32_t c) const {
-      return transposed.empty() ? d(r, c) : transposed[std::size_t{c} * own + r];
-    }
   };
   constexpr std::size_t max_dense_cells = std::size_t{1} << 22;
   std::vector<Table> tables;
@@ -459,11 +452,6 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
         t.max[r] = mn >= inf ? inf : mx;
         t.dear[r] = forbidden_seen ? inf : mx;
       }
-    }
-    if (t.first && std::size_t{t.own} * t.oth <= max_dense_cells) {
-      t.transposed.resize(std::size_t{t.own} * t.oth);
-      for (std::uint32_t r = 0; r < t.own; ++r)
-        for (std::uint32_t c = 0; c < t.oth; ++c) t.transposed[std::size_t{c} * t.own + r] = e.d[std::size_t{r} * e.cols + c];
     }
     if (!t.first && std::size_t{t.own} * t.used.size() <= max_dense_cells) {
       t.dense.resize(std::size_t{t.own} * t.used.size());
@@ -537,7 +525,7 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     const auto in_context = [&](std::size_t a) {
       fine_t x = n.theta[a];
       for (std::size_t i = 0; i < tables.size(); ++i)
-        if (!tables[i].used.empty()) x = std::min(x + tables[i].down_column((*tables[i].cls)[a], context[i]), inf);
+        if (!tables[i].used.empty()) x = std::min(x + tables[i].d((*tables[i].cls)[a], context[i]), inf);
       return x;
     };
     for (const std::size_t a : by_cost) {

@@ -1243,9 +1243,12 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   const std::clock_t cpu_start = std::clock();
   const Deadline until = Deadline::after(o.time_limit_s, "SolveOptions::time_limit_s").earlier(o.deadline);
   g.validate();
+  if (!o.start.empty()) {
+    if (o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
+    (void)g.evaluate(o.start);  // a label out of range: ctshard::error naming it
+  }
   if (o.limits_dominance && o.reductions && o.dominance && !g.limits.empty() && !g.interval_limit) {
     // solve the graph without the labels dominated in cost and usage, then map the labels back
-    if (!o.start.empty() && o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
     std::size_t removed = 0;
     const auto kept = detail::labels_within_limits(g, until, o.start, removed);
     const double ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
@@ -1290,10 +1293,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     infeasible = !steps->propagate(inc.limits);  // single-node limits: labels no step admits
     inc.enforced.resize(inc.limits.size(), 0);
   }
-  if (!o.start.empty()) {
-    if (o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
-    inc.consider(o.start);
-  }
+  if (!o.start.empty()) inc.consider(o.start);
   if (!inc.limits.empty() || steps) inc.consider(least_usage_labels(g));
   // the rounds' graph when they search the Lagrangian penalisation (SolveOptions::priced_rounds)
   struct PricedRounds {
