@@ -33,7 +33,8 @@ cost_t units_of(double us, const Describe& describe) {
   if (std::isinf(us) && us > 0) return forbidden;
   const double u = std::round(us * units_per_us);
   if (!std::isfinite(u) || u > static_cast<double>(solve::max_exact_cost) || u < -static_cast<double>(solve::max_exact_cost))
-    throw error("ctshard plan --global: " + describe() + " of " + solve::number_text(us) + " us is outside the solver's exact range (|cost| <= 2^56 ns, " +
+    throw error("ctshard plan --global: " + describe() + " of " + solve::number_text(us) +
+                " us is outside the solver's exact range (|cost| <= 2^56 ns, " +
                 solve::number_text(static_cast<double>(solve::max_exact_cost) / units_per_us) + " us)");
   return static_cast<cost_t>(u);
 }
@@ -173,9 +174,9 @@ class DenseCosts {
  private:
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
   struct Table {
-    std::vector<std::uint32_t> local;          // spec id -> local index (none: not seen)
-    std::uint32_t count = 0;                   // local indices given
-    std::vector<std::vector<cost_t>> rows;     // per local source: the costs to local targets
+    std::vector<std::uint32_t> local;       // spec id -> local index (none: not seen)
+    std::uint32_t count = 0;                // local indices given
+    std::vector<std::vector<cost_t>> rows;  // per local source: the costs to local targets
   };
   std::vector<Table> tables_;
 };
@@ -771,8 +772,8 @@ class Builder {
       for (const auto& [pv, ks] : groups) cg_.add_edge(make_edge(pv, ci, ks, mode, false));
       if (global_.free_inputs)
         for (std::size_t c = 0; c < cv.count(); ++c)
-          cg_.unary[ci][c] =
-              add_checked(cg_.unary[ci][c], units_of(compute_time(i, cv, c), [&] { return "the compute term of node '" + op.name + "'"; }), "a unary cost");
+          cg_.unary[ci][c] = add_checked(
+              cg_.unary[ci][c], units_of(compute_time(i, cv, c), [&] { return "the compute term of node '" + op.name + "'"; }), "a unary cost");
     }
     add_ties();
     add_gradient_terms();
@@ -846,8 +847,9 @@ class Builder {
           cost_t total = 0;
           for (std::size_t j = 0; j < ks.size() && !solve::is_forbidden(total); ++j) {
             const std::uint32_t src = row_specs[r][j], dst = col_specs[q][2 * j];
-            const cost_t pair = col_specs[q][2 * j + 1] != 0 ? pair_cost(meta[j], src, dst, mode, true)
-                                                           : plain_cost(meta[j], src, dst, row_local[r * ks.size() + j], col_local[q * ks.size() + j]);
+            const cost_t pair = col_specs[q][2 * j + 1] != 0
+                                    ? pair_cost(meta[j], src, dst, mode, true)
+                                    : plain_cost(meta[j], src, dst, row_local[r * ks.size() + j], col_local[q * ks.size() + j]);
             total = add_checked(total, pair, "an edge cost");
           }
           e.matrix.push_back(feasibility && !solve::is_forbidden(total) ? 0 : total);

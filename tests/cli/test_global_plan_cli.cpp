@@ -773,5 +773,5 @@ TEST_CASE("issue 24: IOPDDL A gets a feasible plan within 5 % of the contest's b
   CHECK(static_cast<double>(j["cost"].get<solve::cost_t>()) <= 1.05 * static_cast<double>(best_known));
   CHECK(j["lower_bound"].get<solve::cost_t>() <= best_known);
   CHECK(j["lower_bound"].get<solve::cost_t>() >= 5000000000);  // the Lagrangian bound: ~5.65e9 on one core
-  CHECK(j["seconds"].get<double>() < 66);                       // 10 % over the limit at most
+  CHECK(j["seconds"].get<double>() < 66);                      // 10 % over the limit at most
 }

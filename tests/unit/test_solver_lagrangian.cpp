@@ -5,10 +5,10 @@
 
 #include <cmath>
 #include <cstddef>
-#include <limits>
-#include <utility>
 #include <cstdint>
+#include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "ctshard/solve/limit_repair.hpp"

@@ -51,7 +51,8 @@ struct TransitionCost {
 /// from Replicate); the two-step StridedShard moves are split by `transition_steps`. The cost
 /// alone: `transition` makes it a RedistributeStep (copying placements byte by byte on every
 /// priced pair stalled the cost-graph builder on store forwarding).
-constexpr TransitionCost transition_cost(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb, const MeshTopology& mesh) noexcept {
+constexpr TransitionCost transition_cost(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb,
+                                         const MeshTopology& mesh) noexcept {
   const double n = static_cast<double>(mesh.sizes[mesh_dim]);
   if (from.is_any_shard() && to.is_replicate()) {
     gb *= n;
@@ -69,11 +70,12 @@ constexpr TransitionCost transition_cost(std::size_t mesh_dim, const Placement& 
     return {};
   }
   if (from.is_replicate() && to.is_partial()) return {};  // free: keep the value on one rank, zeros elsewhere
-  return {Collective::impossible, 0, infinite_cost};       // Shard -> Partial, Partial(op) -> Partial(other op)
+  return {Collective::impossible, 0, infinite_cost};      // Shard -> Partial, Partial(op) -> Partial(other op)
 }
 
 /// transition_cost as a RedistributeStep (bytes, not GiB).
-constexpr RedistributeStep transition(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb, const MeshTopology& mesh) noexcept {
+constexpr RedistributeStep transition(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb,
+                                      const MeshTopology& mesh) noexcept {
   const TransitionCost t = transition_cost(mesh_dim, from, to, gb, mesh);
   return RedistributeStep{mesh_dim, from, to, t.collective, t.comm_gb * 1024.0 * 1024.0 * 1024.0, t.cost_us};
 }

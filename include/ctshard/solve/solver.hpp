@@ -44,8 +44,8 @@
 #include "ctshard/solve/cost_graph.hpp"
 #include "ctshard/solve/dual.hpp"
 #include "ctshard/solve/elimination.hpp"
-#include "ctshard/solve/interval_steps.hpp"
 #include "ctshard/solve/interval_repair.hpp"
+#include "ctshard/solve/interval_steps.hpp"
 #include "ctshard/solve/limit_repair.hpp"
 #include "ctshard/solve/problem.hpp"
 #include "ctshard/solve/reductions.hpp"
@@ -152,7 +152,7 @@ struct SolveStats {
   /// its time, ms.
   std::int64_t lagrangian_bound = std::numeric_limits<std::int64_t>::min();
   double lagrangian_ms = 0;
-  double repair_ms = 0;  ///< moving round optima inside the interval limit (repair_to_interval_limit)
+  double repair_ms = 0;        ///< moving round optima inside the interval limit (repair_to_interval_limit)
   bool priced_rounds = false;  ///< the rounds searched the penalised graph (SolveOptions::priced_rounds)
   /// Labels removed before the Lagrangian bound as dominated in cost and usage
   /// (SolveOptions::limits_dominance), and that phase's time, ms.
@@ -1053,8 +1053,7 @@ struct StepPenalty {
       (usage > g.limits[0].limit ? over : within) = Side{true, c, usage};
       if (!over.seen) break;  // the relaxation's optimum keeps the limit: nothing to price
       long double next = 0;
-      if (within.seen)
-        next = std::max(0.0L, static_cast<long double>(within.cost - over.cost) / static_cast<long double>(over.usage - within.usage));
+      if (within.seen) next = std::max(0.0L, static_cast<long double>(within.cost - over.cost) / static_cast<long double>(over.usage - within.usage));
       else next = lambda[0] == 0 ? lambda0 : 2 * lambda[0];
       if (std::llround(std::min(next * den, cap)) == num[0]) break;  // λ repeats
       lambda[0] = next;
@@ -1091,8 +1090,8 @@ namespace detail {
 /// (a labelling, or empty) are kept. std::nullopt when the limits are infeasible or `until`
 /// passed (then nothing is known to be removable).
 [[nodiscard]] inline std::optional<std::vector<std::vector<std::uint32_t>>> labels_within_limits(const CostGraph& g, const Deadline& until,
-                                                                                                std::span<const std::uint32_t> protect,
-                                                                                                std::size_t& removed) {
+                                                                                                 std::span<const std::uint32_t> protect,
+                                                                                                 std::size_t& removed) {
   removed = 0;
   const std::vector<char> all(g.limits.size(), 1);
   Problem p(g, 1, &all, &g.limits);
@@ -1352,9 +1351,9 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     // its best labelling is then repaired into one (repair_to_interval_limit)
     const bool repair_after = steps && round == 0 && is_forbidden(inc.feasible_cost);
     const Deadline round_until = repair_after ? Deadline::after(o.interval_round_share * until.remaining_s()).earlier(until) : until;
-    const cost_t lb =
-        priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, round_until, r.stats, round == 0, complete, priced->pricing)
-               : detail::solve_round(g, o, inc, scale, magnitude, round_until, r.stats, round == 0, complete);
+    const cost_t lb = priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, round_until, r.stats, round == 0,
+                                                   complete, priced->pricing)
+                             : detail::solve_round(g, o, inc, scale, magnitude, round_until, r.stats, round == 0, complete);
     lower = std::max(lower, lb);
     if (steps && !inc.relax_labels.empty() && !steps->keeps(inc.relax_labels)) {
       // the round's best labelling moved inside every time step (repair_to_interval_limit)
@@ -1367,8 +1366,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     if (repair_after && !(!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) && !until.passed() && o.interval_lagrangian_tries > 0) {
       // no feasible plan proven optimal yet: the Lagrangian heuristic of the interval limit
       const auto t0 = clock::now();
-      if (const auto priced_lb =
-              detail::interval_lagrangian(g, steps->steps, o, until, o.interval_lagrangian_tries, o.interval_bound_share, inc)) {
+      if (const auto priced_lb = detail::interval_lagrangian(g, steps->steps, o, until, o.interval_lagrangian_tries, o.interval_bound_share, inc)) {
         lower = std::max(lower, *priced_lb);
         r.stats.lagrangian_bound = *priced_lb;
       }
@@ -1380,7 +1378,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
       break;
     }
     if (!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) break;  // proven
-    if ((!complete && !repair_after) || until.passed()) {  // (a first round's share running out is not the end)
+    if ((!complete && !repair_after) || until.passed()) {                       // (a first round's share running out is not the end)
       timed_out = true;
       break;
     }
