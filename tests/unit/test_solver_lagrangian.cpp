@@ -278,3 +278,80 @@ TEST_CASE("limit repair: the hand-worked two-node case takes the cheaper saving"
   CHECK_FALSE(repair_to_limits(g, x));
   CHECK(g.evaluate(x) != forbidden);
 }
+
+namespace {
+
+/// Random graph whose nodes fall apart once a hub is labelled: a hub (2 labels) joined to 2..4
+/// chains of 1..2 nodes (3 labels each), unary in [-20, 40], usage in [0, 12], edge costs in
+/// [0, 30], one limit over every node between the least and the largest usage sum.
+CostGraph hub_and_chains(std::mt19937& rng) {
+  const auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  CostGraph g;
+  std::int64_t least = 0, most = 0;
+  const auto node = [&](int labels) {
+    std::vector<cost_t> c;
+    std::vector<std::int64_t> use;
+    for (int a = 0; a < labels; ++a) {
+      c.push_back(pick(-20, 40));
+      use.push_back(pick(0, 12));
+    }
+    least += *std::min_element(use.begin(), use.end());
+    most += *std::max_element(use.begin(), use.end());
+    g.usage.push_back(use);
+    return g.add_node(c);
+  };
+  const auto edge = [&](std::uint32_t u, std::uint32_t v) {
+    std::vector<cost_t> m(g.num_labels(u) * g.num_labels(v));
+    for (auto& c : m) c = pick(0, 30);
+    g.add_dense_edge(u, v, m);
+  };
+  const std::uint32_t hub = node(2);
+  for (int c = pick(2, 4); c > 0; --c) {
+    std::uint32_t prev = hub;
+    for (int k = pick(1, 2); k > 0; --k) {
+      const std::uint32_t v = node(3);
+      edge(prev, v);
+      prev = v;
+    }
+  }
+  UsageLimit l;
+  for (std::uint32_t u = 0; u < g.num_nodes(); ++u) l.nodes.push_back(u);
+  l.limit = pick(static_cast<int>(least), static_cast<int>(most));
+  g.limits.push_back(l);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("search under one limit: the parts apart, each by its cost and usage frontier", "[solve][lagrangian][search]") {
+  // only the search (no reductions or dual; with and without the Lagrangian's priced rounds):
+  // once the hub is labelled the chains are searched apart and their frontiers combined
+  std::size_t splits = 0, priced_splits = 0, infeasible = 0;
+  for (unsigned seed = 0; seed < 200; ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = hub_and_chains(rng);
+    const cost_t opt = brute_force_optimum(g);
+    INFO("seed " << seed << " optimum " << opt);
+    SolveOptions o;
+    o.reductions = false;
+    o.dual = false;
+    o.limits_dominance = false;
+    for (const double share : {0.0, 0.5}) {
+      o.lagrangian_share = share;
+      const SolveResult r = solve(g, o);
+      if (is_forbidden(opt)) {
+        CHECK(!r.feasible);
+        ++infeasible;
+        continue;
+      }
+      CHECK(r.cost == opt);
+      CHECK(r.optimal);
+      CHECK(g.feasible(r.labels));
+      CHECK(g.evaluate(r.labels) == opt);
+      (share > 0 ? priced_splits : splits) += r.stats.search_splits;
+    }
+  }
+  CHECK(splits > 100);
+  CHECK(priced_splits > 20);
+  CHECK(infeasible == 0);  // the limit is at least the least usage sum
+}

@@ -16,7 +16,16 @@
 /// (no edge between them; edges to labelled nodes are already in h), their completions are
 /// independent, and each is searched on its own for its best completion — the sum of the parts
 /// instead of their product (a model's layers separate once the values between them are
-/// labelled). Not used with enforced usage limits, which couple their members.
+/// labelled).
+///
+/// With one enforced usage limit the components are coupled only through it: each is searched for
+/// its Pareto frontier of (cost, usage) completions instead of its best one, and the frontiers are
+/// combined — one point each, the least total cost within the limit's slack (a multiple-choice
+/// knapsack over the components, kept Pareto-small at each step). A component's partial labelling
+/// whose every completion is no better in cost and usage than a point already found is pruned. In
+/// a priced round (the Lagrangian penalisation of the limit) the searched cost h counts w·usage on
+/// top of the cost: "cost" is h − w·usage there (`usage_weight`). With two or more enforced
+/// limits the search does not split.
 
 #include <algorithm>
 #include <chrono>
@@ -82,6 +91,7 @@ class BranchAndBound {
         limit_of_[idx_[u]].push_back(k);
       }
       slack_.push_back(slack);
+      limit_index_.push_back(li);
     }
     min_usage_.assign(m, 0);
     for (std::size_t i = 0; i < m; ++i)
@@ -105,15 +115,25 @@ class BranchAndBound {
   /// Called where the search reads the clock (every few thousand search nodes), e.g. for
   /// progress lines; empty: nothing.
   std::function<void()> on_poll;
+  /// Per limit of the problem (Problem::limits index): the fine units per usage unit that the
+  /// searched cost adds over the cost (a priced round's penalty n_k·scale); missing or empty: 0.
+  /// Read by run(): the components of a split are compared on h − w·usage.
+  std::vector<fine_t> usage_weight;
 
   /// Runs the search; true when it finished (every labelling within the target was seen).
   bool run() {
     if (std::any_of(slack_.begin(), slack_.end(), [](std::int64_t s) { return s < 0; })) return true;
+    w_ = 0;
+    split_with_limit_ = slack_.size() == 1;
+    if (split_with_limit_ && limit_index_[0] < usage_weight.size()) {
+      w_ = usage_weight[limit_index_[0]];
+      split_with_limit_ = w_ >= 0 && w_ < forbidden_from;  // a weight out of the exact range: no split
+    }
     labels_.assign(p_.nodes.size(), 0);
     aborted_ = false;
     std::vector<std::uint32_t> all(live_.size());
     for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
-    Part top{all, target_, inf, {}, true};
+    Part top{all, target_, inf, {}, true, false, 0, 0, {}};
     dfs(top);
     return !aborted_;
   }
@@ -133,6 +153,11 @@ class BranchAndBound {
     std::vector<fine_t> h;
   };
 
+  /// The usage of label a of node i beyond the node's least (0 outside the enforced limits).
+  [[nodiscard]] std::int64_t extra_usage(std::size_t i, std::size_t a) const {
+    return limit_of_[i].empty() ? 0 : p_.nodes[live_[i]].usage[a] - min_usage_[i];
+  }
+
   [[nodiscard]] bool usage_ok(std::size_t i, std::size_t a) const {
     if (limit_of_[i].empty()) return true;
     const std::int64_t extra = p_.nodes[live_[i]].usage[a] - min_usage_[i];
@@ -151,15 +176,52 @@ class BranchAndBound {
   /// with a bound within `target`. `top`: a completion is a full labelling, reported to the leaf
   /// callback (which sets the next target); otherwise the best completion is kept in
   /// `found` / `best` (labels per position in `nodes`) and the target drops below it.
+  /// A completion of a frontier part: its cost and usage from the part's start (the split).
+  struct Point {
+    fine_t dh;                         ///< the bound at completion minus the part's start bound
+    std::int64_t used;                 ///< the enforced limit's usage it takes beyond the least
+    fine_t real;                       ///< dh − w·used: its cost without the priced usage
+    std::vector<std::int32_t> labels;  ///< per position in the part's nodes
+  };
   struct Part {
     std::vector<std::uint32_t> nodes;
     fine_t target;
     fine_t found;
     std::vector<std::int32_t> best;
     bool top;
+    bool frontier = false;  ///< keeps its Pareto frontier in `points` (one enforced limit)
+    fine_t b0 = 0;          ///< the bound at its start
+    std::int64_t s0 = 0;    ///< the limit's slack at its start
+    std::vector<Point> points;
   };
 
+  [[nodiscard]] fine_t real_of(fine_t dh, std::int64_t used) const noexcept {
+    __extension__ typedef __int128 wide;
+    const wide r = static_cast<wide>(dh) - static_cast<wide>(w_) * used;
+    return r >= inf ? inf : (r <= -inf ? -inf : static_cast<fine_t>(r));
+  }
+
+  /// Keeps (dh, used) in `part`'s frontier unless a point is no worse in cost and usage; drops
+  /// the points it is no worse than.
+  void add_point(Part& part, fine_t dh, std::int64_t used, std::vector<std::int32_t> labels) {
+    const fine_t real = real_of(dh, used);
+    for (const Point& q : part.points)
+      if (q.real <= real && q.used <= used) return;
+    part.points.erase(std::remove_if(part.points.begin(), part.points.end(), [&](const Point& q) { return real <= q.real && used <= q.used; }),
+                      part.points.end());
+    part.points.push_back({dh, used, real, std::move(labels)});
+  }
+
+  /// The enforced limit's usage taken since `part` started.
+  [[nodiscard]] std::int64_t used_in(const Part& part) const noexcept { return part.s0 - slack_[0]; }
+
   void complete(Part& part) {
+    if (part.frontier) {
+      std::vector<std::int32_t> labels(part.nodes.size());
+      for (std::size_t k = 0; k < part.nodes.size(); ++k) labels[k] = x_[part.nodes[k]];
+      add_point(part, bound_ - part.b0, used_in(part), std::move(labels));
+      return;
+    }
     if (part.top) {
       for (std::size_t i = 0; i < live_.size(); ++i) labels_[live_[i]] = static_cast<std::uint32_t>(x_[i]);
       part.target = std::min(part.target, leaf_(labels_, bound_));
@@ -204,7 +266,7 @@ class BranchAndBound {
     std::vector<Undo> undo;
     bool all = true;
     for (auto& c : comps) {
-      Part sub{std::move(c), part.target, inf, {}, false};
+      Part sub{std::move(c), part.target, inf, {}, false, false, 0, 0, {}};
       dfs(sub);
       if (aborted_ || sub.found >= inf) {
         all = false;
@@ -217,6 +279,81 @@ class BranchAndBound {
     }
     if (all && bound_ <= part.target) complete(part);
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) unassign(it->node, it->trail, it->bound);
+  }
+
+  /// One enforced limit: each component's frontier from the same state, then one point per
+  /// component — the least cost within the slack for `part` at the top (its leaf), every Pareto
+  /// point for a frontier part.
+  void solve_frontiers(Part& part, std::vector<std::vector<std::uint32_t>> comps) {
+    const fine_t b = bound_;
+    const std::int64_t s = slack_[0];
+    std::vector<Part> subs;
+    subs.reserve(comps.size());
+    for (auto& c : comps) {
+      Part sub{std::move(c), part.target, inf, {}, false, true, b, s, {}};
+      dfs(sub);
+      if (aborted_ || sub.points.empty()) return;
+      subs.push_back(std::move(sub));
+    }
+    // the Pareto mixes of the first k frontiers: (used ascending, real strictly descending)
+    struct Mix {
+      fine_t dh;
+      std::int64_t used;
+      fine_t real;
+      std::uint32_t prev, pick;
+    };
+    std::vector<std::vector<Mix>> mixes(subs.size() + 1);
+    mixes[0].push_back({0, 0, 0, 0, 0});
+    for (std::size_t k = 0; k < subs.size(); ++k) {
+      auto& next = mixes[k + 1];
+      for (std::uint32_t m = 0; m < mixes[k].size(); ++m)
+        for (std::uint32_t q = 0; q < subs[k].points.size(); ++q) {
+          const Mix& a = mixes[k][m];
+          const Point& pt = subs[k].points[q];
+          const std::int64_t used = a.used + pt.used;
+          const fine_t dh = sat_add(a.dh, pt.dh);
+          if (used > s || sat_add(b, dh) > part.target) continue;
+          next.push_back({dh, used, real_of(dh, used), m, q});
+        }
+      std::sort(next.begin(), next.end(), [](const Mix& x, const Mix& y) { return x.used != y.used ? x.used < y.used : x.real < y.real; });
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < next.size(); ++i)
+        if (kept == 0 || next[i].real < next[kept - 1].real) next[kept++] = next[i];
+      next.resize(kept);
+      if (next.empty()) return;
+    }
+    // writes mix m's labels into x_ (restore: clear_mix)
+    const auto write_mix = [&](std::uint32_t m, auto&& each) {
+      for (std::size_t k = subs.size(); k-- > 0;) {
+        const Mix& mx = mixes[k + 1][m];
+        const Point& pt = subs[k].points[mx.pick];
+        for (std::size_t j = 0; j < subs[k].nodes.size(); ++j) each(subs[k].nodes[j], static_cast<std::size_t>(pt.labels[j]));
+        m = mx.prev;
+      }
+    };
+    const auto& last = mixes.back();
+    if (!part.frontier) {
+      // the least cost within the slack: the last mix (real descends along the frontier)
+      struct Undo {
+        std::size_t node, trail;
+        fine_t bound;
+      };
+      std::vector<Undo> undo;
+      write_mix(static_cast<std::uint32_t>(last.size() - 1), [&](std::uint32_t i, std::size_t a) {
+        undo.push_back({i, trail_.size(), bound_});
+        assign(i, a);
+      });
+      if (bound_ <= part.target) complete(part);
+      for (auto it = undo.rbegin(); it != undo.rend(); ++it) unassign(it->node, it->trail, it->bound);
+      return;
+    }
+    for (std::uint32_t m = 0; m < last.size(); ++m) {
+      write_mix(m, [&](std::uint32_t i, std::size_t a) { x_[i] = static_cast<std::int32_t>(a); });
+      std::vector<std::int32_t> labels(part.nodes.size());
+      for (std::size_t k = 0; k < part.nodes.size(); ++k) labels[k] = x_[part.nodes[k]];
+      write_mix(m, [&](std::uint32_t i, std::size_t) { x_[i] = -1; });
+      add_point(part, sat_add(b - part.b0, last[m].dh), (part.s0 - s) + last[m].used, std::move(labels));
+    }
   }
 
   void assign(std::size_t i, std::size_t a) {
@@ -287,22 +424,26 @@ class BranchAndBound {
       complete(part);
       return;
     }
-    if (slack_.empty() && free.size() > 1) {
+    if ((slack_.empty() || split_with_limit_) && free.size() > 1) {
       auto comps = components(free);
       if (comps.size() > 1) {
         ++splits_;
-        solve_apart(part, std::move(comps));
+        if (slack_.empty()) solve_apart(part, std::move(comps));
+        else solve_frontiers(part, std::move(comps));
         return;
       }
     }
     // the unlabelled node with the fewest viable labels (ties: largest gap to its second label)
     std::size_t best = ~std::size_t{0}, best_count = ~std::size_t{0};
     fine_t best_gap = -1;
+    // a frontier part: the least cost (h − w·usage) any completion can reach, beyond the bound
+    fine_t beyond = 0;
     for (auto i : free) {
       std::size_t count = 0;
-      fine_t first = inf, second = inf;
+      fine_t first = inf, second = inf, least_real = inf;
       for (std::size_t a = 0; a < h_[i].size(); ++a) {
         if (!viable(i, a, part.target)) continue;
+        if (part.frontier) least_real = std::min(least_real, real_of(h_[i][a], extra_usage(i, a)));
         ++count;
         if (h_[i][a] < first) {
           second = first;
@@ -312,12 +453,20 @@ class BranchAndBound {
         }
       }
       if (count == 0) return;
+      if (part.frontier) beyond = sat_add(beyond, least_real - hmin_[i]);
       const fine_t gap = second >= inf ? inf : second - first;
       if (count < best_count || (count == best_count && gap > best_gap)) {
         best = i;
         best_count = count;
         best_gap = gap;
       }
+    }
+    if (part.frontier && !part.points.empty()) {
+      // every completion is no better in cost and usage than a point found: pruned
+      const std::int64_t used = used_in(part);
+      const fine_t least = sat_add(real_of(bound_ - part.b0, used), beyond);
+      for (const Point& q : part.points)
+        if (q.real <= least && q.used <= used) return;
     }
     std::vector<std::uint32_t> labels;
     for (std::size_t a = 0; a < h_[best].size(); ++a)
@@ -348,6 +497,9 @@ class BranchAndBound {
   std::vector<std::uint32_t> edge_id_;
   std::vector<std::vector<std::uint32_t>> limit_of_;
   std::vector<std::int64_t> slack_, min_usage_;
+  std::vector<std::uint32_t> limit_index_;  ///< per enforced limit (slack_ index): its Problem::limits index
+  fine_t w_ = 0;                            ///< usage_weight of the one enforced limit
+  bool split_with_limit_ = false;           ///< one enforced limit: splits keep frontiers
   std::vector<Saved> trail_;
   std::vector<std::uint32_t> labels_;
   std::vector<char> mark_;  ///< per compact node: component search scratch

@@ -536,6 +536,9 @@ struct RoundPricing {
   bool priced = false;
   int shift = 0;
   fine_t base = 0;
+  /// The penalty numerators n_k per limit of the graph (LimitPenalty): the searched cost adds
+  /// n_k·usage over 2^shift·cost, which a split search takes out again (BranchAndBound::usage_weight).
+  std::vector<cost_t> numerators;
   /// A cost in input units (cost_t) as a round cost in fine units of `scale` (the target).
   [[nodiscard]] fine_t to_fine(cost_t c, fine_t scale) const noexcept { return ((c << shift) - base) * scale; }
   /// A round bound in fine units as a bound in input units: ceil((b / scale + base) / 2^shift).
@@ -767,6 +770,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         return target_fine();
       },
       deadline, o.node_limit);
+  for (std::size_t k = 0; k < pricing.numerators.size() && k < p.limits.size(); ++k) {
+    __extension__ typedef __int128 wide;
+    const wide w = static_cast<wide>(pricing.numerators[k]) * scale;
+    bb.usage_weight.push_back(w >= inf ? inf : static_cast<fine_t>(w));
+  }
   if (inc.progress != nullptr) {
     const cost_t round_bound = bound_of(lb_fine);
     bb.on_poll = [&inc, round_bound] { inc.progress->tick(std::max(inc.lower, std::min(round_bound, inc.upper())), inc.feasible_cost); };
@@ -778,7 +786,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   if (done) {
     complete = true;
     // without splits every labelling at or below the target was a leaf: nothing within the limits
-    // is cheaper than the incumbent; a split part keeps only its best completion
+    // is cheaper than the incumbent; a split part keeps only its best completion (with one
+    // enforced limit: the best mix of its parts' frontiers within the slack), so the least leaf
+    // is the bound
     return bb.splits() == 0 ? inc.upper() : finished(least_leaf);
   }
   return std::max(bound_of(lb_fine), bound_of(bb.root_bound()));
@@ -1325,7 +1335,8 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
         const long double room = std::ldexp(1.0L, 55);
         if (mh <= room && base < (wide{1} << 54) && -base < (wide{1} << 54)) {
           const detail::fine_t sh = detail::choose_scale(mh + std::abs(static_cast<long double>(base)));
-          priced.emplace(PricedRounds{std::move(h), mh, sh, detail::RoundPricing{true, pen.shift, static_cast<detail::fine_t>(base)}});
+          priced.emplace(
+              PricedRounds{std::move(h), mh, sh, detail::RoundPricing{true, pen.shift, static_cast<detail::fine_t>(base), pen.numerators}});
           std::fill(inc.enforced.begin(), inc.enforced.end(), 1);  // RoundPricing: every limit, from the first round
         }
       }
