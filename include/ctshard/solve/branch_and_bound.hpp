@@ -32,6 +32,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "ctshard/solve/dual.hpp"
@@ -133,7 +136,7 @@ class BranchAndBound {
     aborted_ = false;
     std::vector<std::uint32_t> all(live_.size());
     for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
-    Part top{all, target_, inf, {}, true, false, 0, 0, {}};
+    Part top{all, target_, inf, {}, true, false, 0, 0, false, {}};
     dfs(top);
     return !aborted_;
   }
@@ -141,6 +144,8 @@ class BranchAndBound {
   [[nodiscard]] std::size_t nodes() const noexcept { return nodes_; }
   /// Search nodes where the unlabelled nodes fell apart and were searched component by component.
   [[nodiscard]] std::size_t splits() const noexcept { return splits_; }
+  /// Components whose frontier (one enforced limit) came from the cache instead of a search.
+  [[nodiscard]] std::size_t frontier_hits() const noexcept { return frontier_hits_; }
 
  private:
   struct Adj {
@@ -191,7 +196,8 @@ class BranchAndBound {
     bool top;
     bool frontier = false;  ///< keeps its Pareto frontier in `points` (one enforced limit)
     fine_t b0 = 0;          ///< the bound at its start
-    std::int64_t s0 = 0;    ///< the limit's slack at its start
+    std::int64_t u0 = 0;    ///< used_total_ at its start
+    bool settled = false;   ///< in a subtree where no free node's labels differ in usage
     std::vector<Point> points;
   };
 
@@ -213,13 +219,14 @@ class BranchAndBound {
   }
 
   /// The enforced limit's usage taken since `part` started.
-  [[nodiscard]] std::int64_t used_in(const Part& part) const noexcept { return part.s0 - slack_[0]; }
+  [[nodiscard]] std::int64_t used_in(const Part& part) const noexcept { return used_total_ - part.u0; }
 
   void complete(Part& part) {
     if (part.frontier) {
       std::vector<std::int32_t> labels(part.nodes.size());
       for (std::size_t k = 0; k < part.nodes.size(); ++k) labels[k] = x_[part.nodes[k]];
       add_point(part, bound_ - part.b0, used_in(part), std::move(labels));
+      if (part.settled) part.target = std::min(part.target, bound_ - 1);  // the same usage: only a cheaper one counts
       return;
     }
     if (part.top) {
@@ -266,7 +273,7 @@ class BranchAndBound {
     std::vector<Undo> undo;
     bool all = true;
     for (auto& c : comps) {
-      Part sub{std::move(c), part.target, inf, {}, false, false, 0, 0, {}};
+      Part sub{std::move(c), part.target, inf, {}, false, false, 0, 0, false, {}};
       dfs(sub);
       if (aborted_ || sub.found >= inf) {
         all = false;
@@ -281,19 +288,87 @@ class BranchAndBound {
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) unassign(it->node, it->trail, it->bound);
   }
 
+  /// A component's identity for the frontier cache: its nodes (sorted) and the labels of its
+  /// labelled neighbours, which fix its costs (h) and so its frontier relative to the split.
+  [[nodiscard]] std::vector<std::uint32_t> frontier_key(const std::vector<std::uint32_t>& comp) const {
+    std::vector<std::uint32_t> key(comp.begin(), comp.end());
+    key.push_back(~0u);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> boundary;
+    for (auto i : comp)
+      for (const Adj& ad : adj_[i])
+        if (x_[ad.other] >= 0) boundary.emplace_back(ad.other, static_cast<std::uint32_t>(x_[ad.other]));
+    std::sort(boundary.begin(), boundary.end());
+    boundary.erase(std::unique(boundary.begin(), boundary.end()), boundary.end());
+    for (const auto& [j, a] : boundary) {
+      key.push_back(j);
+      key.push_back(a);
+    }
+    return key;
+  }
+
+  /// Keeps a finished frontier (searched within dh <= reach and usage <= slack); the cache is
+  /// emptied when its labels pass 2^24 (64 MiB).
+  void remember_frontier(std::vector<std::uint32_t> key, fine_t reach, std::int64_t slack, const std::vector<Point>& points) {
+    std::size_t size = key.size();
+    for (const Point& q : points) size += q.labels.size();
+    if (frontier_cells_ + size > (std::size_t{1} << 24)) {
+      frontiers_.clear();
+      frontier_cells_ = 0;
+    }
+    frontier_cells_ += size;
+    auto& entry = frontiers_[std::move(key)];
+    entry = {reach, slack, points};
+  }
+
   /// One enforced limit: each component's frontier from the same state, then one point per
   /// component — the least cost within the slack for `part` at the top (its leaf), every Pareto
   /// point for a frontier part.
   void solve_frontiers(Part& part, std::vector<std::vector<std::uint32_t>> comps) {
     const fine_t b = bound_;
     const std::int64_t s = slack_[0];
+    // first each part's least cost alone (its best completion, or its cached frontier): the least
+    // the others add tightens each part's target before its frontier is searched
     std::vector<Part> subs;
     subs.reserve(comps.size());
-    for (auto& c : comps) {
-      Part sub{std::move(c), part.target, inf, {}, false, true, b, s, {}};
-      dfs(sub);
-      if (aborted_ || sub.points.empty()) return;
+    std::vector<std::vector<std::uint32_t>> keys(comps.size());
+    std::vector<fine_t> least(comps.size(), 0);
+    std::vector<char> cached(comps.size(), 0);
+    fine_t total = 0;
+    for (std::size_t k = 0; k < comps.size(); ++k) {
+      auto& c = comps[k];
+      std::sort(c.begin(), c.end());
+      keys[k] = frontier_key(c);
+      Part sub{c, part.target, inf, {}, false, true, b, used_total_, false, {}};
+      if (const auto it = frontiers_.find(keys[k]); it != frontiers_.end() && it->second.reach >= part.target - b && it->second.slack >= s) {
+        // the same part with the same labelled neighbours, searched at least this far before:
+        // its frontier within this target and slack (the points it kept dominate the others)
+        ++frontier_hits_;
+        cached[k] = 1;
+        least[k] = inf;
+        for (const Point& q : it->second.points)
+          if (q.used <= s && sat_add(b, q.dh) <= part.target) {
+            sub.points.push_back(q);
+            least[k] = std::min(least[k], q.dh);
+          }
+        if (sub.points.empty()) return;
+      } else {
+        Part alone{std::move(c), part.target, inf, {}, false, false, 0, 0, false, {}};
+        dfs(alone);
+        if (aborted_ || alone.found >= inf) return;
+        least[k] = alone.found - b;
+      }
+      total = sat_add(total, least[k]);
       subs.push_back(std::move(sub));
+    }
+    if (sat_add(b, total) > part.target) return;
+    for (std::size_t k = 0; k < subs.size(); ++k) {
+      if (cached[k]) continue;
+      Part& sub = subs[k];
+      sub.target = part.target - (total - least[k]);
+      dfs(sub);
+      if (aborted_) return;
+      remember_frontier(std::move(keys[k]), sub.target - b, s, sub.points);
+      if (sub.points.empty()) return;
     }
     // the Pareto mixes of the first k frontiers: (used ascending, real strictly descending)
     struct Mix {
@@ -333,13 +408,18 @@ class BranchAndBound {
     };
     const auto& last = mixes.back();
     if (!part.frontier) {
-      // the least cost within the slack: the last mix (real descends along the frontier)
+      // at the top the least cost within the slack: the last mix (real descends along the
+      // frontier); a part searched for its best completion alone: the least searched cost (dh)
+      std::size_t pick = last.size() - 1;
+      if (!part.top)
+        for (std::size_t m = 0; m < last.size(); ++m)
+          if (last[m].dh < last[pick].dh) pick = m;
       struct Undo {
         std::size_t node, trail;
         fine_t bound;
       };
       std::vector<Undo> undo;
-      write_mix(static_cast<std::uint32_t>(last.size() - 1), [&](std::uint32_t i, std::size_t a) {
+      write_mix(static_cast<std::uint32_t>(pick), [&](std::uint32_t i, std::size_t a) {
         undo.push_back({i, trail_.size(), bound_});
         assign(i, a);
       });
@@ -352,7 +432,7 @@ class BranchAndBound {
       std::vector<std::int32_t> labels(part.nodes.size());
       for (std::size_t k = 0; k < part.nodes.size(); ++k) labels[k] = x_[part.nodes[k]];
       write_mix(m, [&](std::uint32_t i, std::size_t) { x_[i] = -1; });
-      add_point(part, sat_add(b - part.b0, last[m].dh), (part.s0 - s) + last[m].used, std::move(labels));
+      add_point(part, sat_add(b - part.b0, last[m].dh), used_in(part) + last[m].used, std::move(labels));
     }
   }
 
@@ -391,6 +471,7 @@ class BranchAndBound {
     if (!limit_of_[i].empty()) {
       const std::int64_t extra = p_.nodes[u].usage[a] - min_usage_[i];
       for (auto k : limit_of_[i]) slack_[k] -= extra;
+      used_total_ += extra;
     }
   }
 
@@ -404,6 +485,7 @@ class BranchAndBound {
     if (!limit_of_[i].empty()) {
       const std::int64_t extra = p_.nodes[live_[i]].usage[static_cast<std::size_t>(x_[i])] - min_usage_[i];
       for (auto k : limit_of_[i]) slack_[k] += extra;
+      used_total_ -= extra;
     }
     x_[i] = -1;
     bound_ = bound;
@@ -436,14 +518,23 @@ class BranchAndBound {
     // the unlabelled node with the fewest viable labels (ties: largest gap to its second label)
     std::size_t best = ~std::size_t{0}, best_count = ~std::size_t{0};
     fine_t best_gap = -1;
-    // a frontier part: the least cost (h − w·usage) any completion can reach, beyond the bound
+    std::size_t varying = 0, best_varying = ~std::size_t{0}, best_varying_count = ~std::size_t{0};
+    // a frontier part: the least cost (h − w·usage) and the least usage any completion can
+    // reach, beyond the bound and the usage so far
     fine_t beyond = 0;
+    std::int64_t more_usage = 0;
     for (auto i : free) {
       std::size_t count = 0;
       fine_t first = inf, second = inf, least_real = inf;
+      std::int64_t least_extra = std::numeric_limits<std::int64_t>::max(), most_extra = 0;
       for (std::size_t a = 0; a < h_[i].size(); ++a) {
         if (!viable(i, a, part.target)) continue;
-        if (part.frontier) least_real = std::min(least_real, real_of(h_[i][a], extra_usage(i, a)));
+        if (part.frontier) {
+          const std::int64_t extra = extra_usage(i, a);
+          least_real = std::min(least_real, real_of(h_[i][a], extra));
+          least_extra = std::min(least_extra, extra);
+          most_extra = std::max(most_extra, extra);
+        }
         ++count;
         if (h_[i][a] < first) {
           second = first;
@@ -453,7 +544,17 @@ class BranchAndBound {
         }
       }
       if (count == 0) return;
-      if (part.frontier) beyond = sat_add(beyond, least_real - hmin_[i]);
+      if (part.frontier) {
+        beyond = sat_add(beyond, least_real - hmin_[i]);
+        more_usage += least_extra;
+        if (most_extra > least_extra) {
+          ++varying;
+          if (count < best_varying_count) {
+            best_varying = i;
+            best_varying_count = count;
+          }
+        }
+      }
       const fine_t gap = second >= inf ? inf : second - first;
       if (count < best_count || (count == best_count && gap > best_gap)) {
         best = i;
@@ -461,25 +562,56 @@ class BranchAndBound {
         best_gap = gap;
       }
     }
+    // a frontier part with few nodes left whose labels differ in usage: those first (once they
+    // are labelled the part's usage is known and the points found prune the rest)
+    if (varying > 0 && varying <= kFewVarying) best = best_varying;
+    // a frontier part: the completions using `cap` or more are no better in cost and usage than a
+    // point found (every completion costs at least `least`); when that is all of them the node is
+    // pruned, else the slack drops below the cap while its labels are searched
+    const std::int64_t slack_before = slack_.empty() ? 0 : slack_[0];
     if (part.frontier && !part.points.empty()) {
-      // every completion is no better in cost and usage than a point found: pruned
       const std::int64_t used = used_in(part);
       const fine_t least = sat_add(real_of(bound_ - part.b0, used), beyond);
+      std::int64_t cap = std::numeric_limits<std::int64_t>::max();
       for (const Point& q : part.points)
-        if (q.real <= least && q.used <= used) return;
+        if (q.real <= least) cap = std::min(cap, q.used);
+      if (cap <= used + more_usage) return;
+      if (cap != std::numeric_limits<std::int64_t>::max()) slack_[0] = std::min(slack_[0], cap - 1 - used);
+    }
+    // a frontier part whose free nodes' labels all use the same: every completion uses
+    // used + more_usage, so only one cheaper than the points within that usage counts (the
+    // target drops to it, and to each completion found below, for this subtree)
+    const fine_t target_before = part.target;
+    const bool settle = part.frontier && !part.settled && varying == 0;
+    if (settle) {
+      const std::int64_t used = used_in(part) + more_usage;
+      fine_t least_real = inf;
+      for (const Point& q : part.points)
+        if (q.used <= used) least_real = std::min(least_real, q.real);
+      if (least_real < inf) {
+        __extension__ typedef __int128 wide;
+        const wide t = static_cast<wide>(part.b0) + least_real + static_cast<wide>(w_) * used - 1;
+        if (t < part.target) part.target = static_cast<fine_t>(t);
+      }
+      part.settled = true;
     }
     std::vector<std::uint32_t> labels;
     for (std::size_t a = 0; a < h_[best].size(); ++a)
       if (viable(best, a, part.target)) labels.push_back(static_cast<std::uint32_t>(a));
     std::stable_sort(labels.begin(), labels.end(), [&](std::uint32_t a, std::uint32_t b) { return h_[best][a] < h_[best][b]; });
     for (auto a : labels) {
-      if (aborted_) return;
+      if (aborted_) break;
       if (!viable(best, a, part.target)) continue;  // the target may have dropped
       const std::size_t trail_size = trail_.size();
       const fine_t bound = bound_;
       assign(best, a);
       dfs(part);
       unassign(best, trail_size, bound);
+    }
+    if (!slack_.empty()) slack_[0] = slack_before;
+    if (settle) {
+      part.target = target_before;
+      part.settled = false;
     }
   }
 
@@ -498,8 +630,17 @@ class BranchAndBound {
   std::vector<std::vector<std::uint32_t>> limit_of_;
   std::vector<std::int64_t> slack_, min_usage_;
   std::vector<std::uint32_t> limit_index_;  ///< per enforced limit (slack_ index): its Problem::limits index
-  fine_t w_ = 0;                            ///< usage_weight of the one enforced limit
-  bool split_with_limit_ = false;           ///< one enforced limit: splits keep frontiers
+  static constexpr std::size_t kFewVarying = 2;
+  std::int64_t used_total_ = 0;  ///< the usage beyond the least of the labelled limit members
+  fine_t w_ = 0;                 ///< usage_weight of the one enforced limit
+  struct Frontier {
+    fine_t reach;        ///< searched for completions with dh up to this
+    std::int64_t slack;  ///< and usage up to this
+    std::vector<Point> points;
+  };
+  std::map<std::vector<std::uint32_t>, Frontier> frontiers_;  ///< by frontier_key
+  std::size_t frontier_cells_ = 0, frontier_hits_ = 0;
+  bool split_with_limit_ = false;  ///< one enforced limit: splits keep frontiers
   std::vector<Saved> trail_;
   std::vector<std::uint32_t> labels_;
   std::vector<char> mark_;  ///< per compact node: component search scratch
