@@ -141,3 +141,25 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path, greedy, monkeypatc
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     with pytest.raises(ImportError, match=r"pip install 'ctshard\[plot\]'"):
         ctshard.plot(greedy, tmp_path / "x.png")
+
+
+def test_summary_and_plot_of_a_parallel_plan(tmp_path):
+    """A ParallelPlan: ``ctshard.summary`` is its own per-module ``summary()``, ``ctshard.plot``
+    draws its ctshard.plan document (per-node communication: it has no per-layer data)."""
+    torch = pytest.importorskip("torch", reason="auto_parallel needs torch")
+    import torch.distributed as dist
+
+    import ctshard.torch as ct
+
+    if dist.is_available() and dist.is_initialized():  # an earlier module's fake world: plan by mesh sizes alone
+        dist.destroy_process_group()
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
+    plan = ct.auto_parallel(model, (torch.randn(16, 64),), [2, 2], time_limit_s=5)
+    text = ctshard.summary(plan)
+    assert text == plan.summary() and "(backward)" in text
+    rows = {line.split()[0]: line for line in text.splitlines()[1:3]}  # one row per Linear, by module FQN
+    for fqn in ("0", "2"):
+        assert f"weight={plan.parameter_placements[fqn + '.weight']}" in rows[fqn]
+    pytest.importorskip("matplotlib", reason="ctshard.plot needs matplotlib (pip install 'ctshard[plot]')")
+    data = open(ctshard.plot(plan, tmp_path / "auto.png"), "rb").read()
+    assert data[:8] == PNG_SIGNATURE
