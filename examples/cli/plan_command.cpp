@@ -256,8 +256,10 @@ int PlanCommand::run() {
     nlohmann::json doc = report::global_plan_json(plan, options, global_options_);
     if (summary_) {
       const graph::RecordedPlan recorded = graph::plan_graph_recorded(graph, options, registry);
-      doc["summary"] = report::plan_summary_json(recorded.record, plan.plan, plan.inputs, options.mesh, registry,
-                                                 {global_options_.device_tflops, global_options_.device_gbps});
+      report::SummaryOptions rates;
+      rates.device_tflops = global_options_.device_tflops;
+      rates.device_gbps = global_options_.device_gbps;
+      doc["summary"] = report::plan_summary_json(recorded.record, plan.plan, plan.inputs, options.mesh, registry, rates);
     }
     if (json_) std::cout << report::json_text(doc, 2) << '\n';
     else if (summary_) print_summary_header(doc, std::cout);

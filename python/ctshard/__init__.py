@@ -462,6 +462,12 @@ def plan(
         from ._graph import symbol_hints as hints_of
 
         records = node_records(graph)
+        if summary:  # layers by module where the graph records them (torch.export, Dynamo)
+            from ._summary import node_modules
+
+            modules = node_modules(graph)
+            if modules:
+                extra["layers"] = modules
         if symbol_hints:  # the example inputs' sizes, for the symbols ``sym`` leaves unbound
             sym.update({k: v for k, v in hints_of(graph, records).items() if k not in sym})
         result = _ext.plan_records(records, type(graph).__name__, *common)

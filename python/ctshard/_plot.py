@@ -126,7 +126,8 @@ def plot(plan: Any, path: str | os.PathLike[str], compare: Any = None, title: st
                 else:
                     ax.tick_params(axis="x", labelsize=7)
                 ax.tick_params(axis="y", labelsize=7)
-            ax.set_xlabel(f"layer (graph order; {len(layers)} runs of op nodes ending at a contraction)", fontsize=8)
+            kind = "modules" if doc["summary"].get("grouping") == "module" else "runs of op nodes ending at a contraction"
+            ax.set_xlabel(f"layer (graph order; {len(layers)} {kind})", fontsize=8)
         else:
             ax = fig.add_subplot(grid[1, col])
             ax.bar(range(len(nodes)), [float(n.get("cost_us", 0) or 0) for n in nodes], width=1.0, color="#d62728", align="edge")

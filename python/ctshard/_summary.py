@@ -18,6 +18,28 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
+def _module_name(fqn: str) -> str:
+    """A module path as ``nn_module_stack`` records it, as an FQN: Dynamo's ``L['self'].layers.0``
+    (or ``L__self___layers_0``, kept) -> ``layers.0``; the root module -> ``""``."""
+    for prefix in ("L['self'].", "L['self']"):
+        if fqn.startswith(prefix):
+            return fqn[len(prefix):]
+    return fqn
+
+
+def node_modules(gm: Any) -> dict[str, str]:
+    """Op node name -> the FQN of the innermost module it was traced in (``""``: the root), from
+    each node's ``meta["nn_module_stack"]`` (``torch.export`` and Dynamo graphs carry it;
+    ``make_fx`` graphs do not: then empty, and the summary groups by contraction runs)."""
+    out: dict[str, str] = {}
+    for node in gm.graph.nodes:
+        stack = node.meta.get("nn_module_stack") if node.op == "call_function" else None
+        if stack:
+            value = list(stack.values())[-1]
+            out[node.name] = _module_name(str(value[0] if isinstance(value, tuple) else value))
+    return out
+
+
 def summary_text(doc: Mapping[str, Any]) -> str:
     """The text of a summary document (a plan's ``"summary"``): the layer table (comm and compute
     µs, memory MiB per device, parameter placements), the totals, then the parameter table; the
@@ -33,8 +55,9 @@ def summary_text(doc: Mapping[str, Any]) -> str:
     for p in doc["parameters"]:
         prows.append((p["name"], p["layer"], "[" + ", ".join(str(d) for d in p["shape"]) + "]", p["placement"],
                       f"{p['bytes_per_device'] / _MIB:.3f}"))
-    head = ("layers: runs of op nodes ending at a contraction or weighted op (the graph has no module structure); "
-            f"compute at {doc['device_tflops']:.0f} TFLOP/s, {doc['device_gbps']:.0f} GB/s "
+    grouping = ("modules (the innermost module of each op node)" if doc["grouping"] == "module" else
+                "runs of op nodes ending at a contraction or weighted op (the graph has no module structure)")
+    head = (f"layers: {grouping}; compute at {doc['device_tflops']:.0f} TFLOP/s, {doc['device_gbps']:.0f} GB/s "
             "per device; memory per device:")
     return "\n".join([head, *_table(rows), "parameters (graph inputs and constants):", *_table(prows)])
 
@@ -50,9 +73,12 @@ def summary(plan: Any) -> str:
     inputs; the layers' sum is the plan's ``total_cost_us``), compute per device (µs, roofline at
     the plan's device rates), memory per device (MiB: its parameters and the non-view values it
     produces) and its parameters' placements; then every graph input with its layer, shape,
-    placement and bytes per device. An FX printout carries no module structure: a layer is a
-    run of op nodes ending at a contraction or weighted op (mm, addmm, bmm, matmul, linear,
-    einsum, convolution, embedding, attention), named after it; the rest is ``(tail)``.
+    placement and bytes per device. A layer is a module (the innermost one each op node was
+    traced in: a ``torch.export`` program's or a Dynamo graph's ``nn_module_stack``;
+    ``"(root)"`` for the model's own ops) when the planned GraphModule carries that structure;
+    otherwise (FX printouts, ``make_fx`` graphs) a run of op nodes ending at a contraction or
+    weighted op (mm, addmm, bmm, matmul, linear, einsum, convolution, embedding, attention), named
+    after it, the rest ``(tail)``.
 
     Raises ValueError for a plan without the per-layer data (planned without ``summary=True``)
     and TypeError for something that is not a plan.

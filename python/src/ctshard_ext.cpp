@@ -678,7 +678,7 @@ std::optional<graph::GlobalOptions> global_options_of(nb::handle global) {
 
 /// The greedy plan's options beyond the common ones, from a dict (None: the defaults):
 /// data_parallel (bool), batch_size (int or None), repair_time_limit_ms (float >= 0).
-void plan_options_of(nb::handle extra, graph::PlanOptions& o, bool& summary) {
+void plan_options_of(nb::handle extra, graph::PlanOptions& o, bool& summary, std::map<std::string, std::string>& layers) {
   if (extra.is_none()) return;
   if (!nb::isinstance<nb::dict>(extra)) throw error("ctshard.plan: plan options must be a dict");
   for (auto [k, v] : nb::borrow<nb::dict>(extra)) {
@@ -698,6 +698,10 @@ void plan_options_of(nb::handle extra, graph::PlanOptions& o, bool& summary) {
       o.repair_time_limit_ms = ms;
     } else if (key == "summary") {
       summary = nb::cast<bool>(v);
+    } else if (key == "layers") {  // op node -> module FQN (nn_module_stack), for the summary
+      if (!nb::isinstance<nb::dict>(v)) throw error("ctshard.plan: layers must map node names to module names");
+      for (auto [node, module] : nb::borrow<nb::dict>(v))
+        layers[text_of(node, "ctshard.plan: a layers node name")] = text_of(module, "ctshard.plan: a layers module name");
     } else {
       throw error("ctshard.plan: unknown plan option '" + key + "'");
     }
@@ -720,7 +724,8 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   options.symbols = symbols_of(sym);
   options.cost_model = report::parse_cost_model(text_of(cost_model, "ctshard.plan: cost_model"));
   bool summary = false;  // add the per-layer summary (report::plan_summary_json) as "summary"
-  plan_options_of(extra, options, summary);
+  report::SummaryOptions summary_options;
+  plan_options_of(extra, options, summary, summary_options.node_layers);
   const std::string rule_set_name = text_of(rule_set, "ctshard.plan: rule_set");
   const std::string linearity_name = text_of(einsum_linearity, "ctshard.plan: einsum_linearity");
   const std::string passthrough_name = text_of(partial_passthrough, "ctshard.plan: partial_passthrough");
@@ -744,8 +749,9 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
       json doc = report::global_plan_json(p, options, *global_options);
       if (summary) {
         const graph::RecordedPlan recorded = graph::plan_graph_recorded(g, options, registry);
-        doc["summary"] = report::plan_summary_json(recorded.record, p.plan, p.inputs, options.mesh, registry,
-                                                   {global_options->device_tflops, global_options->device_gbps});
+        summary_options.device_tflops = global_options->device_tflops;
+        summary_options.device_gbps = global_options->device_gbps;
+        doc["summary"] = report::plan_summary_json(recorded.record, p.plan, p.inputs, options.mesh, registry, summary_options);
       }
       return doc;
     }
@@ -754,7 +760,7 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
     else recorded.plan = graph::plan_graph(g, options, registry);
     if (user_registry) check_python_rule_fallbacks(recorded.plan);
     json doc = report::plan_json(recorded.plan, options);
-    if (summary) doc["summary"] = report::plan_summary_json(recorded.record, recorded.plan, {}, options.mesh, registry);
+    if (summary) doc["summary"] = report::plan_summary_json(recorded.record, recorded.plan, {}, options.mesh, registry, summary_options);
     return doc;
   });
 }

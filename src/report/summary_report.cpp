@@ -93,27 +93,41 @@ nlohmann::json plan_summary_json(const graph::GreedyRecord& record, const graph:
   std::map<std::string, const graph::PlannedNode*> planned;
   for (const auto& n : plan.nodes) planned.emplace(n.name, &n);
 
-  // layer index of every op node: runs ending at an anchor, the rest in a final "(tail)"
   std::vector<std::size_t> layer_of(record.ops.size());
   std::vector<Layer> layers;
-  std::size_t current = 0;
-  bool open = false;
-  for (std::size_t i = 0; i < record.ops.size(); ++i) {
-    if (!open) {
-      layers.emplace_back();
-      current = layers.size() - 1;
-      open = true;
+  const bool by_module = !options.node_layers.empty();
+  if (by_module) {  // the module of each op node, layers in order of first appearance
+    std::map<std::string, std::size_t> index;
+    for (std::size_t i = 0; i < record.ops.size(); ++i) {
+      const auto it = options.node_layers.find(record.ops[i].name);
+      const std::string name = it == options.node_layers.end() || it->second.empty() ? "(root)" : it->second;
+      const auto [at, added] = index.emplace(name, layers.size());
+      if (added) {
+        layers.emplace_back();
+        layers.back().name = name;
+      }
+      layer_of[i] = at->second;
     }
-    layer_of[i] = current;
-    const auto it = planned.find(record.ops[i].name);
-    const std::string& op = it != planned.end() ? it->second->op : record.ops[i].call.op;
-    if (is_layer_anchor(op)) {
-      layers[current].name = record.ops[i].name;
-      layers[current].anchor_op = op;
-      open = false;
+  } else {  // runs ending at an anchor, the rest in a final "(tail)"
+    std::size_t current = 0;
+    bool open = false;
+    for (std::size_t i = 0; i < record.ops.size(); ++i) {
+      if (!open) {
+        layers.emplace_back();
+        current = layers.size() - 1;
+        open = true;
+      }
+      layer_of[i] = current;
+      const auto it = planned.find(record.ops[i].name);
+      const std::string& op = it != planned.end() ? it->second->op : record.ops[i].call.op;
+      if (is_layer_anchor(op)) {
+        layers[current].name = record.ops[i].name;
+        layers[current].anchor_op = op;
+        open = false;
+      }
     }
+    if (open) layers[current].name = "(tail)";
   }
-  if (open) layers[current].name = "(tail)";
 
   std::map<std::string, std::size_t> first_use;  // source name -> layer of its first consumer
   for (std::size_t i = 0; i < record.ops.size(); ++i) {
@@ -167,7 +181,7 @@ nlohmann::json plan_summary_json(const graph::GreedyRecord& record, const graph:
                           {"memory_bytes", l.parameter_bytes + l.activation_bytes},
                           {"parameters", l.parameters}});
   }
-  return {{"grouping", "contraction"},
+  return {{"grouping", by_module ? "module" : "contraction"},
           {"device_tflops", options.device_tflops},
           {"device_gbps", options.device_gbps},
           {"layers", out_layers},
@@ -201,7 +215,9 @@ void print_plan_summary(const nlohmann::json& summary, std::ostream& out) {
       out << line << '\n';
     }
   };
-  out << "layers: runs of op nodes ending at a contraction or weighted op (the graph has no module structure); compute at "
+  out << (summary.at("grouping") == "module"
+              ? "layers: modules (the innermost module of each op node); compute at "
+              : "layers: runs of op nodes ending at a contraction or weighted op (the graph has no module structure); compute at ")
       << fixed(summary.at("device_tflops").get<double>(), 0) << " TFLOP/s, " << fixed(summary.at("device_gbps").get<double>(), 0)
       << " GB/s per device; memory per device:\n";
   print_rows(rows);

@@ -163,3 +163,32 @@ def test_summary_and_plot_of_a_parallel_plan(tmp_path):
     pytest.importorskip("matplotlib", reason="ctshard.plot needs matplotlib (pip install 'ctshard[plot]')")
     data = open(ctshard.plot(plan, tmp_path / "auto.png"), "rb").read()
     assert data[:8] == PNG_SIGNATURE
+
+
+def test_summary_layers_are_the_modules_of_an_exported_program():
+    """A torch.export program records each node's module (nn_module_stack): the layers are the
+    modules, the parameters sit in theirs; a make_fx graph records none: contraction runs."""
+    torch = pytest.importorskip("torch", reason="torch.export needs torch")
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    class MLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up, self.down = torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)
+
+        def forward(self, x):
+            return self.down(torch.relu(self.up(x)))
+
+    model, x = MLP(), torch.randn(32, 64)
+    place = {"x": "S(0)R", "up.weight": "RS(0)", "up.bias": "RS(0)", "down.weight": "RS(1)"}
+    p = ctshard.plan(torch.export.export(model, (x,)), mesh=[2, 4], place=place, summary=True)
+    s = p["summary"]
+    assert s["grouping"] == "module" and [l["name"] for l in s["layers"]] == ["up", "(root)", "down"]
+    layers = {l["name"]: l for l in s["layers"]}
+    assert layers["up"]["parameters"] == {"p_up_weight": "RS(0)", "p_up_bias": "RS(0)", "x": "S(0)R"}
+    assert layers["down"]["parameters"] == {"p_down_weight": "RS(1)", "p_down_bias": "RR"}
+    assert [n["op"] for n in p["nodes"] if n["name"] == "relu"] == ["aten.relu.default"] and layers["(root)"]["nodes"] == 1
+    assert math.isclose(sum(l["comm_us"] for l in s["layers"]), p["total_cost_us"], rel_tol=1e-9)
+    assert ctshard.summary(p).splitlines()[1].startswith("layers: modules")
+    gm = make_fx(model)(x)  # no module structure recorded
+    assert ctshard.plan(gm, mesh=[2, 4], summary=True)["summary"]["grouping"] == "contraction"

@@ -22,6 +22,10 @@ namespace ctshard::report {
 struct SummaryOptions {
   double device_tflops = 100;  ///< per-device FLOP rate (10^12 FLOP/s)
   double device_gbps = 1000;   ///< per-device memory bandwidth (10^9 B/s)
+  /// The layer of each op node (a module FQN, "" for the root module), when the graph carries its
+  /// module structure (a GraphModule's `nn_module_stack`): layers are then modules, in order of
+  /// first appearance, an op node not listed in the root's "(root)". Empty: contraction runs.
+  std::map<std::string, std::string> node_layers;
 };
 
 /// Whether `op` (an aten overload name) ends a layer of the summary: a contraction or an op with
@@ -32,10 +36,11 @@ struct SummaryOptions {
 /// The summary document of `plan` (greedy or global, same node names as `record`, the greedy
 /// record of the same graph: plan_graph_recorded) on a mesh of `mesh` sizes:
 ///
-/// - `grouping`: `"contraction"`, how nodes were grouped into layers. An FX printout carries no
-///   module structure, so a layer is a run of op nodes in graph order ending at a layer anchor
-///   (is_layer_anchor; named after its node), the op nodes after the last anchor forming `(tail)`.
-/// - `layers` (graph order): `name`, `anchor_op` ("" for the tail), `nodes` (op nodes), `comm_us`
+/// - `grouping`: how op nodes were grouped into layers: `"module"` by `options.node_layers`, else
+///   `"contraction"` (an FX printout carries no module structure): a layer is a run of op nodes in
+///   graph order ending at a layer anchor (is_layer_anchor; named after its node), the op nodes
+///   after the last anchor forming `(tail)`.
+/// - `layers` (graph order): `name`, `anchor_op` ("" for the tail and for modules), `nodes` (op nodes), `comm_us`
 ///   (the redistribution cost of its nodes' inputs, µs: the plan's `cost_us`), `compute_us` (per
 ///   device: each node's registry FLOPs and bytes at the node's planned placements, roofline at
 ///   `options`' rates, as the whole-graph planner's compute term; a fallback node computes
