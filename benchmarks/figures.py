@@ -7,6 +7,8 @@
 - dtensor_vs_ctshard.png: one op's sharding choice, DTensor 2.13's propagation vs ctshard (C++
   cold and Python ``choose``) per mesh, read from the table of
   benchmarks/python/bench_dtensor_vs_ctshard.py in docs/benchmarks.md.
+- plan_example.png: ``ctshard.plot`` of a shared graph's greedy and global plans (needs the
+  ctshard package installed).
 - solver_scaling.png and greedy_vs_global.png: ``ctshard plan GRAPH --mesh M --data-parallel
   --global --json`` over every graph of ../shared/graphs and graphs/more on meshes 2x4 and
   2x2x2: solve and cost-graph build times against the number of op nodes, and the greedy plan's
@@ -240,6 +242,27 @@ def solver_figures(Figure: Any, runs: list[dict[str, Any]]) -> None:
     _save(fig, "greedy_vs_global.png")
 
 
+def plan_figure() -> None:
+    """ctshard.plot of one shared graph: the greedy plan from replicated inputs (DTensor with no
+    plan) beside the global plan with free inputs (what auto_parallel solves)."""
+    try:
+        import ctshard
+    except ImportError:
+        print("plan_example.png: skipped (the ctshard package is not installed)")
+        return
+    graph = SHARED / "graphs" / "gpt_megatron_l1_fw.fx.txt"
+    if not graph.exists():
+        print(f"plan_example.png: skipped ({graph} not found)")
+        return
+    greedy = ctshard.plan(str(graph), mesh=(2, 4), summary=True)
+    best = ctshard.plan(str(graph), mesh=(2, 4), algo="global", free_inputs=True, summary=True)
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    path = ctshard.plot([greedy, best], FIGURES / "plan_example.png",
+                        title=f"gpt_megatron_l1_fw on 2x4: greedy from replicated inputs (objective {best['greedy_objective_us']:,.0f} µs) "
+                              f"vs global with free inputs ({best['objective_us']:,.0f} µs, communication + compute)")
+    print(f"wrote {pathlib.Path(path).relative_to(ROOT)} ({pathlib.Path(path).stat().st_size / 1024:.0f} KB)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--measure", action="store_true", help="run the tool over the shared graphs (else: read the recorded runs)")
@@ -262,6 +285,7 @@ def main() -> int:
     compile_time_figure(Figure)
     dtensor_figure(Figure)
     solver_figures(Figure, runs)
+    plan_figure()
     return 0
 
 

@@ -119,7 +119,9 @@ def plot(plan: Any, path: str | os.PathLike[str], compare: Any = None, title: st
             for row, (key, colour, what) in enumerate((("comm_us", "#d62728", "communication µs"),
                                                        ("compute_us", "#1f77b4", "compute µs per device")), start=1):
                 ax = fig.add_subplot(grid[row, col])
-                ax.bar(range(len(layers)), [layer[key] for layer in layers], color=colour)
+                values = [layer[key] for layer in layers]
+                ax.bar(range(len(layers)), values, color=colour)
+                ax.set_ylim(0, max(values, default=0) * 1.05 or 1.0)  # all zero: an empty axis from 0, not around it
                 ax.set_ylabel(what, fontsize=8)
                 if len(layers) <= 40:
                     ax.set_xticks(range(len(layers)), names, rotation=60, ha="right", fontsize=6)
@@ -130,7 +132,9 @@ def plot(plan: Any, path: str | os.PathLike[str], compare: Any = None, title: st
             ax.set_xlabel(f"layer (graph order; {len(layers)} {kind})", fontsize=8)
         else:
             ax = fig.add_subplot(grid[1, col])
-            ax.bar(range(len(nodes)), [float(n.get("cost_us", 0) or 0) for n in nodes], width=1.0, color="#d62728", align="edge")
+            values = [float(n.get("cost_us", 0) or 0) for n in nodes]
+            ax.bar(range(len(nodes)), values, width=1.0, color="#d62728", align="edge")
+            ax.set_ylim(0, max(values, default=0) * 1.05 or 1.0)
             ax.set_xlim(0, max(1, len(nodes)))
             ax.set_xlabel("op node (graph order)", fontsize=8)
             ax.set_ylabel("communication µs", fontsize=8)
