@@ -2,8 +2,9 @@
 # Installs the Python packages ctshard's package and tests need, into the environment of
 # ${PYTHON:-python3}: torch 2.13.0 (the CPU build; pinned, so that pip never resolves a newer
 # torch, which would download a multi-GB CUDA build), pytest, the package's build tools
-# (scikit-build-core, nanobind), and PuLP and highspy (the ILP side-by-side test and benchmark,
-# benchmarks/global/ilp_side_by_side.py); with CTSHARD_FUZZ=1 also atheris. Installs nothing when everything
+# (scikit-build-core, nanobind), PuLP and highspy (the ILP side-by-side test and benchmark,
+# benchmarks/global/ilp_side_by_side.py), and matplotlib (ctshard.plot, the `plot` extra, and
+# benchmarks/figures.py); with CTSHARD_FUZZ=1 also atheris. Installs nothing when everything
 # is already there.
 set -euo pipefail
 py=${PYTHON:-python3}
@@ -13,7 +14,7 @@ need=()
 import importlib.metadata as m, sys
 sys.exit(0 if m.version("torch").split("+")[0] == "2.13.0" else 1)
 PY
-for spec in "pytest>=7" "scikit-build-core>=0.10" "nanobind>=2.0" "pulp>=3.0" "highspy>=1.7"; do
+for spec in "pytest>=7" "scikit-build-core>=0.10" "nanobind>=2.0" "pulp>=3.0" "highspy>=1.7" "matplotlib>=3.7"; do
   "$py" - "$spec" <<'PY' || need+=("$spec")
 import importlib.metadata as m, re, sys
 name, low = re.match(r"([\w-]+)>=([\d.]+)", sys.argv[1]).groups()

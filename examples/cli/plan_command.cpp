@@ -19,6 +19,7 @@
 #include "ctshard/report/global_report.hpp"
 #include "ctshard/report/plan_report.hpp"
 #include "ctshard/report/rules_file.hpp"
+#include "ctshard/report/summary_report.hpp"
 #include "ctshard/solve/iopddl.hpp"
 
 namespace ctshard::tool {
@@ -47,6 +48,18 @@ std::map<std::string, std::int64_t> parse_symbols(const std::vector<std::string>
     if (!out.emplace(name, value).second) throw error("ctshard plan: --sym names '" + name + "' twice");
   }
   return out;
+}
+
+/// `plan --summary` without --json: one line naming the plan (source, mesh, algo, the plan's
+/// communication and, for a global plan, its proof), then the summary's text.
+void print_summary_header(const nlohmann::json& doc, std::ostream& out) {
+  std::string mesh;
+  for (const auto& m : doc.at("mesh")) mesh += (mesh.empty() ? "" : "x") + std::to_string(m.get<std::int64_t>());
+  out << "plan " << doc.at("algo").get<std::string>() << " of " << doc.at("source").get<std::string>() << " on mesh " << mesh << ": communication "
+      << doc.at("total_cost_us").get<double>() << " us";
+  if (doc.contains("proven_optimal")) out << (doc.at("proven_optimal").get<bool>() ? ", proven optimal" : ", not proven optimal");
+  out << '\n';
+  report::print_plan_summary(doc.at("summary"), out);
 }
 
 class PlanCommand final : public Command {
@@ -79,7 +92,7 @@ class PlanCommand final : public Command {
   std::vector<std::string> places_, syms_, ties_, gradients_;
   std::string optimizer_ = "adam";
   bool no_training_ = false;
-  bool json_ = false, data_parallel_ = false, global_ = false, quiet_ = false;
+  bool json_ = false, data_parallel_ = false, global_ = false, quiet_ = false, summary_ = false;
   double repair_limit_ms_ = graph::PlanOptions{}.repair_time_limit_ms;
   graph::GlobalOptions global_options_;
   std::string linearity_ = "sound", cost_model_ = "dtensor", algo_ = "search", passthrough_ = "ctshard", greedy_fill_ = "dtensor",
@@ -98,6 +111,9 @@ void PlanCommand::add_graph_options() {
                    "report rule coverage for every *.fx.txt in DIR (an unreadable file is an error line; exit 1 only when no file "
                    "could be read)");
   cmd_->add_flag("--json", json_, "machine-readable output");
+  cmd_->add_flag("--summary", summary_,
+                 "per layer: communication, compute and memory per device and its parameters' placements; per parameter: its "
+                 "placement (with --json: the document's \"summary\"); a layer is a run of op nodes ending at a contraction or weighted op");
   cmd_->add_flag("--data-parallel", data_parallel_,
                  "data-parallel inputs: every tensor input whose dim 0 is the batch size is S(0) on mesh dim 0 (--place wins); the batch "
                  "size is --batch-size or the most common dim 0 of the graph's tensors of rank >= 3");
@@ -237,14 +253,29 @@ int PlanCommand::run() {
     const graph::GlobalPlan plan = graph::global_plan(graph, options, global_options_, registry);
     report::check_user_rule_fallbacks(plan.greedy, user_rules);
     warn_fallbacks(plan.plan);
-    if (json_) std::cout << report::json_text(report::global_plan_json(plan, options, global_options_), 2) << '\n';
+    nlohmann::json doc = report::global_plan_json(plan, options, global_options_);
+    if (summary_) {
+      const graph::RecordedPlan recorded = graph::plan_graph_recorded(graph, options, registry);
+      report::SummaryOptions rates;
+      rates.device_tflops = global_options_.device_tflops;
+      rates.device_gbps = global_options_.device_gbps;
+      doc["summary"] = report::plan_summary_json(recorded.record, plan.plan, plan.inputs, options.mesh, registry, rates);
+    }
+    if (json_) std::cout << report::json_text(doc, 2) << '\n';
+    else if (summary_) print_summary_header(doc, std::cout);
     else report::print_global_plan(plan, options, global_options_, std::cout);
     return 0;
   }
-  const graph::Plan plan = graph::plan_graph(graph, options, registry);
+  graph::RecordedPlan recorded;  // the record only for --summary (it keeps every node's call)
+  if (summary_) recorded = graph::plan_graph_recorded(graph, options, registry);
+  else recorded.plan = graph::plan_graph(graph, options, registry);
+  const graph::Plan& plan = recorded.plan;
   report::check_user_rule_fallbacks(plan, user_rules);
   warn_fallbacks(plan);
-  if (json_) std::cout << report::json_text(report::plan_json(plan, options), 2) << '\n';
+  nlohmann::json doc = report::plan_json(plan, options);
+  if (summary_) doc["summary"] = report::plan_summary_json(recorded.record, plan, {}, options.mesh, registry);
+  if (json_) std::cout << report::json_text(doc, 2) << '\n';
+  else if (summary_) print_summary_header(doc, std::cout);
   else report::print_plan(plan, options, std::cout);
   return 0;
 }

@@ -22,10 +22,12 @@ from typing import Any, Callable, TypeVar
 
 from . import _ext
 from ._args import MeshLike, PlacementLike, graph_names, mesh_sizes, place_specs, spec_list, spec_text
+from ._plot import plot
 from ._rules import register_rule, registered_rules, unregister_rule
+from ._summary import summary
 
 __all__ = ["table", "choose", "cost", "plan", "GlobalOptions", "FallbackWarning", "UnboundSymbolWarning", "ops", "format_spec",
-           "include_dir", "cmake_dir", "register_rule", "unregister_rule", "registered_rules", "check_rule", "__version__"]
+           "include_dir", "cmake_dir", "register_rule", "unregister_rule", "registered_rules", "check_rule", "summary", "plot", "__version__"]
 __version__: str = _ext.__version__  # the CMake project version (CMakeLists.txt), as `ctshard --version`
 
 
@@ -283,6 +285,7 @@ def plan(
     verbose: bool = False,
     symbol_hints: bool = True,
     example_inputs: Any = None,
+    summary: bool = False,
 ) -> dict[str, Any]:
     """Propagate placements through an aten-level FX graph, as ``ctshard plan --json``.
 
@@ -318,6 +321,10 @@ def plan(
     symbol_hints: for a GraphModule or ExportedProgram, bind each symbol ``sym`` does not name to
         its ShapeEnv hint (the size of the example input it was traced from; listed in
         ``symbols`` as bound). False: such symbols stay unbound, as in the printout.
+    summary: also return the per-layer and per-parameter figures as ``"summary"`` (the command
+        line's ``plan --summary --json``), which ``ctshard.summary`` renders and ``ctshard.plot``
+        draws: per layer its communication, compute and memory per device and its parameters'
+        placements; per graph input its layer, placement and bytes per device.
     algo: ``"search"`` (default; also ``"greedy"``) or ``"enumerate"``: node by node, as DTensor at
         run time, each node's choice by exact search (any mesh up to 8 dims) or by pricing every row
         (an op whose table exceeds 2^20 rows falls back); or ``"global"`` (every
@@ -406,6 +413,8 @@ def plan(
     if batch_size is not None and not data_parallel:
         raise ValueError("ctshard.plan: batch_size needs data_parallel=True")
     extra = {"data_parallel": bool(data_parallel), "batch_size": batch_size, "repair_time_limit_ms": float(repair_time_limit_ms)}
+    if summary:  # the per-layer figures, as ``ctshard plan --summary --json``
+        extra["summary"] = True
     mesh = mesh_sizes(mesh, "ctshard.plan")
     names = None
     if hasattr(graph, "graph") and hasattr(graph.graph, "nodes") and not hasattr(graph, "graph_signature"):
@@ -453,6 +462,12 @@ def plan(
         from ._graph import symbol_hints as hints_of
 
         records = node_records(graph)
+        if summary:  # layers by module where the graph records them (torch.export, Dynamo)
+            from ._summary import node_modules
+
+            modules = node_modules(graph)
+            if modules:
+                extra["layers"] = modules
         if symbol_hints:  # the example inputs' sizes, for the symbols ``sym`` leaves unbound
             sym.update({k: v for k, v in hints_of(graph, records).items() if k not in sym})
         result = _ext.plan_records(records, type(graph).__name__, *common)

@@ -31,6 +31,7 @@
 #include "ctshard/report/global_report.hpp"
 #include "ctshard/report/plan_report.hpp"
 #include "ctshard/report/rules_file.hpp"
+#include "ctshard/report/summary_report.hpp"
 
 namespace nb = nanobind;
 using nlohmann::json;
@@ -677,7 +678,7 @@ std::optional<graph::GlobalOptions> global_options_of(nb::handle global) {
 
 /// The greedy plan's options beyond the common ones, from a dict (None: the defaults):
 /// data_parallel (bool), batch_size (int or None), repair_time_limit_ms (float >= 0).
-void plan_options_of(nb::handle extra, graph::PlanOptions& o) {
+void plan_options_of(nb::handle extra, graph::PlanOptions& o, bool& summary, std::map<std::string, std::string>& layers) {
   if (extra.is_none()) return;
   if (!nb::isinstance<nb::dict>(extra)) throw error("ctshard.plan: plan options must be a dict");
   for (auto [k, v] : nb::borrow<nb::dict>(extra)) {
@@ -695,6 +696,12 @@ void plan_options_of(nb::handle extra, graph::PlanOptions& o) {
       const double ms = nb::cast<double>(v);
       if (!(ms >= 0) || !std::isfinite(ms)) throw error("ctshard.plan: repair_time_limit_ms must be a finite number >= 0");
       o.repair_time_limit_ms = ms;
+    } else if (key == "summary") {
+      summary = nb::cast<bool>(v);
+    } else if (key == "layers") {  // op node -> module FQN (nn_module_stack), for the summary
+      if (!nb::isinstance<nb::dict>(v)) throw error("ctshard.plan: layers must map node names to module names");
+      for (auto [node, module] : nb::borrow<nb::dict>(v))
+        layers[text_of(node, "ctshard.plan: a layers node name")] = text_of(module, "ctshard.plan: a layers module name");
     } else {
       throw error("ctshard.plan: unknown plan option '" + key + "'");
     }
@@ -716,7 +723,9 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
   options.placements = placements_of(place);
   options.symbols = symbols_of(sym);
   options.cost_model = report::parse_cost_model(text_of(cost_model, "ctshard.plan: cost_model"));
-  plan_options_of(extra, options);
+  bool summary = false;  // add the per-layer summary (report::plan_summary_json) as "summary"
+  report::SummaryOptions summary_options;
+  plan_options_of(extra, options, summary, summary_options.node_layers);
   const std::string rule_set_name = text_of(rule_set, "ctshard.plan: rule_set");
   const std::string linearity_name = text_of(einsum_linearity, "ctshard.plan: einsum_linearity");
   const std::string passthrough_name = text_of(partial_passthrough, "ctshard.plan: partial_passthrough");
@@ -737,11 +746,22 @@ nb::object plan(GraphSource kind, nb::handle graph, const std::string& source, n
     if (global_options) {
       const graph::GlobalPlan p = graph::global_plan(g, options, *global_options, registry);
       if (user_registry) check_python_rule_fallbacks(p.greedy);
-      return report::global_plan_json(p, options, *global_options);
+      json doc = report::global_plan_json(p, options, *global_options);
+      if (summary) {
+        const graph::RecordedPlan recorded = graph::plan_graph_recorded(g, options, registry);
+        summary_options.device_tflops = global_options->device_tflops;
+        summary_options.device_gbps = global_options->device_gbps;
+        doc["summary"] = report::plan_summary_json(recorded.record, p.plan, p.inputs, options.mesh, registry, summary_options);
+      }
+      return doc;
     }
-    const graph::Plan p = graph::plan_graph(g, options, registry);
-    if (user_registry) check_python_rule_fallbacks(p);
-    return report::plan_json(p, options);
+    graph::RecordedPlan recorded;  // the record only for the summary (it keeps every node's call)
+    if (summary) recorded = graph::plan_graph_recorded(g, options, registry);
+    else recorded.plan = graph::plan_graph(g, options, registry);
+    if (user_registry) check_python_rule_fallbacks(recorded.plan);
+    json doc = report::plan_json(recorded.plan, options);
+    if (summary) doc["summary"] = report::plan_summary_json(recorded.record, recorded.plan, {}, options.mesh, registry, summary_options);
+    return doc;
   });
 }
 
