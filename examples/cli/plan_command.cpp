@@ -50,15 +50,44 @@ std::map<std::string, std::int64_t> parse_symbols(const std::vector<std::string>
   return out;
 }
 
-/// `plan --summary` without --json: one line naming the plan (source, mesh, algo, the plan's
-/// communication and, for a global plan, its proof), then the summary's text.
+/// `plan --summary` without --json: the plan's status lines, then the summary's text. First line:
+/// source, mesh, algo, the plan's communication and, for a global plan, its proof (or status and
+/// gap); then, where the plan has them, the training step (step time, memory per device), an
+/// infeasible budget's least footprint and each hand plan (what `plan` prints without --summary).
+/// python/ctshard/_summary.py's summary() writes the same text.
 void print_summary_header(const nlohmann::json& doc, std::ostream& out) {
   std::string mesh;
   for (const auto& m : doc.at("mesh")) mesh += (mesh.empty() ? "" : "x") + std::to_string(m.get<std::int64_t>());
+  const auto number = [&](const nlohmann::json& j, const char* key) { return j.contains(key) && j.at(key).is_number(); };
   out << "plan " << doc.at("algo").get<std::string>() << " of " << doc.at("source").get<std::string>() << " on mesh " << mesh << ": communication "
       << doc.at("total_cost_us").get<double>() << " us";
-  if (doc.contains("proven_optimal")) out << (doc.at("proven_optimal").get<bool>() ? ", proven optimal" : ", not proven optimal");
+  if (doc.contains("proven_optimal")) {
+    if (doc.at("proven_optimal").get<bool>()) out << ", proven optimal";
+    else {
+      out << ", not proven optimal (" << doc.value("status", std::string("?"));
+      if (number(doc, "optimality_gap")) out << ", gap " << doc.at("optimality_gap").get<double>();
+      out << ')';
+    }
+  }
   out << '\n';
+  if (number(doc, "min_memory_gib"))
+    out << "infeasible memory budget: the smallest footprint of any plan is " << doc.at("min_memory_gib").get<double>() << " GiB per device\n";
+  const auto step = [&](const nlohmann::json& j) {
+    if (number(j, "step_time_us")) out << "step time " << j.at("step_time_us").get<double>() << " us";
+    if (j.contains("memory") && number(j.at("memory"), "total")) out << ", memory per device " << j.at("memory").at("total").get<double>() << " GiB";
+  };
+  if (doc.value("training", false)) {
+    out << "training step (" << doc.value("optimizer", std::string("?")) << "): ";
+    step(doc);
+    if (number(doc, "gradient_reduction_us")) out << ", gradient reductions " << doc.at("gradient_reduction_us").get<double>() << " us";
+    out << '\n';
+  }
+  if (doc.contains("hand_plans"))
+    for (const auto& h : doc.at("hand_plans")) {
+      out << "hand plan " << h.value("name", std::string("?")) << ": ";
+      step(h);
+      out << '\n';
+    }
   report::print_plan_summary(doc.at("summary"), out);
 }
 
@@ -225,6 +254,7 @@ int PlanCommand::run() {
   if (!user_rules.empty()) with_rules = report::with_user_rules(*base, user_rules);
   const OpRegistry& registry = with_rules ? *with_rules : *base;
   if (!coverage_dir_.empty()) {
+    if (summary_) throw error("ctshard plan: --summary summarizes one plan; --coverage reports a directory of graphs (use one or the other)");
     const auto coverage = report::coverage_json(coverage_dir_, options, registry);
     if (json_) std::cout << report::json_text(coverage, 2) << '\n';
     else report::print_coverage(coverage, std::cout);

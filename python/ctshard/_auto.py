@@ -334,7 +334,8 @@ class ParallelPlan:
 
     def summary(self) -> str:
         """A per-layer table: layer (the FQN prefix of its parameters), the communication of the
-        forward nodes traced inside it (µs; the backward's in one extra row), the per-device
+        forward nodes traced inside it and not inside a deeper layer (µs; the rows, the forward
+        nodes outside every layer and the backward's row add up to the communication), the per-device
         memory of its parameters, gradients and optimizer state (MiB) and its placements."""
         cap = self._capture
         cost = {n["name"]: float(n.get("cost_us", 0) or 0) for n in self.plan["nodes"]}
@@ -346,10 +347,15 @@ class ParallelPlan:
         factor = 2 + _OPTIMIZER_STATES[self.optimizer]
         rows = [("layer", "comm us", "memory MiB", "placements")]
         claimed: set[str] = set()
+        # each module's forward nodes go to the innermost layer holding it (a layer's submodules
+        # without parameters of their own count in it; the root layer: only its own nodes)
+        owner: dict[str, list[str]] = {}
+        for m, ns in cap.module_nodes.items():
+            holders = [layer for layer in layers if m == layer or (layer and m.startswith(layer + "."))]
+            if holders:
+                owner.setdefault(max(holders, key=len), []).extend(ns)
         for layer, fqns in layers.items():
-            # the layer's forward nodes and its submodules' (the root layer: only its own)
-            inside = [n for m, ns in cap.module_nodes.items() if m == layer or (layer and m.startswith(layer + "."))
-                      for n in ns]
+            inside = owner.get(layer, [])
             comm = sum(cost.get(n, 0.0) for n in inside)
             claimed.update(inside)
             mem = 0

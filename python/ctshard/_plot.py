@@ -90,6 +90,20 @@ def plot(plan: Any, path: str | os.PathLike[str], compare: Any = None, title: st
     except ImportError as e:
         raise ImportError("ctshard.plot needs matplotlib: pip install 'ctshard[plot]' (or pip install matplotlib)") from e
 
+    sources = sorted({str(d["source"]) for d in docs if "source" in d})
+    if len(sources) > 1:
+        raise ValueError(f"ctshard.plot: plans side by side must be of the same graph, got {', '.join(sources)}")
+    parent = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out) or not os.path.isdir(parent):
+        raise ValueError(f"ctshard.plot: cannot write {out!r} ({'a directory' if os.path.isdir(out) else 'no directory ' + repr(parent)})")
+    try:
+        _draw(docs, out, ext, title, Figure, Patch)
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        raise ValueError(f"ctshard.plot: the plan is malformed ({type(e).__name__}: {e}); pass the dict of ctshard.plan") from None
+    return out
+
+
+def _draw(docs: Sequence[Mapping[str, Any]], out: str, ext: str, title: str | None, Figure: Any, Patch: Any) -> None:
     ndim = max(len(d["mesh"]) for d in docs)
     per_layer = all(d.get("summary") for d in docs)
     heights = [0.45 * ndim + 0.3, 1.8] + ([1.8] if per_layer else [])
@@ -144,4 +158,3 @@ def plot(plan: Any, path: str | os.PathLike[str], compare: Any = None, title: st
                loc="outside lower center", ncol=min(8, max(1, len(order))), fontsize=7)
     fig.suptitle(title if title is not None else str(docs[0].get("source", "")), fontsize=10)
     fig.savefig(out, format=ext[1:])
-    return out

@@ -58,7 +58,7 @@ def summary_text(doc: Mapping[str, Any]) -> str:
     grouping = ("modules (the innermost module of each op node)" if doc["grouping"] == "module" else
                 "runs of op nodes ending at a contraction or weighted op (the graph has no module structure)")
     head = (f"layers: {grouping}; compute at {doc['device_tflops']:.0f} TFLOP/s, {doc['device_gbps']:.0f} GB/s "
-            "per device; memory per device:")
+            "per device; memory MiB per device: parameters and every value produced (none freed: not a peak):")
     return "\n".join([head, *_table(rows), "parameters (graph inputs and constants):", *_table(prows)])
 
 
@@ -94,8 +94,49 @@ def summary(plan: Any) -> str:
                              "(command line: ctshard plan --summary)")
         raise ValueError(f"ctshard.summary: not a plan (a dict without 'nodes'; keys {sorted(plan)[:8]})")
     doc = plan["summary"]
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("layers"), list) or not isinstance(doc.get("parameters"), list):
+        raise ValueError("ctshard.summary: the plan's 'summary' is not a summary document (a dict with 'layers' and "
+                         "'parameters'); plan it again with ctshard.plan(..., summary=True)")
+    try:
+        return "\n".join([*header_lines(plan), summary_text(doc)])
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ValueError(f"ctshard.summary: the plan's summary document is malformed ({type(e).__name__}: {e})") from None
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def header_lines(plan: Mapping[str, Any]) -> list[str]:
+    """The status lines above a summary, as ``plan --summary`` prints them: source, mesh, algo,
+    communication and the proof (or status and gap); the training step (step time, memory per
+    device), an infeasible budget's least footprint and each hand plan where the plan has them."""
     mesh = "x".join(str(m) for m in plan.get("mesh", []))
     head = f"plan {plan.get('algo', '?')} of {plan.get('source', '?')} on mesh {mesh}: communication {plan.get('total_cost_us', 0):g} us"
     if "proven_optimal" in plan:
-        head += ", proven optimal" if plan["proven_optimal"] else ", not proven optimal"
-    return head + "\n" + summary_text(doc)
+        if plan["proven_optimal"]:
+            head += ", proven optimal"
+        else:
+            head += f", not proven optimal ({plan.get('status', '?')}"
+            if _is_number(plan.get("optimality_gap")):
+                head += f", gap {plan['optimality_gap']:g}"
+            head += ")"
+    lines = [head]
+    if _is_number(plan.get("min_memory_gib")):
+        lines.append(f"infeasible memory budget: the smallest footprint of any plan is {plan['min_memory_gib']:g} GiB per device")
+
+    def step(j: Mapping[str, Any]) -> str:
+        out = f"step time {j['step_time_us']:g} us" if _is_number(j.get("step_time_us")) else ""
+        mem = j.get("memory")
+        if isinstance(mem, Mapping) and _is_number(mem.get("total")):
+            out += f", memory per device {mem['total']:g} GiB"
+        return out
+
+    if plan.get("training"):
+        line = f"training step ({plan.get('optimizer', '?')}): " + step(plan)
+        if _is_number(plan.get("gradient_reduction_us")):
+            line += f", gradient reductions {plan['gradient_reduction_us']:g} us"
+        lines.append(line)
+    for h in plan.get("hand_plans", []) or []:
+        lines.append(f"hand plan {h.get('name', '?')}: " + step(h))
+    return lines

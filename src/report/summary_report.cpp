@@ -84,7 +84,7 @@ bool is_layer_anchor(const std::string& op) {
   static constexpr std::array<std::string_view, 3> prefixes{"convolution", "_convolution", "_scaled_dot_product"};
   const auto b = base_name(op);
   if (std::find(exact.begin(), exact.end(), b) != exact.end()) return true;
-  if (b == "scaled_dot_product_attention" || b.starts_with("conv")) return true;
+  if (b == "scaled_dot_product_attention") return true;  // (a cast, convert_element_type, is no layer's end)
   return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return b.starts_with(p); });
 }
 
@@ -219,7 +219,7 @@ void print_plan_summary(const nlohmann::json& summary, std::ostream& out) {
               ? "layers: modules (the innermost module of each op node); compute at "
               : "layers: runs of op nodes ending at a contraction or weighted op (the graph has no module structure); compute at ")
       << fixed(summary.at("device_tflops").get<double>(), 0) << " TFLOP/s, " << fixed(summary.at("device_gbps").get<double>(), 0)
-      << " GB/s per device; memory per device:\n";
+      << " GB/s per device; memory MiB per device: parameters and every value produced (none freed: not a peak):\n";
   print_rows(rows);
   std::vector<std::array<std::string, 5>> prows{{"parameter", "layer", "shape", "placement", "MiB/device"}};
   for (const auto& p : summary.at("parameters")) {

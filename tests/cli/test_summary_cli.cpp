@@ -81,7 +81,8 @@ TEST_CASE("summary: is_layer_anchor names contractions and weighted ops", "[summ
   for (const char* op : {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.convolution.default", "aten.embedding.default",
                          "aten._scaled_dot_product_efficient_attention.default", "aten.convolution_backward.default"})
     CHECK(report::is_layer_anchor(op));
-  for (const char* op : {"aten.add.Tensor", "aten.view.default", "aten.relu.default", "aten.sum.dim_IntList"})
+  for (const char* op : {"aten.add.Tensor", "aten.view.default", "aten.relu.default", "aten.sum.dim_IntList", "prims.convert_element_type.default",
+                         "aten._to_copy.default"})
     CHECK_FALSE(report::is_layer_anchor(op));
 }
 

@@ -192,3 +192,87 @@ def test_summary_layers_are_the_modules_of_an_exported_program():
     assert ctshard.summary(p).splitlines()[1].startswith("layers: modules")
     gm = make_fx(model)(x)  # no module structure recorded
     assert ctshard.plan(gm, mesh=[2, 4], summary=True)["summary"]["grouping"] == "contraction"
+
+
+def test_summary_header_keeps_what_plan_prints(tool):
+    """`plan --summary` keeps the plan's own status lines: an infeasible budget's least footprint,
+    the training step and the hand plans (the same text from Python)."""
+    joint = str(shared_path("graphs", "more", "gpt_tp2_joint.fx.txt"))
+    flags = ["--mesh", "2x4", "--global", "--free-inputs", "--quiet"]
+    text = subprocess.run([str(tool), "plan", joint, *flags, "--memory-budget-gib", "0.5", "--summary"], check=True,
+                          capture_output=True, text=True).stdout
+    head = text.splitlines()[:3]
+    assert "not proven optimal (infeasible" in head[0]
+    assert head[1].startswith("infeasible memory budget: the smallest footprint of any plan is ")
+    assert head[2].startswith("training step (adam): step time ")
+    py = ctshard.plan(joint, mesh=[2, 4], algo="global", free_inputs=True, memory_budget_gib=0.5, summary=True)
+    assert py["status"] == "infeasible"
+    assert text == ctshard.summary(py) + "\n"
+    hands = subprocess.run([str(tool), "plan", joint, *flags, "--hand-plans", "--summary"], check=True, capture_output=True,
+                           text=True).stdout
+    assert [line.split(":")[0] for line in hands.splitlines() if line.startswith("hand plan ")] == [
+        "hand plan ddp", "hand plan fsdp", "hand plan megatron_tp_fsdp"]
+    bad = subprocess.run([str(tool), "plan", "--coverage", str(shared_path("graphs")), "--summary"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--summary summarizes one plan" in bad.stderr
+
+
+def test_casts_do_not_end_layers():
+    """A layer ends at a contraction or weighted op, never at a dtype cast (convert_element_type)."""
+    plan = ctshard.plan(str(shared_path("graphs", "more", "llama32_1b_fw.fx.txt")), mesh=[2, 4], data_parallel=True, summary=True)
+    ends = {layer["name"].split(" ")[0] for layer in plan["summary"]["layers"]}
+    assert not any("convert_element_type" in name for name in ends)
+    assert sum(layer["comm_us"] for layer in plan["summary"]["layers"]) == pytest.approx(plan["total_cost_us"], abs=1e-6)
+
+
+def test_malformed_plans_and_paths_are_value_errors(tmp_path, greedy, graph):
+    with pytest.raises(ValueError, match="not a summary document"):
+        ctshard.summary({**greedy, "summary": None})
+    with pytest.raises(ValueError, match="not a summary document"):
+        ctshard.summary({**greedy, "summary": {}})
+    pytest.importorskip("matplotlib", reason="ctshard.plot needs matplotlib (pip install 'ctshard[plot]')")
+    with pytest.raises(ValueError, match="malformed"):
+        ctshard.plot({**greedy, "nodes": [1, 2]}, tmp_path / "x.png")
+    with pytest.raises(ValueError, match="cannot write"):
+        ctshard.plot(greedy, tmp_path / "missing" / "x.png")
+    other = ctshard.plan(str(shared_path("graphs", "more", "dlrm_fw.fx.txt")), mesh=[2, 4], data_parallel=True)
+    with pytest.raises(ValueError, match="same graph"):
+        ctshard.plot([greedy, other], tmp_path / "x.png")
+    assert not list(tmp_path.iterdir())
+
+
+def test_parallel_plan_summary_rows_add_up(tmp_path):
+    """Nested modules with parameters of their own: each forward node counts in its innermost
+    layer once, so the rows (layers, other forward, backward) add up to the communication."""
+    torch = pytest.importorskip("torch", reason="auto_parallel needs torch")
+    import torch.distributed as dist
+
+    import ctshard.torch as ct
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(64))
+            self.fc = torch.nn.Linear(64, 128)
+            self.out = torch.nn.Linear(128, 64)
+
+        def forward(self, x):
+            return self.out(torch.relu(self.fc(x * self.scale)))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x):
+            return self.block(x).sum()
+
+    plan = ct.auto_parallel(Net(), (torch.randn(16, 64),), [2, 2], time_limit_s=5,
+                            place={"inputs[0]": "S(0)R", "block.fc.weight": "RS(1)"})
+    lines = plan.summary().splitlines()
+    rows = [line.split() for line in lines[1:] if line and not line.startswith("mesh ")]
+    total = sum(float(r[1]) for r in rows if len(r) > 1 and re.fullmatch(r"-?[0-9.]+", r[1]))
+    total += sum(float(r[2]) for r in rows if r[0] == "(other" and len(r) > 2)
+    assert total == pytest.approx(plan.communication_us, abs=0.01)

@@ -305,3 +305,23 @@ TEST_CASE("issue 22: the solver refuses a graph above its memory budget", "[hard
   b.charge(1000, "b");
   CHECK(b.used() == 1000);
 }
+
+TEST_CASE("iopddl: one time step holding every other reads as a plain usage limit", "[harden][iopddl]") {
+  // a memory budget as ctshard writes it: every member over [0, 1), the others never live
+  const auto instance = [](const std::string& intervals, const std::string& usages) {
+    return R"({"problem": {"name": "budget", "nodes": {"intervals": )" + intervals + R"(, "costs": [[5, 1], [4, 0], [3, 3]], "usages": )" + usages +
+           R"(}, "edges": {"nodes": [[0, 1]], "costs": [[0, 2, 2, 0]]}, "usage_limit": 10}})";
+  };
+  const IopddlInstance budget = read_iopddl(instance("[[0, 1], [0, 1], [0, 0]]", "[[2, 8], [1, 6], [50, 50]]"));
+  CHECK_FALSE(budget.graph.interval_limit);
+  REQUIRE(budget.graph.limits.size() == 1);
+  CHECK(budget.graph.limits[0].nodes == std::vector<std::uint32_t>{0, 1});  // node 2 never lives
+  CHECK(budget.graph.limits[0].limit == 10);
+  // the cheapest labelling (1, 1) uses 14: the optimum within 10 is (0, 1) or (1, 0): 5 + 0 + 2 or 1 + 4 + 2
+  const SolveResult r = solve::solve(budget.graph);
+  CHECK(r.optimal);
+  CHECK(r.cost == 7 + 3);
+  // steps that are not all one (no common time), or a negative usage: the implicit interval limit
+  CHECK(read_iopddl(instance("[[0, 1], [1, 2], [0, 0]]", "[[2, 8], [1, 6], [50, 50]]")).graph.interval_limit);
+  CHECK(read_iopddl(instance("[[0, 1], [0, 1], [0, 0]]", "[[2, 8], [-1, 6], [50, 50]]")).graph.interval_limit);
+}

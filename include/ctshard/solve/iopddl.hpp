@@ -10,7 +10,9 @@
 /// Reading: a cost of 10^18 or more is forbidden (the instances use 10^18 for impossible
 /// strategies and pairs); other costs must lie in the solver's exact range (±2^56), usages and
 /// the limit in ±2^60, or the reader names the field and the value. The time steps stay one
-/// implicit limit (CostGraph::interval_limit); `limits_from_intervals` lists them as usage
+/// implicit limit (CostGraph::interval_limit) — unless one step holds every other (all nonempty
+/// intervals overlap, no usage negative: a memory budget written as [0, 1)), which reads as one
+/// plain usage limit (CostGraph::limits); `limits_from_intervals` lists them as usage
 /// limits, one per maximal set of live nodes (the steps where some interval starts and, before
 /// the next start, some interval ends; other steps' sets are subsets), or every distinct set
 /// when some usage is negative. Parallel edges stay separate (the solver merges them); an edge
@@ -387,6 +389,25 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
     charge(usages.size() * sizeof(usages[0]));
     g.usage = std::move(usages);
     g.interval_limit = inst.usage_limit;
+    // one time step holds every other (every nonempty interval contains the latest start, no
+    // usage negative: the other steps' sums are partial sums of that one): a plain usage limit
+    // over the live nodes, as a memory budget is written (the solver's one-limit search)
+    std::int64_t latest_start = std::numeric_limits<std::int64_t>::min(), earliest_end = std::numeric_limits<std::int64_t>::max();
+    bool negative = false;
+    UsageLimit live;
+    for (std::uint32_t u = 0; u < n; ++u) {
+      const auto [start, end] = g.intervals[u];
+      if (start >= end) continue;
+      latest_start = std::max(latest_start, start);
+      earliest_end = std::min(earliest_end, end);
+      live.nodes.push_back(u);
+      for (const std::int64_t x : g.usage[u]) negative = negative || x < 0;
+    }
+    if (!live.nodes.empty() && latest_start < earliest_end && !negative) {
+      live.limit = inst.usage_limit;
+      g.limits.push_back(std::move(live));
+      g.interval_limit.reset();
+    }
   }
   g.validate_numbers();  // sums: a time step's usages, the magnitudes the solver adds
   return inst;
