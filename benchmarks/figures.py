@@ -188,7 +188,7 @@ def dtensor_figure(Figure: Any) -> None:
         ax.axvline(j * per - 0.5, color="grey", linewidth=0.5)
         ax.text(j * per + per / 2 - 0.5, ax.get_ylim()[1] * 0.5, f"mesh {m}", ha="center", fontsize=8)
     ax.set_title("one op's sharding choice: DTensor 2.13 vs ctshard (docs/benchmarks.md, one run)", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    fig.legend(fontsize=7, loc="outside lower center", ncol=3)  # below the axes: no bar hidden
     _save(fig, "dtensor_vs_ctshard.png")
 
 
@@ -237,7 +237,7 @@ def solver_figures(Figure: Any, runs: list[dict[str, Any]]) -> None:
             ax.set_title(f"{setting} inputs, mesh {mesh} ({len(rs)} graphs with a nonzero greedy plan)", fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
     axes[0][0].legend(fontsize=7, loc="lower right")
-    fig.suptitle("greedy vs global over the shared graphs: data-parallel inputs compare communication, free inputs the "
+    fig.suptitle("greedy vs global over the shared graphs: data-parallel inputs compare communication,\nfree inputs the "
                  "planner's objective (communication + compute); * = not proven optimal within the time limit", fontsize=9)
     _save(fig, "greedy_vs_global.png")
 
