@@ -971,6 +971,15 @@ class Builder {
       return;
     }
     if (!global_.free_inputs) throw error("ctshard plan --global: the training step needs free inputs (--free-inputs / free_inputs=True)");
+    if (t.gradients.empty() && !t.enabled) {
+      // detected, not asked for: a graph that only looks like the AOT joint format (a backward
+      // graph, whose primals_* are saved values, some not tensors, and whose outputs are not one
+      // gradient per primal) is planned without the training step, as --no-training would
+      for (const auto& [g, p] : pairs) {
+        const auto it = sources_.find(p);
+        if (it == sources_.end() || !it->second.placeholder || !it->second.known || graph_.find(g) == nullptr) return;
+      }
+    }
     training_ = true;
     opt_states_ = optimizer_states(t.optimizer);
     for (const auto& [g, p] : pairs) {

@@ -107,3 +107,21 @@ def test_bad_options():
         ctshard.plan(algo="global", ties=[("nosuch", "primals_2")])
     with pytest.raises(ValueError):
         ctshard.plan(algo="global", device_tflops=0)
+
+
+def test_a_backward_graph_is_not_taken_for_a_joint_one(tool):
+    """ves_symbolic_bw is an AOT *backward* graph: primals_* placeholders (saved values, some of
+    them sizes) and tangents_*, but its outputs are not one gradient per primal. Detection leaves it
+    (the plan has no training step, as --no-training); asked for (--training) it is a clear error."""
+    path = str(shared_path("graphs", "more", "ves_symbolic_bw.fx.txt"))
+    out = subprocess.run([str(tool), "plan", path, "--global", "--free-inputs", "--quiet", "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert "training" not in doc and doc["status"] in ("optimal", "time_limit")
+    plain = json.loads(subprocess.run([str(tool), "plan", path, "--global", "--free-inputs", "--no-training", "--quiet", "--json"],
+                                      check=True, capture_output=True, text=True).stdout)
+    assert doc["objective_us"] == plain["objective_us"]
+    py = ctshard.plan(path, algo="global", free_inputs=True)
+    assert "training" not in py and py["objective_us"] == doc["objective_us"]
+    forced = subprocess.run([str(tool), "plan", path, "--global", "--free-inputs", "--training", "--quiet"], capture_output=True, text=True)
+    assert forced.returncode != 0 and "'primals_1', which is not an input" in forced.stderr
