@@ -136,7 +136,7 @@ class BranchAndBound {
     aborted_ = false;
     std::vector<std::uint32_t> all(live_.size());
     for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
-    Part top{all, target_, inf, {}, true, false, 0, 0, false, {}};
+    Part top = whole(all, target_);
     dfs(top);
     return !aborted_;
   }
@@ -165,7 +165,7 @@ class BranchAndBound {
 
   [[nodiscard]] bool usage_ok(std::size_t i, std::size_t a) const {
     if (limit_of_[i].empty()) return true;
-    const std::int64_t extra = p_.nodes[live_[i]].usage[a] - min_usage_[i];
+    const std::int64_t extra = extra_usage(i, a);
     for (auto k : limit_of_[i])
       if (extra > slack_[k]) return false;
     return true;
@@ -201,10 +201,21 @@ class BranchAndBound {
     std::vector<Point> points;
   };
 
+  /// The whole search: its completions go to the leaf callback.
+  [[nodiscard]] static Part whole(std::vector<std::uint32_t> nodes, fine_t target) {
+    return {std::move(nodes), target, inf, {}, true, false, 0, 0, false, {}};
+  }
+  /// A part searched for its best completion (`found`, `best`).
+  [[nodiscard]] static Part best_part(std::vector<std::uint32_t> nodes, fine_t target) {
+    return {std::move(nodes), target, inf, {}, false, false, 0, 0, false, {}};
+  }
+  /// A part searched for its frontier, from the bound `b0` and the usage `u0` at its start.
+  [[nodiscard]] static Part frontier_part(std::vector<std::uint32_t> nodes, fine_t target, fine_t b0, std::int64_t u0) {
+    return {std::move(nodes), target, inf, {}, false, true, b0, u0, false, {}};
+  }
+
   [[nodiscard]] fine_t real_of(fine_t dh, std::int64_t used) const noexcept {
-    __extension__ typedef __int128 wide;
-    const wide r = static_cast<wide>(dh) - static_cast<wide>(w_) * used;
-    return r >= inf ? inf : (r <= -inf ? -inf : static_cast<fine_t>(r));
+    return saturate(static_cast<wide_t>(dh) - static_cast<wide_t>(w_) * used);
   }
 
   /// Keeps (dh, used) in `part`'s frontier unless a point is no worse in cost and usage; drops
@@ -273,7 +284,7 @@ class BranchAndBound {
     std::vector<Undo> undo;
     bool all = true;
     for (auto& c : comps) {
-      Part sub{std::move(c), part.target, inf, {}, false, false, 0, 0, false, {}};
+      Part sub = best_part(std::move(c), part.target);
       dfs(sub);
       if (aborted_ || sub.found >= inf) {
         all = false;
@@ -338,7 +349,7 @@ class BranchAndBound {
       auto& c = comps[k];
       std::sort(c.begin(), c.end());
       keys[k] = frontier_key(c);
-      Part sub{c, part.target, inf, {}, false, true, b, used_total_, false, {}};
+      Part sub = frontier_part(c, part.target, b, used_total_);
       if (const auto it = frontiers_.find(keys[k]); it != frontiers_.end() && it->second.reach >= part.target - b && it->second.slack >= s) {
         // the same part with the same labelled neighbours, searched at least this far before:
         // its frontier within this target and slack (the points it kept dominate the others)
@@ -352,7 +363,7 @@ class BranchAndBound {
           }
         if (sub.points.empty()) return;
       } else {
-        Part alone{std::move(c), part.target, inf, {}, false, false, 0, 0, false, {}};
+        Part alone = best_part(std::move(c), part.target);
         dfs(alone);
         if (aborted_ || alone.found >= inf) return;
         least[k] = alone.found - b;
@@ -469,7 +480,7 @@ class BranchAndBound {
     }
     x_[i] = static_cast<std::int32_t>(a);
     if (!limit_of_[i].empty()) {
-      const std::int64_t extra = p_.nodes[u].usage[a] - min_usage_[i];
+      const std::int64_t extra = extra_usage(i, a);
       for (auto k : limit_of_[i]) slack_[k] -= extra;
       used_total_ += extra;
     }
@@ -483,7 +494,7 @@ class BranchAndBound {
       trail_.pop_back();
     }
     if (!limit_of_[i].empty()) {
-      const std::int64_t extra = p_.nodes[live_[i]].usage[static_cast<std::size_t>(x_[i])] - min_usage_[i];
+      const std::int64_t extra = extra_usage(i, static_cast<std::size_t>(x_[i]));
       for (auto k : limit_of_[i]) slack_[k] += extra;
       used_total_ -= extra;
     }
@@ -588,11 +599,8 @@ class BranchAndBound {
       fine_t least_real = inf;
       for (const Point& q : part.points)
         if (q.used <= used) least_real = std::min(least_real, q.real);
-      if (least_real < inf) {
-        __extension__ typedef __int128 wide;
-        const wide t = static_cast<wide>(part.b0) + least_real + static_cast<wide>(w_) * used - 1;
-        if (t < part.target) part.target = static_cast<fine_t>(t);
-      }
+      if (least_real < inf)
+        part.target = std::min(part.target, saturate(static_cast<wide_t>(part.b0) + least_real + static_cast<wide_t>(w_) * used - 1));
       part.settled = true;
     }
     std::vector<std::uint32_t> labels;

@@ -31,6 +31,10 @@ inline constexpr std::uint32_t no_class = std::numeric_limits<std::uint32_t>::ma
 
 [[nodiscard]] inline fine_t sat_add(fine_t a, fine_t b) noexcept { return (a >= inf || b >= inf) ? inf : a + b; }
 
+__extension__ typedef __int128 wide_t;  ///< 128-bit intermediates: fine costs times usages
+/// A 128-bit intermediate back in fine units, saturated at ±inf.
+[[nodiscard]] inline fine_t saturate(wide_t x) noexcept { return x >= inf ? inf : (x <= -inf ? -inf : static_cast<fine_t>(x)); }
+
 /// Sums of finite fine values stay below 2^57 in magnitude (choose_scale, push_passes_in_range);
 /// a sum that took in a forbidden entry (inf, about 2^61) stays at or above 2^60 whatever finite
 /// terms it also took in. Branch-free loops add without sat_add and map such sums back to inf

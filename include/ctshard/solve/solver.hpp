@@ -770,11 +770,8 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
         return target_fine();
       },
       deadline, o.node_limit);
-  for (std::size_t k = 0; k < pricing.numerators.size() && k < p.limits.size(); ++k) {
-    __extension__ typedef __int128 wide;
-    const wide w = static_cast<wide>(pricing.numerators[k]) * scale;
-    bb.usage_weight.push_back(w >= inf ? inf : static_cast<fine_t>(w));
-  }
+  for (std::size_t k = 0; k < pricing.numerators.size() && k < p.limits.size(); ++k)
+    bb.usage_weight.push_back(saturate(static_cast<wide_t>(pricing.numerators[k]) * scale));
   if (inc.progress != nullptr) {
     const cost_t round_bound = bound_of(lb_fine);
     bb.on_poll = [&inc, round_bound] { inc.progress->tick(std::max(inc.lower, std::min(round_bound, inc.upper())), inc.feasible_cost); };
