@@ -116,6 +116,37 @@ TEST_CASE("lagrangian bound: one limit reaches the dual optimum (breakpoints)", 
   CHECK(at_optimum >= 290);
 }
 
+TEST_CASE("lagrangian bound: one limit stops within lagrangian_tolerance of the dual optimum", "[solve][lagrangian]") {
+  // costs scaled by 10^6, so that a share of 1e-4 of the bound is hundreds of units: the tries
+  // may stop short of the optimum's multiplier, but never further than the tolerance below the
+  // dual optimum (the lines of the labellings found cap what is left); tolerance 0 runs on
+  // until λ repeats
+  std::size_t short_of_optimum = 0;
+  for (unsigned seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    CostGraph g = random_graph(rng);
+    for (auto& row : g.unary)
+      for (auto& c : row) c *= 1000000;
+    for (auto& e : g.edges)
+      for (auto& c : e.matrix) c *= 1000000;
+    const long double dual = dual_optimum(g);
+    SolveOptions loose, exact;
+    loose.lagrangian_tolerance = 1e-2;
+    exact.lagrangian_tolerance = 0;
+    const auto lb = lagrangian_bound(g, loose, Deadline::after(5.0));
+    const auto lb_exact = lagrangian_bound(g, exact, Deadline::after(5.0));
+    INFO("seed " << seed << " dual optimum " << static_cast<double>(dual));
+    REQUIRE(lb.has_value());
+    REQUIRE(lb_exact.has_value());
+    CHECK(static_cast<long double>(*lb) <= std::ceil(dual - 1e-9L));
+    CHECK(static_cast<long double>(*lb) >= dual - 1e-2L * std::abs(dual) - 1);
+    CHECK(static_cast<long double>(*lb_exact) >= std::ceil(dual - 1e-9L) - 1);
+    CHECK(*lb <= *lb_exact);
+    if (static_cast<long double>(*lb) < std::ceil(dual - 1e-9L) - 1) ++short_of_optimum;
+  }
+  CHECK(short_of_optimum > 0);  // the tolerance was used: some runs stopped early
+}
+
 TEST_CASE("limits dominance: labels dominated in cost and usage go first, the optimum stays", "[solve][lagrangian]") {
   std::size_t removed = 0;
   for (unsigned seed = 0; seed < 300; ++seed) {
