@@ -26,7 +26,8 @@ For every plan it measures step 1 and prints:
   parameter's placement); the optimizer step and reading the loss apart (not priced);
 - the memory per rank (maximum over the ranks) modelled (``plan.memory_gib``) against measured:
   parameters, gradients, Adam's moments (after the first step) and the activations autograd saves
-  (``SavedBytes``: local shards, each storage once), and the total against the budget;
+  (``SavedBytes``: local shards, each storage once; apart, the saved views that hold no storage of
+  their own, which the planner counts as activations), and the total against the budget;
 
 then one markdown table of all plans (docs/benchmarks.md, "auto_parallel measured").
 """
@@ -175,19 +176,26 @@ class SavedBytes:
     this rank: each local tensor's storage counted once (views of one storage are not counted
     twice), parameters' storages left out (they are counted as parameters), a saved view of a
     caller's global input counted at its own size (the global input is the caller's, not the
-    step's)."""
+    step's). ``shared``: the bytes (each at its own local size) of the saved tensors that hold
+    no storage of their own, a view of a parameter or of another saved tensor's storage."""
 
     def __init__(self, parameters, inputs):
+        self.params = {id(p) for p in parameters}
         self.skip = {_local(p).untyped_storage().data_ptr() for p in parameters}
         self.inputs = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
         self.storages: dict[int, int] = {}
+        self.shared = 0
 
     def _pack(self, t):
+        if id(t) in self.params:  # a parameter itself: counted as a parameter
+            return t
         loc = _local(t)
         ptr = loc.untyped_storage().data_ptr()
         if ptr in self.inputs:
             self.storages[("input", id(loc))] = loc.numel() * loc.element_size()
-        elif ptr not in self.skip:
+        elif ptr in self.skip or ptr in self.storages:
+            self.shared += loc.numel() * loc.element_size()
+        else:
             self.storages[ptr] = loc.untyped_storage().nbytes()
         return t
 
@@ -282,8 +290,8 @@ def train_plan(plan, name: str, mesh, steps: int, execute: str = "plan") -> dict
                 losses.append(loss.full_tensor().item())
             full = out.full_tensor()
             p_bytes = sum(_nbytes(p) for p in params)
-            keys = ("parameters", "gradients", "optimizer", "activations", "adam_step_counters")
-            measured = dict(zip(keys, _rank_max([p_bytes, grads, moments, saved.bytes, counters])))
+            keys = ("parameters", "gradients", "optimizer", "activations", "adam_step_counters", "activations_shared")
+            measured = dict(zip(keys, _rank_max([p_bytes, grads, moments, saved.bytes, counters, saved.shared])))
             measured["total"] = sum(measured[k] for k in ("parameters", "gradients", "optimizer", "activations"))
             issued = {"forward": fwd.log, "loss": lss.log, "backward": bwd.log, "optimizer_step": stp.log,
                       "loss_value": val.log}
@@ -429,12 +437,13 @@ def table_row(label: str, r: dict) -> str:
             f"{cmp['priced_count']} ({_kinds(r['priced'])}) : {cmp['issued_count']} ({_kinds(issued)}) | "
             f"{cmp['priced_bytes']:,.0f} : {cmp['issued_bytes']:,.0f} | {'yes' if cmp['equal'] else 'no'} | "
             f"{cmp['executed_count']}, {cmp['executed_bytes']:,.0f} B: {'yes' if cmp['executed_equal'] else 'no'} | {mem} | "
+            f"{r['measured_bytes']['activations_shared'] / 1024:.1f} | "
             f"{'–' if budget is None else f'{budget * 2**20:.1f}'} | {within} |")
 
 
 TABLE_HEADER = ("| model | mesh | plan | step µs modelled (hand plan's own price) | collectives priced : issued | bytes / rank priced : issued "
                 "| equal | plan executed by run_plan: collectives, bytes, equal to priced | memory KiB modelled : measured (params / grads / Adam / saved activations / total) "
-                "| budget KiB | measured ≤ budget |\n|---|---|---|---:|---|---:|---|---|---|---:|---|")
+                "| saved views KiB | budget KiB | measured ≤ budget |\n|---|---|---|---:|---|---:|---|---|---|---:|---:|---|")
 
 
 def report(label: str, r: dict, ref: list[float]) -> bool:
@@ -472,6 +481,8 @@ def report(label: str, r: dict, ref: list[float]) -> bool:
     print("   memory per rank, KiB, modelled : measured: " + ", ".join(
         f"{k} {m[k] * 2**20:.2f} : {b[k] / 1024:.2f}" for k in MEMORY_KEYS)
         + f"; not modelled: Adam step counters {b['adam_step_counters']:.0f} B")
+    print(f"   saved tensors holding no storage of their own (views of a parameter or of another saved tensor):"
+          f" {b['activations_shared'] / 1024:.2f} KiB, which the modelled activations count")
     if r.get("budget_gib") is not None:
         print(f"   budget {r['budget_gib'] * 2**20:.2f} KiB: measured total {'within' if b['total'] <= r['budget_gib'] * 2**30 else 'OVER'}")
     return err <= TOLERANCE and same
@@ -512,7 +523,7 @@ def main(argv=None) -> int:
                       f" {ex.replace(': ', ' per rank, equal to the priced ones: ')}")
                 rows.append(f"| {name} | {'x'.join(map(str, mesh))} | {hname} | {h['step_time_us']:.1f} ({h['hand_step_time_us']:.1f})"
                             f" | {len(h['priced'])} ({_kinds(h['priced'])}) :"
-                            f" apply() failed in DTensor: {first[:60]} | | | {ex} | | | |")
+                            f" apply() failed in DTensor: {first[:60]} | | | {ex} | | | | |")
                 continue
             ok = report(hname, h, ref) and ok
             rows.append(table_row(hname, h))

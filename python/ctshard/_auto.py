@@ -6,8 +6,10 @@ buffers, the example inputs and one output gradient ("tangent") per model output
 model outputs and the parameter gradients as outputs) is traced with ``make_fx`` on fake tensors
 and planned with ``ctshard.plan(..., algo="global", free_inputs=True)``: every parameter, input and
 tangent placement is a variable, each gradient is tied to its parameter and each tangent to its
-output. ``ParallelPlan.apply`` then distributes the parameters and runs the module with DTensor;
-docs/auto_parallel.md says exactly which placements it enforces.
+output. ``ParallelPlan.apply`` then distributes the parameters and, by default, runs the joint
+graph itself with the plan's placements (forward and backward, one ``torch.autograd.Function``),
+so the collectives issued are the priced ones; ``execute="propagate"`` runs the module with
+DTensor's own propagation instead. docs/auto_parallel.md, "What apply does", has the details.
 """
 
 from __future__ import annotations
@@ -582,7 +584,7 @@ class _PlanFunction(torch.autograd.Function):
         tensors = [n for n in step.saved if isinstance(env.get(n), torch.Tensor)]
         ctx.save_for_backward(*[env[n] for n in tensors])
         ctx.saved_names = tensors
-        ctx.others = {n: env[n] for n in step.saved if n not in set(tensors)}  # ints, shapes
+        ctx.others = {n: env[n] for n in step.saved if n not in ctx.saved_names}  # ints, shapes
         ctx.step = step
         outs = tuple(env[o] for o in step.cap.outputs)
         fixed = [o for o in outs if isinstance(o, torch.Tensor) and not (o.is_floating_point() or o.is_complex())]
@@ -591,6 +593,7 @@ class _PlanFunction(torch.autograd.Function):
         return outs
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, *grad_outputs):
         from torch.distributed.tensor import DTensor
 
