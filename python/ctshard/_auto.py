@@ -418,9 +418,10 @@ class ParallelPlan:
             placement is DTensor's own sharding propagation (plain tensors meeting a DTensor in a
             call, such as a causal mask created in forward, become Replicate DTensors).
 
-        Random ops (dropout) under ``"plan"`` draw on each rank's local shard from that rank's
-        generator: not the single-process values, and a Replicate value agrees across ranks only
-        when every rank's generator is in the same state (docs/auto_parallel.md).
+        Random ops under ``"plan"`` draw on each rank's local shard from that rank's generator: a
+        Replicate random value (dropout's mask, as ctshard plans it) is the single-process value
+        when every rank's generator is in the same state, a sharded one is not
+        (docs/auto_parallel.md, "Random ops").
 
         Raises ValueError when ``execute`` is neither ``"plan"`` nor ``"propagate"``, the model's
         parameters differ from the planned ones or no process group of the mesh's size exists."""
