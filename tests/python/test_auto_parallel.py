@@ -51,14 +51,15 @@ def mesh_of_wrong_size(mesh):
 
 def other_batch_falls_back(mesh):
     """The MLP applied with the default ``execute="plan"`` and called with the traced batch (8),
-    then twice with batch 4 and once with a keyword argument (neither is what the graph was traced
-    with: DTensor's propagation runs them, one warning in all), then trained one step on batch 4:
-    the outputs' errors against the single-process model, the warnings and the gradients'
-    placements."""
+    as a plain tensor and as a Replicate DTensor (the planned graph runs them), then twice with
+    batch 4 and once with a keyword argument (neither is what the graph was traced with: DTensor's
+    propagation runs them, one warning in all), then trained one step on batch 4: the outputs'
+    errors against the single-process model, the warnings (before the fallbacks, all) and the
+    gradients' placements."""
     import copy
     import warnings
 
-    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor import DTensor, Replicate, distribute_tensor
 
     model, (x,) = ap.build("mlp")
     plan = ct.auto_parallel(model, (x,), mesh, place={"inputs[0]": "S(0)R"}, time_limit_s=2.0)
@@ -67,6 +68,9 @@ def other_batch_falls_back(mesh):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         err = {"traced": (par(x).full_tensor() - model(x)).abs().max().item()}
+        dx = distribute_tensor(x, mesh, [Replicate()] * mesh.ndim, src_data_rank=None)
+        err["DTensor input"] = (par(dx).full_tensor() - model(x)).abs().max().item()
+        planned_calls_warned = len(caught)
         first = par(small)
         err["batch 4"] = (first.full_tensor() - model(small)).abs().max().item()
         err["batch 4 again"] = (par(small).full_tensor() - model(small)).abs().max().item()
@@ -75,6 +79,7 @@ def other_batch_falls_back(mesh):
     texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and "ctshard" in str(w.message)]
     grads = {n: ct.to_spec(p.grad) if isinstance(p.grad, DTensor) else None for n, p in par.named_parameters()}
     return {"errors": err, "warnings": texts, "first_is_dtensor": isinstance(first, DTensor),
+            "planned_calls_warned": planned_calls_warned,
             "grads": grads, "planned": plan.parameter_placements}
 
 
@@ -148,6 +153,7 @@ def test_other_batch_size_falls_back_with_one_warning(group):
     for call, err in r["errors"].items():
         assert err <= 1e-5, (call, err)
     assert r["first_is_dtensor"]
+    assert r["planned_calls_warned"] == 0
     assert len(r["warnings"]) == 1, r["warnings"]
     text = r["warnings"][0]
     assert "MLP called with input 0 of shape [4, 8, 32]" in text and "traced with shape [8, 8, 32]" in text
