@@ -92,7 +92,7 @@ class _Capture:
     module_nodes: dict[str, list[str]]  # module FQN -> forward nodes traced inside it (innermost)
     backward_nodes: set[str]  # nodes that depend on a tangent
     out_spec: Any = None  # pytree spec of the model's output (its leaves: ``outputs``)
-    examples: list[Any] = dataclasses.field(default_factory=list)  # per example input: (shape, dtype) or the value
+    examples: list[tuple] = dataclasses.field(default_factory=list)  # per example input: ("tensor", shape, dtype) or ("value", v)
     training: bool = True  # the model's ``training`` flag when it was traced
 
 
@@ -209,7 +209,7 @@ def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
         if node.name in owner and node.name not in backward:
             module_nodes.setdefault(owner[node.name], []).append(node.name)
     once = {fqn: node for fqn, node in marks.items() if calls.get(fqn) == 1}
-    examples = [(tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else x for x in example_inputs]
+    examples = [("tensor", tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else ("value", x) for x in example_inputs]
     return _Capture(gm, params, buffers, inputs, tangents, outputs, grads, once, module_nodes, backward,
                     out_spec=out_spec, examples=examples, training=model.training)
 
@@ -542,8 +542,8 @@ class _PlanStep:
         if model.training != self.cap.training:
             return (f"the model in {'train' if model.training else 'eval'} mode (traced in "
                     f"{'train' if self.cap.training else 'eval'} mode)")
-        for i, (a, ex) in enumerate(zip(args, examples)):
-            if isinstance(ex, tuple) and len(ex) == 2 and isinstance(ex[1], torch.dtype):
+        for i, (a, (kind, *ex)) in enumerate(zip(args, examples)):
+            if kind == "tensor":
                 if not isinstance(a, torch.Tensor):
                     return f"input {i} a {type(a).__name__} (traced with a tensor)"
                 shape = tuple(a.shape)  # a DTensor's global shape
@@ -552,8 +552,8 @@ class _PlanStep:
                             f"{list(ex[0])} and dtype {ex[1]})")
                 if a.requires_grad and torch.is_grad_enabled():
                     return f"input {i} requiring grad (the planned graph computes parameter gradients only)"
-            elif isinstance(a, torch.Tensor) or type(a) is not type(ex) or not _equal(a, ex):
-                return f"input {i} = {a!r} (traced with {ex!r})"
+            elif isinstance(a, torch.Tensor) or type(a) is not type(ex[0]) or not _equal(a, ex[0]):
+                return f"input {i} = {a!r} (traced with {ex[0]!r})"
         return None
 
     def __call__(self, model: nn.Module, args: tuple) -> Any:
