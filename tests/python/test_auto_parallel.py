@@ -286,3 +286,32 @@ def test_apply_without_process_group():
     plan = ct.auto_parallel(model, inputs, [2, 2], time_limit_s=2.0)
     with pytest.raises(ValueError, match="needs an initialized process group"):
         plan.apply(model)
+
+
+def test_calls_the_planned_graph_cannot_serve():
+    """``execute="plan"``'s rule for falling back (no process group needed: the rule reads the
+    captured graph's example inputs and the model's mode): the traced call runs the graph, each
+    other kind of call is named."""
+    from types import SimpleNamespace
+
+    from ctshard._auto import _PlanStep
+
+    model, (x,) = _mlp()
+    plan = ct.auto_parallel(model, (x,), [2, 2], time_limit_s=1.0)
+    step = SimpleNamespace(cap=plan._capture)
+
+    def why(*args, **kwargs):
+        return _PlanStep.mismatch(step, model, args, kwargs)
+
+    assert why(x) is None
+    with torch.no_grad():
+        assert why(x.clone().requires_grad_()) is None  # no gradient wanted: the graph serves it
+    assert why(x[:4]) == ("input 0 of shape [4, 8, 32] and dtype torch.float32 (traced with shape [8, 8, 32] "
+                          "and dtype torch.float32)")
+    assert "dtype torch.float64" in why(x.double())
+    assert why(x=x) == "keyword arguments ['x'] (the graph was traced with positional inputs only)"
+    assert why(x, x) == "2 positional inputs (the graph was traced with 1)"
+    assert why(3) == "input 0 a int (traced with a tensor)"
+    assert why(x.clone().requires_grad_()) == "input 0 requiring grad (the planned graph computes parameter gradients only)"
+    model.eval()
+    assert why(x) == "the model in eval mode (traced in train mode)"
