@@ -8,7 +8,9 @@ For a small GPT (two pre-norm blocks: LayerNorm, fused QKV, causal mask created 
 MLP) and a small Llama (two blocks: RMSNorm, GQA with 4 query / 2 key-value heads, rotary
 embedding, causal mask created in forward, SwiGLU), on a gloo group of CPU processes: plans with
 ``auto_parallel`` (the batch pinned data-parallel on mesh dim 0, a memory budget that makes the
-planner shard weights, ``hand_plans=True``), applies the plan, trains 5 steps of
+planner shard weights, ``hand_plans=True``), applies the plan (``--execute plan``, the default:
+``apply`` runs the planned joint graph; ``--execute propagate``: DTensor's own propagation between
+the placements ``apply`` enforces), trains 5 steps of
 ``torch.optim.Adam`` on ``loss = mean(model(x)^2)``, checks every loss against the single-process
 run (relative 1e-5) and every parameter's placement against the plan. The planner's hand plans
 (DDP, FSDP, Megatron TP + FSDP) are applied and trained the same way (``auto_parallel`` with
@@ -17,14 +19,15 @@ every parameter and the batch pinned to their placements).
 For every plan it measures step 1 and prints:
 
 - the collectives the plan prices (``ParallelPlan.priced_collectives``: its moves and gradient
-  reductions) against those DTensor issued under ``apply`` (``ctshard.torch.CollectiveLog`` over
+  reductions) against those issued under ``apply`` (``ctshard.torch.CollectiveLog`` over
   forward, loss and backward), each difference with the torch function that issued it or the
   graph node whose move was priced; and against those issued when the same plan is executed node
   by node (``ctshard.torch.run_plan`` on the joint graph, then each gradient reduced to its
   parameter's placement); the optimizer step and reading the loss apart (not priced);
 - the memory per rank (maximum over the ranks) modelled (``plan.memory_gib``) against measured:
   parameters, gradients, Adam's moments (after the first step) and the activations autograd saves
-  (``SavedBytes``: local shards, each storage once), and the total against the budget;
+  (``SavedBytes``: local shards, each storage once; apart, the saved views that hold no storage of
+  their own, which the planner counts as activations), and the total against the budget;
 
 then one markdown table of all plans (docs/benchmarks.md, "auto_parallel measured").
 """
@@ -173,19 +176,26 @@ class SavedBytes:
     this rank: each local tensor's storage counted once (views of one storage are not counted
     twice), parameters' storages left out (they are counted as parameters), a saved view of a
     caller's global input counted at its own size (the global input is the caller's, not the
-    step's)."""
+    step's). ``shared``: the bytes (each at its own local size) of the saved tensors that hold
+    no storage of their own, a view of a parameter or of another saved tensor's storage."""
 
     def __init__(self, parameters, inputs):
+        self.params = {id(p) for p in parameters}
         self.skip = {_local(p).untyped_storage().data_ptr() for p in parameters}
         self.inputs = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
         self.storages: dict[int, int] = {}
+        self.shared = 0
 
     def _pack(self, t):
+        if id(t) in self.params:  # a parameter itself: counted as a parameter
+            return t
         loc = _local(t)
         ptr = loc.untyped_storage().data_ptr()
         if ptr in self.inputs:
             self.storages[("input", id(loc))] = loc.numel() * loc.element_size()
-        elif ptr not in self.skip:
+        elif ptr in self.skip or ptr in self.storages:
+            self.shared += loc.numel() * loc.element_size()
+        else:
             self.storages[ptr] = loc.untyped_storage().nbytes()
         return t
 
@@ -240,9 +250,9 @@ def executed_step(plan, model, inputs, mesh) -> dict:
     return {"issued": issued + [dict(c, phase="gradient") for c in log.log], "agree": list(run.agreement())}
 
 
-def train_plan(plan, name: str, mesh, steps: int) -> dict:
-    """Apply ``plan`` to a fresh ``name`` model, train ``steps`` Adam steps on every rank and
-    measure step 1: the collectives DTensor issued per phase (``ctshard.torch.CollectiveLog``:
+def train_plan(plan, name: str, mesh, steps: int, execute: str = "plan") -> dict:
+    """Apply ``plan`` to a fresh ``name`` model (``plan.apply(model, execute=execute)``), train
+    ``steps`` Adam steps on every rank and measure step 1: the collectives DTensor issued per phase (``ctshard.torch.CollectiveLog``:
     forward, loss, backward with the gradient hooks, optimizer step, reading the loss) and the
     memory per rank (maximum over the ranks, bytes): parameters and gradients (local shards),
     optimizer states (Adam's ``exp_avg`` / ``exp_avg_sq``; its ``step`` counters apart), the
@@ -256,7 +266,7 @@ def train_plan(plan, name: str, mesh, steps: int) -> dict:
     # need no gradient (the batch): noise for this measurement
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
     model, inputs = build(name)
-    par = plan.apply(copy.deepcopy(model))
+    par = plan.apply(copy.deepcopy(model), execute=execute)
     params = [p for p in par.parameters()]
     opt = torch.optim.Adam(params, lr=1e-2)
     losses, issued, measured = [], {}, {}
@@ -280,8 +290,8 @@ def train_plan(plan, name: str, mesh, steps: int) -> dict:
                 losses.append(loss.full_tensor().item())
             full = out.full_tensor()
             p_bytes = sum(_nbytes(p) for p in params)
-            keys = ("parameters", "gradients", "optimizer", "activations", "adam_step_counters")
-            measured = dict(zip(keys, _rank_max([p_bytes, grads, moments, saved.bytes, counters])))
+            keys = ("parameters", "gradients", "optimizer", "activations", "adam_step_counters", "activations_shared")
+            measured = dict(zip(keys, _rank_max([p_bytes, grads, moments, saved.bytes, counters, saved.shared])))
             measured["total"] = sum(measured[k] for k in ("parameters", "gradients", "optimizer", "activations"))
             issued = {"forward": fwd.log, "loss": lss.log, "backward": bwd.log, "optimizer_step": stp.log,
                       "loss_value": val.log}
@@ -303,14 +313,15 @@ def train_plan(plan, name: str, mesh, steps: int) -> dict:
             "collectives": comms, "output_is_dtensor": isinstance(out, DTensor), "output_shape": list(full.shape),
             "priced": plan.priced_collectives(), "issued": issued, "measured_bytes": measured,
             "executed": executed_step(plan, model, inputs, mesh),
-            "communication_us": plan.communication_us,
+            "communication_us": plan.communication_us, "execute": execute,
             "gradient_reduction_us": float(plan.plan.get("gradient_reduction_us", 0.0))}
 
 
 def train(name: str, mesh, steps: int, budget_gib: float | None = None, time_limit_s: float = 5.0,
-          hand_plans: bool = False) -> dict:
+          hand_plans: bool = False, execute: str = "plan") -> dict:
     """Plan ``name`` with ``auto_parallel`` (batch pinned ``S(0)`` on mesh dim 0, the budget),
-    apply and train it (``train_plan``) on ``mesh`` (every rank); the result on every rank. With
+    apply (``execute``: ``"plan"`` or ``"propagate"``, ``ParallelPlan.apply``) and train it
+    (``train_plan``) on ``mesh`` (every rank); the result on every rank. With
     ``hand_plans``, also ``"hand"``: the planner's DDP, FSDP and Megatron TP + FSDP, each applied
     as a plan with every parameter and the batch pinned to its placements, trained and measured
     the same way (name -> result, with ``hand_step_time_us`` and ``hand_status`` as the hand plan
@@ -321,14 +332,14 @@ def train(name: str, mesh, steps: int, budget_gib: float | None = None, time_lim
     plan = ct.auto_parallel(model, inputs, mesh, memory_budget_gib=budget_gib,
                             place={"inputs[0]": "S(0)" + "R" * (mesh.ndim - 1)}, time_limit_s=time_limit_s,
                             hand_plans=hand_plans)
-    result = train_plan(plan, name, mesh, steps)
+    result = train_plan(plan, name, mesh, steps, execute=execute)
     result["budget_gib"] = budget_gib
     if hand_plans:
         result["hand"] = {}
         for hname, hp in plan.hand_plans.items():
             pinned = ct.auto_parallel(model, inputs, mesh, place=hp["place"], time_limit_s=time_limit_s)
             try:
-                r = train_plan(pinned, name, mesh, steps)
+                r = train_plan(pinned, name, mesh, steps, execute=execute)
             except RuntimeError as e:  # DTensor cannot run it (every rank raises the same)
                 result["hand"][hname] = {"model": name, "mesh": list(mesh.shape), "error": f"{type(e).__name__}: {e}",
                                          "step_time_us": pinned.step_time_us, "hand_step_time_us": hp["step_time_us"],
@@ -342,13 +353,15 @@ def train(name: str, mesh, steps: int, budget_gib: float | None = None, time_lim
 
 
 class _Case:
-    """A picklable case: ``train(name, mesh, steps, budget, hand_plans=True)``."""
+    """A picklable case: ``train(name, mesh, steps, budget, hand_plans=True, execute="plan")``."""
 
-    def __init__(self, name, steps, budget, hand_plans=True, time_limit_s=5.0):
+    def __init__(self, name, steps, budget, hand_plans=True, time_limit_s=5.0, execute="plan"):
         self.name, self.steps, self.budget, self.hand_plans, self.time_limit_s = name, steps, budget, hand_plans, time_limit_s
+        self.execute = execute
 
     def __call__(self, mesh):
-        return train(self.name, mesh, self.steps, self.budget, time_limit_s=self.time_limit_s, hand_plans=self.hand_plans)
+        return train(self.name, mesh, self.steps, self.budget, time_limit_s=self.time_limit_s, hand_plans=self.hand_plans,
+                     execute=self.execute)
 
 
 STEPS = 5
@@ -424,12 +437,13 @@ def table_row(label: str, r: dict) -> str:
             f"{cmp['priced_count']} ({_kinds(r['priced'])}) : {cmp['issued_count']} ({_kinds(issued)}) | "
             f"{cmp['priced_bytes']:,.0f} : {cmp['issued_bytes']:,.0f} | {'yes' if cmp['equal'] else 'no'} | "
             f"{cmp['executed_count']}, {cmp['executed_bytes']:,.0f} B: {'yes' if cmp['executed_equal'] else 'no'} | {mem} | "
+            f"{r['measured_bytes']['activations_shared'] / 1024:.1f} | "
             f"{'–' if budget is None else f'{budget * 2**20:.1f}'} | {within} |")
 
 
 TABLE_HEADER = ("| model | mesh | plan | step µs modelled (hand plan's own price) | collectives priced : issued | bytes / rank priced : issued "
                 "| equal | plan executed by run_plan: collectives, bytes, equal to priced | memory KiB modelled : measured (params / grads / Adam / saved activations / total) "
-                "| budget KiB | measured ≤ budget |\n|---|---|---|---:|---|---:|---|---|---|---:|---|")
+                "| saved views KiB | budget KiB | measured ≤ budget |\n|---|---|---|---:|---|---:|---|---|---|---:|---:|---|")
 
 
 def report(label: str, r: dict, ref: list[float]) -> bool:
@@ -467,6 +481,8 @@ def report(label: str, r: dict, ref: list[float]) -> bool:
     print("   memory per rank, KiB, modelled : measured: " + ", ".join(
         f"{k} {m[k] * 2**20:.2f} : {b[k] / 1024:.2f}" for k in MEMORY_KEYS)
         + f"; not modelled: Adam step counters {b['adam_step_counters']:.0f} B")
+    print(f"   saved tensors holding no storage of their own (views of a parameter or of another saved tensor):"
+          f" {b['activations_shared'] / 1024:.2f} KiB, which the modelled activations count")
     if r.get("budget_gib") is not None:
         print(f"   budget {r['budget_gib'] * 2**20:.2f} KiB: measured total {'within' if b['total'] <= r['budget_gib'] * 2**30 else 'OVER'}")
     return err <= TOLERANCE and same
@@ -476,10 +492,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--world-size", type=int, default=4, choices=(4, 8))
     ap.add_argument("--no-hand-plans", action="store_true", help="train the auto plan only")
+    ap.add_argument("--execute", default="plan", choices=("plan", "propagate"),
+                    help="ParallelPlan.apply's execute: the planned graph (default) or DTensor's propagation")
     args = ap.parse_args(argv)
     mesh = (2, args.world_size // 2)
     names = ("gpt", "llama")
-    results = run_group(mesh, [_Case(n, STEPS, BUDGET_GIB[n], hand_plans=not args.no_hand_plans) for n in names])
+    results = run_group(mesh, [_Case(n, STEPS, BUDGET_GIB[n], hand_plans=not args.no_hand_plans, execute=args.execute)
+                               for n in names])
     ok = True
     rows = []
     for name, r in zip(names, results):
@@ -504,7 +523,7 @@ def main(argv=None) -> int:
                       f" {ex.replace(': ', ' per rank, equal to the priced ones: ')}")
                 rows.append(f"| {name} | {'x'.join(map(str, mesh))} | {hname} | {h['step_time_us']:.1f} ({h['hand_step_time_us']:.1f})"
                             f" | {len(h['priced'])} ({_kinds(h['priced'])}) :"
-                            f" apply() failed in DTensor: {first[:60]} | | | {ex} | | | |")
+                            f" apply() failed in DTensor: {first[:60]} | | | {ex} | | | | |")
                 continue
             ok = report(hname, h, ref) and ok
             rows.append(table_row(hname, h))

@@ -6,8 +6,10 @@ buffers, the example inputs and one output gradient ("tangent") per model output
 model outputs and the parameter gradients as outputs) is traced with ``make_fx`` on fake tensors
 and planned with ``ctshard.plan(..., algo="global", free_inputs=True)``: every parameter, input and
 tangent placement is a variable, each gradient is tied to its parameter and each tangent to its
-output. ``ParallelPlan.apply`` then distributes the parameters and runs the module with DTensor;
-docs/auto_parallel.md says exactly which placements it enforces.
+output. ``ParallelPlan.apply`` then distributes the parameters and, by default, runs the joint
+graph itself with the plan's placements (forward and backward, one ``torch.autograd.Function``),
+so the collectives issued are the priced ones; ``execute="propagate"`` runs the module with
+DTensor's own propagation instead. docs/auto_parallel.md, "What apply does", has the details.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = ["auto_parallel", "ParallelPlan"]
 _OPTIMIZER_STATES = {"adam": 2, "sgd": 0, "sgd_momentum": 1}  # optimizer state tensors per parameter
 _GIB = 1024**3
 _MEMORY_KEYS = ("parameters", "gradients", "optimizer", "activations", "total")
+_EXECUTE = ("plan", "propagate")  # ParallelPlan.apply's ways of running a call
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,6 +91,9 @@ class _Capture:
     module_outputs: dict[str, str]  # module FQN -> node of its (tensor) output, modules called once
     module_nodes: dict[str, list[str]]  # module FQN -> forward nodes traced inside it (innermost)
     backward_nodes: set[str]  # nodes that depend on a tangent
+    out_spec: Any = None  # pytree spec of the model's output (its leaves: ``outputs``)
+    examples: list[tuple] = dataclasses.field(default_factory=list)  # per example input: ("tensor", shape, dtype) or ("value", v)
+    training: bool = True  # the model's ``training`` flag when it was traced
 
 
 def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
@@ -111,7 +117,7 @@ def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
     except Exception as e:
         raise ValueError(f"ctshard.torch.auto_parallel: cannot trace the model {type(model).__name__}: "
                          f"{type(e).__name__}: {e}") from e
-    flat_out = pytree.tree_leaves(out)
+    flat_out, out_spec = pytree.tree_flatten(out)
     if not flat_out or not all(isinstance(o, torch.Tensor) for o in flat_out):
         raise TypeError(f"ctshard.torch.auto_parallel: {type(model).__name__} must return tensors (or a tuple of them)")
 
@@ -203,7 +209,9 @@ def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
         if node.name in owner and node.name not in backward:
             module_nodes.setdefault(owner[node.name], []).append(node.name)
     once = {fqn: node for fqn, node in marks.items() if calls.get(fqn) == 1}
-    return _Capture(gm, params, buffers, inputs, tangents, outputs, grads, once, module_nodes, backward)
+    examples = [("tensor", tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else ("value", x) for x in example_inputs]
+    return _Capture(gm, params, buffers, inputs, tangents, outputs, grads, once, module_nodes, backward,
+                    out_spec=out_spec, examples=examples, training=model.training)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,23 +386,50 @@ class ParallelPlan:
                      + ", ".join(f"{k} {m[k] * 1024:.4f} MiB" for k in _MEMORY_KEYS))
         return "\n".join(lines)
 
-    def apply(self, model: nn.Module) -> nn.Module:
-        """Distribute ``model``'s parameters and buffers per the plan and make it run with DTensor;
-        returns ``model`` itself (changed in place, as ``parallelize_module``; its class becomes a
-        subclass whose ``forward`` wraps the original, as FSDP2's ``fully_shard`` does).
+    def apply(self, model: nn.Module, *, execute: str = "plan") -> nn.Module:
+        """Distribute ``model``'s parameters and buffers per the plan and make its forward and
+        backward run with DTensor; returns ``model`` itself (changed in place, as
+        ``parallelize_module``; its class becomes a subclass whose ``forward`` wraps the original,
+        as FSDP2's ``fully_shard`` does).
 
-        Enforced: each parameter is a DTensor at its planned placements (``distribute_tensor``,
-        each rank keeping its own shard of the same global value) and each gradient is
-        redistributed to its parameter's placements as it is computed (a tensor hook); buffers
-        are Replicate; tensor inputs are distributed (plain tensors, the same on every rank) or
-        redistributed (DTensors) to the planned input placements; the output of every module the
-        plan names (``module_output_placements``, Partial ones excepted) and the model outputs
-        are redistributed to the planned placements. Every other placement inside is DTensor's own
-        choice. Plain tensors that meet a DTensor during forward (a causal mask created there)
-        become Replicate DTensors. Raises ValueError when the model's parameters differ from the
-        planned ones or no process group of the mesh's size exists."""
+        Always: each parameter is a DTensor at its planned placements (``distribute_tensor``, each
+        rank keeping its own shard of the same global value), each gradient is redistributed to
+        its parameter's placements as it is computed (a tensor hook), buffers are Replicate; tensor
+        inputs may be plain tensors (the same on every rank) or DTensors; the model outputs are
+        DTensors at ``output_placements``.
+
+        execute: ``"plan"`` (default): a call runs the captured joint graph with the plan's
+            placements (``ctshard.torch.run_plan``'s ``"local"`` execution: every op on the local
+            shards at the planned placements, every planned move a DTensor redistribute) inside one
+            ``torch.autograd.Function``: its forward runs the forward nodes and saves for backward
+            exactly the forward values the backward nodes read (``save_for_backward``, so
+            ``saved_tensors_hooks`` see them), its backward moves each output gradient to its
+            tangent's planned placements and runs the backward nodes, giving every parameter its
+            gradient node's value. The collectives issued are then the ones
+            ``priced_collectives`` lists. The original ``forward`` and the submodules' hooks do
+            not run. A call the graph cannot serve falls back to ``"propagate"`` for that call,
+            with a ``UserWarning`` naming the difference (once per model): keyword arguments,
+            another number of positional inputs, a tensor input of another shape or dtype than the
+            traced example (a different batch size) or that requires grad, a non-tensor input
+            other than the example's, the model in another train / eval mode than when traced.
+            ``"propagate"``: the original ``forward`` runs on DTensors; the inputs, the outputs of
+            the modules the plan names (``module_output_placements``, Partial ones excepted) and
+            the model outputs are redistributed to their planned placements and every other
+            placement is DTensor's own sharding propagation (plain tensors meeting a DTensor in a
+            call, such as a causal mask created in forward, become Replicate DTensors).
+
+        Random ops under ``"plan"`` draw on each rank's local shard from that rank's generator: a
+        Replicate random value (dropout's mask, as ctshard plans it) is the single-process value
+        when every rank's generator is in the same state, a sharded one is not
+        (docs/auto_parallel.md, "Random ops").
+
+        Raises ValueError when ``execute`` is neither ``"plan"`` nor ``"propagate"``, the model's
+        parameters differ from the planned ones or no process group of the mesh's size exists."""
         from torch.distributed.tensor import DTensor, Replicate, distribute_tensor
 
+        if execute not in _EXECUTE:
+            raise ValueError(f"ctshard.torch.ParallelPlan.apply: execute must be one of "
+                             f"{', '.join(map(repr, _EXECUTE))}, got {execute!r}")
         names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
         if names != set(self.parameter_placements):
             raise ValueError(f"ctshard.torch.ParallelPlan.apply: model {type(model).__name__} has other parameters "
@@ -424,7 +459,7 @@ class ParallelPlan:
         for fqn, spec in self.module_output_placements.items():
             if fqn and "P" not in spec:
                 model.get_submodule(fqn).register_forward_hook(_output_hook(mesh, list(to_placements(spec))))
-        _wrap_forward(model, mesh, self)
+        _wrap_forward(model, mesh, self, _PlanStep(self, mesh) if execute == "plan" else None)
         return model
 
 
@@ -464,7 +499,132 @@ class _ReplicatePlain(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def _wrap_forward(model: nn.Module, mesh, plan: ParallelPlan) -> None:
+class _PlanStep:
+    """The joint graph of a plan split at its tangents, run with the plan's placements by
+    ``_run._Executor`` in ``"local"`` mode (``ParallelPlan.apply(..., execute="plan")``).
+
+    primals: the placeholders of the parameters, buffers and inputs (the forward's arguments, in
+    graph order); tangents: those of the output gradients; forward / backward: the other nodes,
+    split by ``_Capture.backward_nodes``; saved: the forward values the backward reads (gradient
+    nodes that are forward values included), graph order; grads: per primal, (gradient node,
+    parameter placements) of a trainable parameter, else None."""
+
+    def __init__(self, plan: ParallelPlan, mesh):
+        from ._run import _check_plan, _Executor
+
+        cap = plan._capture
+        merged = dict(plan.plan)
+        merged["placements"] = {**plan.plan.get("placements", {}), **plan.plan.get("input_placements", {})}
+        _check_plan(cap.gm, merged, mesh)
+        self.cap, self.mesh = cap, mesh
+        self.executor = _Executor(cap.gm, merged, mesh, "local")
+        nodes = list(cap.gm.graph.nodes)
+        tangents = set(cap.tangents)
+        self.primals = [n for n in nodes if n.op == "placeholder" and n.name not in tangents]
+        self.tangents = [n for n in nodes if n.op == "placeholder" and n.name in tangents]
+        body = [n for n in nodes if n.op not in ("placeholder", "output")]
+        self.forward = [n for n in body if n.name not in cap.backward_nodes]
+        self.backward = [n for n in body if n.name in cap.backward_nodes]
+        read = {a.name for n in self.backward for a in n.all_input_nodes} | set(cap.grads.values())
+        self.saved = [n.name for n in nodes if n.name in read and n.name not in cap.backward_nodes]
+        by_placeholder = {ph: fqn for fqn, ph in cap.params.items()}
+        self.grads = [(cap.grads[by_placeholder[n.name]], plan.dtensor_placements()[by_placeholder[n.name]])
+                      if n.name in by_placeholder and by_placeholder[n.name] in cap.grads else None
+                      for n in self.primals]
+
+    def mismatch(self, model: nn.Module, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
+        """Why the captured graph cannot serve ``model(*args, **kwargs)`` (text), None when it can."""
+        examples = self.cap.examples
+        if kwargs:
+            return f"keyword arguments {sorted(kwargs)} (the graph was traced with positional inputs only)"
+        if len(args) != len(examples):
+            return f"{len(args)} positional inputs (the graph was traced with {len(examples)})"
+        if model.training != self.cap.training:
+            return (f"the model in {'train' if model.training else 'eval'} mode (traced in "
+                    f"{'train' if self.cap.training else 'eval'} mode)")
+        for i, (a, (kind, *ex)) in enumerate(zip(args, examples)):
+            if kind == "tensor":
+                if not isinstance(a, torch.Tensor):
+                    return f"input {i} a {type(a).__name__} (traced with a tensor)"
+                shape = tuple(a.shape)  # a DTensor's global shape
+                if shape != ex[0] or a.dtype != ex[1]:
+                    return (f"input {i} of shape {list(shape)} and dtype {a.dtype} (traced with shape "
+                            f"{list(ex[0])} and dtype {ex[1]})")
+                if a.requires_grad and torch.is_grad_enabled():
+                    return f"input {i} requiring grad (the planned graph computes parameter gradients only)"
+            elif isinstance(a, torch.Tensor) or type(a) is not type(ex[0]) or not _equal(a, ex[0]):
+                return f"input {i} = {a!r} (traced with {ex[0]!r})"
+        return None
+
+    def __call__(self, model: nn.Module, args: tuple) -> Any:
+        """The model's output (its pytree) for positional inputs ``args`` (``mismatch`` is None)."""
+        state = dict(model.named_parameters())
+        state.update(model.named_buffers())
+        values = [state[f] for f in self.cap.params] + [state[f] for f in self.cap.buffers] + list(args)
+        outs = _PlanFunction.apply(self, *values)
+        return pytree.tree_unflatten(list(outs), self.cap.out_spec)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a value without a plain equality
+        return False
+
+
+class _PlanFunction(torch.autograd.Function):
+    """One call of a model applied with ``execute="plan"``: forward and backward nodes of the joint
+    graph, each op on its local shards at the planned placements."""
+
+    @staticmethod
+    def forward(ctx, step: _PlanStep, *values):
+        env: dict[str, Any] = {}
+        for node, value in zip(step.primals, values):
+            step.executor.place(env, node, value)
+        step.executor.execute(env, step.forward)
+        tensors = [n for n in step.saved if isinstance(env.get(n), torch.Tensor)]
+        ctx.save_for_backward(*[env[n] for n in tensors])
+        ctx.saved_names = tensors
+        ctx.others = {n: env[n] for n in step.saved if n not in ctx.saved_names}  # ints, shapes
+        ctx.step = step
+        outs = tuple(env[o] for o in step.cap.outputs)
+        fixed = [o for o in outs if isinstance(o, torch.Tensor) and not (o.is_floating_point() or o.is_complex())]
+        if fixed:
+            ctx.mark_non_differentiable(*fixed)
+        return outs
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grad_outputs):
+        from torch.distributed.tensor import DTensor
+
+        from ._run import _redistribute
+
+        step: _PlanStep = ctx.step
+        env: dict[str, Any] = dict(zip(ctx.saved_names, ctx.saved_tensors))
+        env.update(ctx.others)
+        for node, grad in zip(step.tangents, grad_outputs):
+            step.executor.place(env, node, grad)
+        step.executor.execute(env, step.backward)
+        result: list[Any] = [None]  # the step itself
+        for target in step.grads:
+            if target is None:
+                result.append(None)
+                continue
+            g = env[target[0]]
+            if isinstance(g, DTensor) and tuple(g.placements) != tuple(target[1]):
+                with torch.no_grad():
+                    g = _redistribute(g, step.mesh, target[1])
+            result.append(g)
+        return tuple(result)
+
+
+def _wrap_forward(model: nn.Module, mesh, plan: ParallelPlan, step: _PlanStep | None) -> None:
+    """``model``'s class becomes a subclass whose forward runs ``step`` (``execute="plan"``) or,
+    for ``step`` None and for the calls ``step`` cannot serve, the original forward with DTensor's
+    propagation."""
+    import warnings
+
     from torch.distributed.tensor import DTensor, distribute_tensor
 
     cls = type(model)
@@ -472,6 +632,7 @@ def _wrap_forward(model: nn.Module, mesh, plan: ParallelPlan) -> None:
         cls = cls.__mro__[1]
     inputs = [list(to_placements(s)) if s else None for s in plan.input_placements]
     outputs = [list(to_placements(s)) for s in plan.output_placements]
+    warned: list[bool] = [False]
 
     def place(x, placements):
         if placements is None or not isinstance(x, torch.Tensor):
@@ -481,6 +642,15 @@ def _wrap_forward(model: nn.Module, mesh, plan: ParallelPlan) -> None:
         return distribute_tensor(x, mesh, placements, src_data_rank=None)
 
     def forward(self, *args, **kwargs):
+        if step is not None:
+            why = step.mismatch(self, args, kwargs)
+            if why is None:
+                return step(self, args)
+            if not warned[0]:
+                warned[0] = True
+                warnings.warn(f"ctshard.torch.ParallelPlan.apply: {cls.__name__} called with {why}: the planned graph "
+                              "cannot run this call, it runs with DTensor's sharding propagation (execute='propagate'); "
+                              "this warning is shown once per model", UserWarning, stacklevel=2)
         args = tuple(place(a, inputs[i] if i < len(inputs) else None) for i, a in enumerate(args))
         with _ReplicatePlain(mesh):
             out = cls.forward(self, *args, **kwargs)

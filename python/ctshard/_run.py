@@ -576,158 +576,203 @@ def run_plan(
     if not (hasattr(gm, "graph") and hasattr(gm.graph, "nodes")):
         raise ValueError(f"ctshard.torch.run_plan: gm must be a torch.fx.GraphModule, got {type(gm).__name__}")
     op_nodes = _check_plan(gm, plan, mesh)
-    records_by_name = {r["name"]: r for r in plan["nodes"]}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     inputs = list(inputs)
     if len(inputs) != len(placeholders):
         raise ValueError(f"ctshard.torch.run_plan: the graph has {len(placeholders)} inputs (placeholders), "
                          f"got {len(inputs)} values")
-    placed = dict(plan.get("placements", {}))
-    unknown = sorted(set(placed) - {p.name for p in placeholders})
+    unknown = sorted(set(plan.get("placements", {})) - {p.name for p in placeholders})
     if unknown:
         raise ValueError(f"ctshard.torch.run_plan: the plan places {unknown}, which are not inputs of the graph")
 
-    mesh_shape = list(mesh.shape)
     pricing = {"devices_per_host": devices_per_host}
     if "cost_model" in plan:
         pricing["cost_model"] = plan["cost_model"]
-    group_dims = {mesh.get_group(d).group_name: d for d in range(mesh.ndim)}
-    replicate = [Replicate()] * mesh.ndim
+    run = PlanRun(outputs=(), mode=mode, mesh=list(mesh.shape))
+    executor = _Executor(gm, plan, mesh, mode, seed=seed, pricing=pricing, run=run)
     env: dict[str, Any] = {}
-    planned: dict[str, list[str]] = {}  # node name -> the specs ctshard's plan gives its results
-    run = PlanRun(outputs=(), mode=mode, mesh=mesh_shape)
-    nodes_done = 0
-
-    with torch.no_grad():
-        for node in gm.graph.nodes:
-            if node.op == "placeholder":
-                value = inputs[len(run.inputs)]
-                spec = placed.get(node.name, to_spec(replicate))
-                placements = to_placements(spec)
-                rec = {"name": node.name, "spec": spec, "collectives": []}
-                if isinstance(value, DTensor):
-                    if not _same(value.placements, placements):
-                        with _CollectiveLog(group_dims) as log:
-                            value = _redistribute(value, mesh, placements)
-                        rec["collectives"] = log.log
-                elif isinstance(value, torch.Tensor):
-                    value = _distribute_global(value, mesh, placements, seed + len(run.inputs))
-                env[node.name] = value
-                planned[node.name] = [spec]
-                run.inputs.append(rec)
-            elif node.op == "get_attr":
-                value = operator.attrgetter(node.target)(gm)
-                if isinstance(value, torch.Tensor) and not isinstance(value, DTensor):
-                    value = distribute_tensor(value, mesh, replicate, src_data_rank=None)
-                env[node.name] = value
-                planned[node.name] = [to_spec(replicate)]
-            elif node.op == "call_function" and node.target is operator.getitem:
-                src, k = node.args
-                env[node.name] = env[src.name][k]
-                if src.name in planned and isinstance(k, int) and k < len(planned[src.name]):
-                    planned[node.name] = [planned[src.name][k]]
-            elif node.op == "call_function" and node.name in records_by_name:
-                rec = records_by_name[node.name]
-                env[node.name] = _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape,
-                                           pricing, run)
-                planned[node.name] = list(rec["outputs"])
-                nodes_done += 1
-            elif node.op == "call_function":  # a symbolic-integer node: plain Python arithmetic
-                env[node.name] = node.target(*_map_args(node.args, lambda n: env[n.name]),
-                                             **_map_args(dict(node.kwargs), lambda n: env[n.name]))
-            elif node.op == "output":
-                result = _map_args(node.args[0], lambda n: env[n.name])
-                run.outputs = tuple(_flat_outputs(result))
-            else:
-                raise ValueError(f"ctshard.torch.run_plan: unsupported node kind {node.op!r} ({node.name}); "
-                                 "pass an aten-level graph (make_fx / AOT autograd)")
-    assert nodes_done == len(op_nodes)
+    for node, value in zip(placeholders, inputs):
+        executor.place(env, node, value)
+    output = next((n for n in gm.graph.nodes if n.op == "output"), None)
+    executor.execute(env, [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")])
+    if output is not None:
+        run.outputs = tuple(_flat_outputs(_map_args(output.args[0], lambda n: env[n.name])))
+    assert len(run.nodes) == len(op_nodes)
     return run
 
 
-def _run_node(node, rec, env, planned, mesh, mode, group_dims, mesh_shape, pricing, run) -> Any:
-    refs = _tensor_refs(node)
-    targets = [to_placements(s) for s in rec["inputs"]]
-    predicted = [to_placements(s) for s in rec["outputs"]]
-    record = {
-        "name": node.name, "op": rec["op"], "fallback": bool(rec.get("fallback")), "cost_us": rec.get("cost_us", 0.0),
-        "inputs": list(rec["inputs"]), "sources": [], "planned_sources": [], "predicted": list(rec["outputs"]),
-        "actual": [], "agree": True, "redistributions": [], "planned_steps": [], "op_collectives": [],
-        "executed": mode, "redistribute_s": 0.0,
-    }
-    # 1. every tensor input moved to ctshard's input spec with DTensor's redistribute
-    moved: dict[int, Any] = {}
-    for i, (ref, target) in enumerate(zip(refs, targets)):
-        value = env[ref.name]
-        if isinstance(value, torch.Tensor) and not isinstance(value, DTensor):
-            value = DTensor.from_local(value, mesh, [Replicate()] * mesh.ndim, run_check=False)
-        src = _spec_of(value)
-        planned_src = (planned.get(ref.name) or [None])[0]
-        record["sources"].append(src)
-        record["planned_sources"].append(planned_src)
-        meta = _metas(ref)[0]
-        if planned_src is not None and planned_src != rec["inputs"][i]:
-            steps = _priced_steps(meta, mesh_shape, planned_src, rec["inputs"][i], pricing)
-            if steps:
-                record["planned_steps"].append({"input": i, "from": planned_src, "to": rec["inputs"][i], "steps": steps})
-        if isinstance(value, DTensor) and not _same(value.placements, target):
-            t0 = time.perf_counter()
-            with _CollectiveLog(group_dims) as log:
-                value = _redistribute(value, mesh, target)
-            record["redistribute_s"] += time.perf_counter() - t0
-            record["redistributions"].append({
-                "input": i, "from": src, "to": rec["inputs"][i], "shape": list(value.shape),
-                "collectives": log.log,
-                "priced": _priced_steps(meta, mesh_shape, src, rec["inputs"][i], pricing),
-            })
-        moved[i] = value
+class _Executor:
+    """Runs nodes of a planned aten-level graph on a mesh, one at a time, with the plan's
+    placements: the one node runner of ``run_plan`` and of ``ParallelPlan.apply``.
 
-    # node references -> values (tensor inputs, met in _tensor_refs order, get their moved values)
-    counter = iter(range(len(refs)))
+    gm / plan / mesh / mode as ``run_plan`` takes them (``plan["placements"]``: the placeholders'
+    specs, Replicate when absent). seed: seeds the split of a global input into Partial parts
+    (``seed + the placeholder's index``). pricing: ``devices_per_host`` and ``cost_model`` of
+    ``ctshard.cost`` for the records. run: the ``PlanRun`` that collects one record per input and
+    per op node, each move's collectives (``_CollectiveLog``) and prices; None runs the nodes
+    without recording, logging or pricing anything (``apply``'s every step).
 
-    def value_of(n: torch.fx.Node) -> Any:
-        if _is_sym(n.meta.get("val")):
-            return env[n.name]
-        return moved[next(counter)]
+    The values live in an ``env`` (node name -> value) the caller owns, so one executor serves
+    several calls and a graph can run in parts (the forward nodes, later the backward nodes).
+    """
 
-    args = list(_map_args(tuple(node.args), value_of))
-    kwargs = _map_args(dict(node.kwargs), value_of)
-    metas = _metas(node)
+    def __init__(self, gm: torch.fx.GraphModule, plan: Mapping[str, Any], mesh: DeviceMesh, mode: str, *,
+                 seed: int = 0, pricing: Mapping[str, Any] | None = None, run: PlanRun | None = None):
+        self.gm, self.mesh, self.mode, self.seed, self.run = gm, mesh, mode, seed, run
+        self.pricing = dict(pricing or {"devices_per_host": 8})
+        self.records = {r["name"]: r for r in plan["nodes"]}
+        self.placed = dict(plan.get("placements", {}))
+        self.planned = planned_specs(gm, plan)  # node name -> the specs the plan gives its results
+        self.index = {n.name: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+        self.group_dims = {mesh.get_group(d).group_name: d for d in range(mesh.ndim)}
+        self.mesh_shape = list(mesh.shape)
+        self.replicate = [Replicate()] * mesh.ndim
 
-    if not refs:  # a factory: run on every rank, Replicate
-        result = node.target(*args, **kwargs)
-        out = _wrap_replicated(result, mesh)
-        record["executed"] = "factory"
-        if mode == "local":
-            out = _move_outputs(out, predicted)
-    elif mode == "dtensor":
-        try:
-            with _CollectiveLog(group_dims) as log:
-                out = node.target(*args, **kwargs)
-            record["op_collectives"] = log.log
-        except NotImplementedError:
-            if not all(_same(t, [Replicate()] * mesh.ndim) for t in targets):
-                raise
-            # DTensor has no sharding strategy for this op; its inputs are replicated (a ctshard
-            # fallback): run it on the full local tensors, Replicate.
-            local = node.target(*[_to_local(a) for a in args], **{k: _to_local(v) for k, v in kwargs.items()})
-            out = _wrap_replicated(local, mesh)
-            record["executed"] = "replicated"
-    else:
-        in_metas = [_metas(r)[0] for r in refs]
-        op, args, kwargs = _localise_args(node, args, kwargs, predicted[0] if predicted else [], mesh, in_metas)
-        local_args = [_to_local(a) for a in args]
-        local_kwargs = {k: _to_local(v) for k, v in kwargs.items()}
-        result = op(*local_args, **local_kwargs)
-        out = _wrap_local(node, result, predicted, metas, mesh)
+    def _log(self) -> Any:
+        """The collective log of one move or op: a ``_CollectiveLog`` when recording, else none."""
+        return _CollectiveLog(self.group_dims) if self.run is not None else _NoLog()
 
-    outs = _flat_outputs(out)
-    for k, o in enumerate(outs):
-        record["actual"].append(_spec_of(o))
-        if isinstance(o, DTensor) and k < len(predicted) and not _same(o.placements, predicted[k]):
-            record["agree"] = False
-    run.nodes.append(record)
-    return out
+    def place(self, env: dict[str, Any], node: torch.fx.Node, value: Any) -> Any:
+        """``env[node.name]`` = ``value`` at the plan's spec of placeholder ``node``: a DTensor
+        redistributed, a plain tensor (the global value, the same on every rank) laid out
+        (``_distribute_global``), other values as they are."""
+        spec = self.placed.get(node.name, to_spec(self.replicate))
+        placements = to_placements(spec)
+        rec = {"name": node.name, "spec": spec, "collectives": []}
+        with torch.no_grad():
+            if isinstance(value, DTensor):
+                if not _same(value.placements, placements):
+                    with self._log() as log:
+                        value = _redistribute(value, self.mesh, placements)
+                    rec["collectives"] = log.log
+            elif isinstance(value, torch.Tensor):
+                value = _distribute_global(value, self.mesh, placements, self.seed + self.index.get(node.name, 0))
+        env[node.name] = value
+        if self.run is not None:
+            self.run.inputs.append(rec)
+        return value
+
+    def execute(self, env: dict[str, Any], nodes: Sequence[torch.fx.Node]) -> None:
+        """Run ``nodes`` (graph order; no placeholder, no output) into ``env``, without autograd.
+        ValueError for a node kind an aten-level graph does not have (call_module, call_method)."""
+        with torch.no_grad():
+            for node in nodes:
+                if node.op == "get_attr":
+                    value = operator.attrgetter(node.target)(self.gm)
+                    if isinstance(value, torch.Tensor) and not isinstance(value, DTensor):
+                        value = distribute_tensor(value, self.mesh, self.replicate, src_data_rank=None)
+                    env[node.name] = value
+                elif node.op == "call_function" and node.target is operator.getitem:
+                    src, k = node.args
+                    env[node.name] = env[src.name][k]
+                elif node.op == "call_function" and node.name in self.records:
+                    env[node.name] = self._run_node(node, self.records[node.name], env)
+                elif node.op == "call_function":  # a symbolic-integer node: plain Python arithmetic
+                    env[node.name] = node.target(*_map_args(node.args, lambda n: env[n.name]),
+                                                 **_map_args(dict(node.kwargs), lambda n: env[n.name]))
+                else:
+                    raise ValueError(f"ctshard.torch.run_plan: unsupported node kind {node.op!r} ({node.name}); "
+                                     "pass an aten-level graph (make_fx / AOT autograd)")
+
+    def _run_node(self, node: torch.fx.Node, rec: Mapping[str, Any], env: Mapping[str, Any]) -> Any:
+        mesh, mode, pricing, recording = self.mesh, self.mode, self.pricing, self.run is not None
+        refs = _tensor_refs(node)
+        targets = [to_placements(s) for s in rec["inputs"]]
+        predicted = [to_placements(s) for s in rec["outputs"]]
+        record = {
+            "name": node.name, "op": rec["op"], "fallback": bool(rec.get("fallback")), "cost_us": rec.get("cost_us", 0.0),
+            "inputs": list(rec["inputs"]), "sources": [], "planned_sources": [], "predicted": list(rec["outputs"]),
+            "actual": [], "agree": True, "redistributions": [], "planned_steps": [], "op_collectives": [],
+            "executed": mode, "redistribute_s": 0.0,
+        }
+        # 1. every tensor input moved to ctshard's input spec with DTensor's redistribute
+        moved: dict[int, Any] = {}
+        for i, (ref, target) in enumerate(zip(refs, targets)):
+            value = env[ref.name]
+            if isinstance(value, torch.Tensor) and not isinstance(value, DTensor):
+                value = DTensor.from_local(value, mesh, self.replicate, run_check=False)
+            src = _spec_of(value)
+            planned_src = (self.planned.get(ref.name) or [None])[0]
+            meta = _metas(ref)[0]
+            if recording:
+                record["sources"].append(src)
+                record["planned_sources"].append(planned_src)
+                if planned_src is not None and planned_src != rec["inputs"][i]:
+                    steps = _priced_steps(meta, self.mesh_shape, planned_src, rec["inputs"][i], pricing)
+                    if steps:
+                        record["planned_steps"].append({"input": i, "from": planned_src, "to": rec["inputs"][i],
+                                                        "steps": steps})
+            if isinstance(value, DTensor) and not _same(value.placements, target):
+                t0 = time.perf_counter()
+                with self._log() as log:
+                    value = _redistribute(value, mesh, target)
+                record["redistribute_s"] += time.perf_counter() - t0
+                if recording:
+                    record["redistributions"].append({
+                        "input": i, "from": src, "to": rec["inputs"][i], "shape": list(value.shape),
+                        "collectives": log.log,
+                        "priced": _priced_steps(meta, self.mesh_shape, src, rec["inputs"][i], pricing),
+                    })
+            moved[i] = value
+
+        # node references -> values (tensor inputs, met in _tensor_refs order, get their moved values)
+        counter = iter(range(len(refs)))
+
+        def value_of(n: torch.fx.Node) -> Any:
+            if _is_sym(n.meta.get("val")):
+                return env[n.name]
+            return moved[next(counter)]
+
+        args = list(_map_args(tuple(node.args), value_of))
+        kwargs = _map_args(dict(node.kwargs), value_of)
+        metas = _metas(node)
+
+        if not refs:  # a factory: run on every rank, Replicate
+            result = node.target(*args, **kwargs)
+            out = _wrap_replicated(result, mesh)
+            record["executed"] = "factory"
+            if mode == "local":
+                out = _move_outputs(out, predicted)
+        elif mode == "dtensor":
+            try:
+                with self._log() as log:
+                    out = node.target(*args, **kwargs)
+                record["op_collectives"] = log.log
+            except NotImplementedError:
+                if not all(_same(t, self.replicate) for t in targets):
+                    raise
+                # DTensor has no sharding strategy for this op; its inputs are replicated (a ctshard
+                # fallback): run it on the full local tensors, Replicate.
+                local = node.target(*[_to_local(a) for a in args], **{k: _to_local(v) for k, v in kwargs.items()})
+                out = _wrap_replicated(local, mesh)
+                record["executed"] = "replicated"
+        else:
+            in_metas = [_metas(r)[0] for r in refs]
+            op, args, kwargs = _localise_args(node, args, kwargs, predicted[0] if predicted else [], mesh, in_metas)
+            local_args = [_to_local(a) for a in args]
+            local_kwargs = {k: _to_local(v) for k, v in kwargs.items()}
+            result = op(*local_args, **local_kwargs)
+            out = _wrap_local(node, result, predicted, metas, mesh)
+
+        if recording:
+            for k, o in enumerate(_flat_outputs(out)):
+                record["actual"].append(_spec_of(o))
+                if isinstance(o, DTensor) and k < len(predicted) and not _same(o.placements, predicted[k]):
+                    record["agree"] = False
+            self.run.nodes.append(record)
+        return out
+
+
+class _NoLog:
+    """A context manager that logs nothing (``_Executor`` without a ``PlanRun``)."""
+
+    log: list[dict] = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _to_local(a: Any) -> Any:

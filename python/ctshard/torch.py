@@ -14,7 +14,8 @@ node, ctshard's predicted and DTensor's actual output placements and the collect
 (``ctshard._run``). ``planned_specs(gm, plan)`` gives every value's planned specs.
 
 ``auto_parallel(model, example_inputs, mesh)`` plans a module's training step with the whole-graph
-planner and returns a ``ParallelPlan`` whose ``apply(model)`` runs it with DTensor
+planner and returns a ``ParallelPlan`` whose ``apply(model)`` runs it with DTensor: the joint
+graph with the planned placements by default, DTensor's propagation with ``execute="propagate"``
 (docs/auto_parallel.md).
 """
 

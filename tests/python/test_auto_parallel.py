@@ -2,7 +2,9 @@
 real 2x2 gloo group (4 CPU processes), trains exactly like the single process; and its errors.
 
 One spawned group runs the GPT block (causal mask created in forward) and the MLP for 3 steps of
-``torch.optim.Adam`` each (examples/python/auto_parallel.py's ``train``), plus the mesh-size check.
+``torch.optim.Adam`` each (examples/python/auto_parallel.py's ``train``) with ``apply``'s default
+``execute="plan"``, the MLP again with ``execute="propagate"``, a call with another batch size
+(the fallback to propagation and its warning), plus the mesh-size check.
 """
 
 from __future__ import annotations
@@ -47,27 +49,66 @@ def mesh_of_wrong_size(mesh):
     return {"error_text": None}
 
 
+def other_batch_falls_back(mesh):
+    """The MLP applied with the default ``execute="plan"`` and called with the traced batch (8),
+    as a plain tensor and as a Replicate DTensor (the planned graph runs them), then twice with
+    batch 4 and once with a keyword argument (neither is what the graph was traced with: DTensor's
+    propagation runs them, one warning in all), then trained one step on batch 4: the outputs'
+    errors against the single-process model, the warnings (before the fallbacks, all) and the
+    gradients' placements."""
+    import copy
+    import warnings
+
+    from torch.distributed.tensor import DTensor, Replicate, distribute_tensor
+
+    model, (x,) = ap.build("mlp")
+    plan = ct.auto_parallel(model, (x,), mesh, place={"inputs[0]": "S(0)R"}, time_limit_s=2.0)
+    par = plan.apply(copy.deepcopy(model))
+    small = x[:4].clone()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        err = {"traced": (par(x).full_tensor() - model(x)).abs().max().item()}
+        dx = distribute_tensor(x, mesh, [Replicate()] * mesh.ndim, src_data_rank=None)
+        err["DTensor input"] = (par(dx).full_tensor() - model(x)).abs().max().item()
+        planned_calls_warned = len(caught)
+        first = par(small)
+        err["batch 4"] = (first.full_tensor() - model(small)).abs().max().item()
+        err["batch 4 again"] = (par(small).full_tensor() - model(small)).abs().max().item()
+        err["keyword"] = (par(x=x).full_tensor() - model(x)).abs().max().item()
+        par(small).pow(2).mean().backward()
+    texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and "ctshard" in str(w.message)]
+    grads = {n: ct.to_spec(p.grad) if isinstance(p.grad, DTensor) else None for n, p in par.named_parameters()}
+    return {"errors": err, "warnings": texts, "first_is_dtensor": isinstance(first, DTensor),
+            "planned_calls_warned": planned_calls_warned,
+            "grads": grads, "planned": plan.parameter_placements}
+
+
 class _Train:
-    def __init__(self, name, budget):
-        self.name, self.budget = name, budget
+    def __init__(self, name, budget, execute="plan"):
+        self.name, self.budget, self.execute = name, budget, execute
 
     def __call__(self, mesh):
-        return ap.train(self.name, mesh, STEPS, self.budget, time_limit_s=3.0)
+        return ap.train(self.name, mesh, STEPS, self.budget, time_limit_s=3.0, execute=self.execute)
+
+
+CASES = ("gpt_block", "mlp", "mlp_propagate", "fallback", "mesh")
 
 
 @pytest.fixture(scope="module")
 def group():
-    cases = [_Train("gpt_block", 1.5e-4), _Train("mlp", None), mesh_of_wrong_size]
+    cases = [_Train("gpt_block", 1.5e-4), _Train("mlp", None), _Train("mlp", None, execute="propagate"),
+             other_batch_falls_back, mesh_of_wrong_size]
     results = ap.run_group((2, 2), cases)
     for r in results:
         if "error" in r:
             pytest.fail(f"case failed in the group: {r['error']}\n{r['traceback']}")
-    return dict(zip(("gpt_block", "mlp", "mesh"), results))
+    return dict(zip(CASES, results))
 
 
-@pytest.mark.parametrize("name", ["gpt_block", "mlp"])
+@pytest.mark.parametrize("name", ["gpt_block", "mlp", "mlp_propagate"])
 def test_trains_like_single_process(group, name):
     r = group[name]
+    name = r["model"]
     ref = ap.reference_losses(name, STEPS)
     assert len(r["losses"]) == STEPS
     for got, want in zip(r["losses"], ref):
@@ -76,12 +117,48 @@ def test_trains_like_single_process(group, name):
     assert r["output_is_dtensor"] and r["output_shape"] == [ap.BATCH, ap.SEQ, ap.HIDDEN]
 
 
-@pytest.mark.parametrize("name", ["gpt_block", "mlp"])
+@pytest.mark.parametrize("name", ["gpt_block", "mlp", "mlp_propagate"])
 def test_parameter_placements_are_the_plans(group, name):
     r = group[name]
-    model, _ = ap.build(name)
+    model, _ = ap.build(r["model"])
     assert set(r["planned"]) == {n for n, _ in model.named_parameters()}
     assert r["placements"] == r["planned"]
+
+
+@pytest.mark.parametrize("name", ["gpt_block", "mlp"])
+def test_apply_issues_exactly_the_priced_collectives(group, name):
+    """execute="plan": forward, loss and backward issue the collectives the plan prices (kind,
+    mesh dim, bytes per rank, as multisets), as the plan executed by run_plan does."""
+    r = group[name]
+    assert r["execute"] == "plan"
+    cmp = ap.compare_collectives(r)
+    assert cmp["equal"], (cmp["issued_not_priced_by"], cmp["priced_not_issued_at"])
+    assert cmp["executed_equal"]
+    assert cmp["issued_count"] == cmp["priced_count"] and cmp["issued_bytes"] == cmp["priced_bytes"]
+    if name == "gpt_block":  # the budget makes the plan move data
+        assert cmp["priced_count"] > 0
+    # the loss outside the graph and the optimizer step issue nothing either
+    assert r["issued"]["loss"] == [] and r["issued"]["optimizer_step"] == []
+
+
+def test_propagate_keeps_dtensors_own_placements(group):
+    """execute="propagate" still trains (test_trains_like_single_process) and its outputs are
+    DTensors at the planned output placements."""
+    r = group["mlp_propagate"]
+    assert r["execute"] == "propagate" and r["output_is_dtensor"]
+
+
+def test_other_batch_size_falls_back_with_one_warning(group):
+    r = group["fallback"]
+    for call, err in r["errors"].items():
+        assert err <= 1e-5, (call, err)
+    assert r["first_is_dtensor"]
+    assert r["planned_calls_warned"] == 0
+    assert len(r["warnings"]) == 1, r["warnings"]
+    text = r["warnings"][0]
+    assert "MLP called with input 0 of shape [4, 8, 32]" in text and "traced with shape [8, 8, 32]" in text
+    assert "sharding propagation" in text
+    assert r["grads"] == r["planned"]  # gradients at their parameters' placements after a fallback step
 
 
 def test_budget_makes_the_planner_shard(group):
@@ -196,8 +273,45 @@ def test_untraceable_model_names_its_class():
         ct.auto_parallel(_Untraceable(), (torch.randn(2, 4),), [2, 2])
 
 
+@pytest.mark.parametrize("execute", ["graph", True, None])
+def test_apply_bad_execute(execute):
+    model, inputs = _mlp()
+    plan = ct.auto_parallel(model, inputs, [2, 2], time_limit_s=1.0)
+    with pytest.raises(ValueError, match=f"execute must be one of 'plan', 'propagate', got {execute!r}"):
+        plan.apply(model, execute=execute)
+
+
 def test_apply_without_process_group():
     model, inputs = _mlp()
     plan = ct.auto_parallel(model, inputs, [2, 2], time_limit_s=2.0)
     with pytest.raises(ValueError, match="needs an initialized process group"):
         plan.apply(model)
+
+
+def test_calls_the_planned_graph_cannot_serve():
+    """``execute="plan"``'s rule for falling back (no process group needed: the rule reads the
+    captured graph's example inputs and the model's mode): the traced call runs the graph, each
+    other kind of call is named."""
+    from types import SimpleNamespace
+
+    from ctshard._auto import _PlanStep
+
+    model, (x,) = _mlp()
+    plan = ct.auto_parallel(model, (x,), [2, 2], time_limit_s=1.0)
+    step = SimpleNamespace(cap=plan._capture)
+
+    def why(*args, **kwargs):
+        return _PlanStep.mismatch(step, model, args, kwargs)
+
+    assert why(x) is None
+    with torch.no_grad():
+        assert why(x.clone().requires_grad_()) is None  # no gradient wanted: the graph serves it
+    assert why(x[:4]) == ("input 0 of shape [4, 8, 32] and dtype torch.float32 (traced with shape [8, 8, 32] "
+                          "and dtype torch.float32)")
+    assert "dtype torch.float64" in why(x.double())
+    assert why(x=x) == "keyword arguments ['x'] (the graph was traced with positional inputs only)"
+    assert why(x, x) == "2 positional inputs (the graph was traced with 1)"
+    assert why(3) == "input 0 a int (traced with a tensor)"
+    assert why(x.clone().requires_grad_()) == "input 0 requiring grad (the planned graph computes parameter gradients only)"
+    model.eval()
+    assert why(x) == "the model in eval mode (traced in train mode)"
