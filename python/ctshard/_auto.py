@@ -421,12 +421,22 @@ class ParallelPlan:
             with a ``UserWarning`` naming the difference (once per model): keyword arguments,
             another number of positional inputs, a tensor input of another shape or dtype than the
             traced example (a different batch size) or that requires grad, a non-tensor input
-            other than the example's, the model in another train / eval mode than when traced.
+            other than the example's, the model in another train / eval mode than when traced,
+            autocast enabled. An op that writes a moved input in place (BatchNorm's running
+            statistics read sharded) updates the original too: a write-back the plan does not
+            price (issued = priced + the write-backs). Higher-order gradients
+            (``torch.autograd.grad(..., create_graph=True)``) are not supported: the backward
+            is ``once_differentiable``.
             ``"propagate"``: the original ``forward`` runs on DTensors; the inputs, the outputs of
             the modules the plan names (``module_output_placements``, Partial ones excepted) and
             the model outputs are redistributed to their planned placements and every other
             placement is DTensor's own sharding propagation (plain tensors meeting a DTensor in a
-            call, such as a causal mask created in forward, become Replicate DTensors).
+            call, such as a causal mask created in forward, become Replicate DTensors; a plain
+            input requiring grad becomes a DTensor differentiably, so its gradient reaches it;
+            ``F.batch_norm`` in training updates DTensor running statistics itself).
+
+        Tied parameters stay tied (one DTensor Parameter per shared Parameter, at its first
+        FQN's placements); a parameter a call does not use keeps ``grad`` None.
 
         Random ops under ``"plan"`` draw on each rank's local shard from that rank's generator: a
         Replicate random value (dropout's mask, as ctshard plans it) is the single-process value
@@ -742,8 +752,11 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
                   time_limit_s: float = 10.0, hand_plans: bool = False) -> ParallelPlan:
     """Plan ``model``'s training step on ``mesh`` with ctshard's whole-graph planner.
 
-    model: an ``nn.Module`` (plain tensors; not yet applied). example_inputs: its positional
-        inputs (a tensor or a tuple; global shapes). mesh: a ``DeviceMesh``, or mesh sizes (a
+    model: an ``nn.Module`` (plain tensors; not yet applied, else ValueError). Its outputs: a
+        tensor or a pytree of tensors (no None: TypeError); those that do not require grad are
+        returned and not differentiated. example_inputs: its positional inputs (a tensor, or a
+        tuple or list of tensors and other values; global shapes); an input that is itself a
+        tuple, list or dict raises ValueError (pass its tensors as separate inputs). mesh: a ``DeviceMesh``, or mesh sizes (a
         sequence, mesh dim 0 first; one int; text ``"2x4"``), then a DeviceMesh over the current
         world, whose size must equal their product, else ValueError; without a process group the
         plan is made and ``apply`` builds the mesh.
@@ -758,8 +771,9 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         limits).
 
     Raises ValueError for an unknown optimizer, a budget below the least one (naming it), a
-    mesh whose size differs from the world size, a pin naming no parameter or input, and a
-    model that cannot be traced (naming its class); TypeError for a model that is not an
+    mesh whose size differs from the world size, a pin naming no parameter or input, a pin
+    making a parameter Partial, container inputs, an applied model, and a model that cannot be
+    traced (naming its class); TypeError for a model that is not an
     ``nn.Module`` or a mesh of the wrong type."""
     import sys
 

@@ -569,6 +569,10 @@ def run_plan(
     - ``redistribute_s``: wall time of the node's redistributions on this rank
     - ``op_collectives``: collectives issued while the op itself ran (DTensor redistributing for a
       different strategy than ctshard's; always empty in ``"local"`` mode)
+    - ``write_backs`` (only for an op that writes an input in place: a ``Tensor(a!)`` argument,
+      a batch norm's running statistics in training): per written input the op ran on a
+      redistributed copy of, ``{input, from, to, collectives}``: the copy moved back to the
+      original's placements and copied into it (not priced by the plan)
 
     Raises ValueError when the plan does not match the graph (node names, ops, tensor-input counts,
     mesh shape) or the inputs do not match the placeholders, and RuntimeError (naming the node)

@@ -4,7 +4,9 @@ real 2x2 gloo group (4 CPU processes), trains exactly like the single process; a
 One spawned group runs the GPT block (causal mask created in forward) and the MLP for 3 steps of
 ``torch.optim.Adam`` each (examples/python/auto_parallel.py's ``train``) with ``apply``'s default
 ``execute="plan"``, the MLP again with ``execute="propagate"``, a call with another batch size
-(the fallback to propagation and its warning), plus the mesh-size check.
+(the fallback to propagation and its warning), the mesh-size check, and the regressions of
+``apply`` (``regressions``: unused and tied parameters, BatchNorm's running statistics, inputs
+requiring grad, autocast, outputs not requiring grad, re-planning an applied model).
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ def regressions(mesh):
     require grad, and re-planning an applied model."""
     import copy
     import warnings
+    from collections import Counter
 
     from torch.distributed.tensor import DTensor
 
@@ -177,9 +180,16 @@ def regressions(mesh):
     out["bn"] = {"planned": plan.parameter_placements}
     for execute in ("plan", "propagate"):
         ref, par = copy.deepcopy(m), plan.apply(copy.deepcopy(m), execute=execute)
-        for _ in range(3):
-            par(x).pow(2).mean().backward()
+        for i in range(3):
+            with ct.CollectiveLog(mesh) as log:
+                par(x).pow(2).mean().backward()
             ref(x).pow(2).mean().backward()
+            if i == 0 and execute == "plan":  # issued = priced + the write-backs of the running statistics
+                issued = Counter(ap._key(c, plan.mesh) for c in log.log)
+                priced = Counter(ap._key(c, plan.mesh) for c in plan.priced_collectives())
+                out["bn"]["not_issued"], out["bn"]["not_priced"] = dict(priced - issued), dict(issued - priced)
+                rec = next(r for r in plan.plan["nodes"] if r["op"].startswith("aten.native_batch_norm.default"))
+                out["bn"]["stats_specs"] = rec["inputs"][3:5]
         par.eval()
         ref.eval()
         out["bn"][execute] = {
@@ -361,6 +371,11 @@ def test_batchnorm_running_statistics_are_updated(group):
     the in-place update is written back to the buffers, with either execute."""
     r = group["regressions"]["bn"]
     assert "S(" in r["planned"]["bn.weight"], r["planned"]
+    # execute="plan": the write-back of each statistic (S(0)S(0) -> RR, 128 floats: an all-gather
+    # on each mesh dim) is issued on top of the priced collectives
+    assert r["stats_specs"] == ["S(0)S(0)", "S(0)S(0)"]
+    assert r["not_issued"] == {}
+    assert r["not_priced"] == {("all_gather", 1, 256.0): 2, ("all_gather", 0, 512.0): 2}, r["not_priced"]
     for execute in ("plan", "propagate"):
         e = r[execute]
         assert e["mean_moved"] > 1e-2 and e["batches"] == 3, (execute, e)
