@@ -45,7 +45,7 @@ def _world_size() -> int | None:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else None
 
 
-def _device_mesh(sizes: Sequence[int]):
+def _device_mesh(sizes: Sequence[int], where: str = "ctshard.torch.auto_parallel"):
     """A DeviceMesh of ``sizes`` over the current world (ValueError when there is none or when its
     size differs from the product of ``sizes``)."""
     import torch.distributed as dist
@@ -53,10 +53,10 @@ def _device_mesh(sizes: Sequence[int]):
 
     world = _world_size()
     if world is None:
-        raise ValueError(f"ctshard.torch.auto_parallel: mesh {list(sizes)} needs an initialized process group "
+        raise ValueError(f"{where}: mesh {list(sizes)} needs an initialized process group "
                          "(torch.distributed.init_process_group) to build its DeviceMesh")
     if math.prod(sizes) != world:
-        raise ValueError(f"ctshard.torch.auto_parallel: mesh {list(sizes)} has {math.prod(sizes)} devices, "
+        raise ValueError(f"{where}: mesh {list(sizes)} has {math.prod(sizes)} devices, "
                          f"the world size is {world}")
     device = "cuda" if dist.get_backend() == "nccl" else "cpu"
     return init_device_mesh(device, tuple(sizes))
@@ -94,6 +94,7 @@ class _Capture:
     out_spec: Any = None  # pytree spec of the model's output (its leaves: ``outputs``)
     examples: list[tuple] = dataclasses.field(default_factory=list)  # per example input: ("tensor", shape, dtype) or ("value", v)
     training: bool = True  # the model's ``training`` flag when it was traced
+    differentiable: list[bool] = dataclasses.field(default_factory=list)  # per output: it required grad when traced
 
 
 def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
@@ -166,11 +167,19 @@ def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
                     owner.setdefault(node.name, stack[-1][0])
             return r
 
+    differentiable: list[bool] = []  # per model output: it requires grad (set while tracing)
+
     def step(params, buffers, inputs, tangents):
         with _Owner():
             result = forward(params, buffers, inputs)
         outs = pytree.tree_leaves(result)
-        grads = torch.autograd.grad(outs, params, grad_outputs=tangents, allow_unused=True)
+        # only the outputs that require grad are differentiated; the others' tangents go unused
+        diff = [(o, t) for o, t in zip(outs, tangents) if isinstance(o, torch.Tensor) and o.requires_grad]
+        if diff and params:
+            grads = torch.autograd.grad([o for o, _ in diff], params, grad_outputs=[t for _, t in diff], allow_unused=True)
+        else:
+            grads = (None,) * len(params)
+        differentiable[:] = [isinstance(o, torch.Tensor) and o.requires_grad for o in outs]
         return (*outs, *grads)
 
     args = ([p.detach().clone().requires_grad_() for _, p in trainable],
@@ -211,7 +220,8 @@ def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
     once = {fqn: node for fqn, node in marks.items() if calls.get(fqn) == 1}
     examples = [("tensor", tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else ("value", x) for x in example_inputs]
     return _Capture(gm, params, buffers, inputs, tangents, outputs, grads, once, module_nodes, backward,
-                    out_spec=out_spec, examples=examples, training=model.training)
+                    out_spec=out_spec, examples=examples, training=model.training,
+                    differentiable=list(differentiable) or [True] * len(outputs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,12 +421,22 @@ class ParallelPlan:
             with a ``UserWarning`` naming the difference (once per model): keyword arguments,
             another number of positional inputs, a tensor input of another shape or dtype than the
             traced example (a different batch size) or that requires grad, a non-tensor input
-            other than the example's, the model in another train / eval mode than when traced.
+            other than the example's, the model in another train / eval mode than when traced,
+            autocast enabled. An op that writes a moved input in place (BatchNorm's running
+            statistics read sharded) updates the original too: a write-back the plan does not
+            price (issued = priced + the write-backs). Higher-order gradients
+            (``torch.autograd.grad(..., create_graph=True)``) are not supported: the backward
+            is ``once_differentiable``.
             ``"propagate"``: the original ``forward`` runs on DTensors; the inputs, the outputs of
             the modules the plan names (``module_output_placements``, Partial ones excepted) and
             the model outputs are redistributed to their planned placements and every other
             placement is DTensor's own sharding propagation (plain tensors meeting a DTensor in a
-            call, such as a causal mask created in forward, become Replicate DTensors).
+            call, such as a causal mask created in forward, become Replicate DTensors; a plain
+            input requiring grad becomes a DTensor differentiably, so its gradient reaches it;
+            ``F.batch_norm`` in training updates DTensor running statistics itself).
+
+        Tied parameters stay tied (one DTensor Parameter per shared Parameter, at its first
+        FQN's placements); a parameter a call does not use keeps ``grad`` None.
 
         Random ops under ``"plan"`` draw on each rank's local shard from that rank's generator: a
         Replicate random value (dropout's mask, as ctshard plans it) is the single-process value
@@ -435,27 +455,28 @@ class ParallelPlan:
             raise ValueError(f"ctshard.torch.ParallelPlan.apply: model {type(model).__name__} has other parameters "
                              f"than the plan: {sorted(names ^ set(self.parameter_placements))[:5]}")
         if self._device_mesh is None:
-            self._device_mesh = _device_mesh(self.mesh)
+            self._device_mesh = _device_mesh(self.mesh, "ctshard.torch.ParallelPlan.apply")
         mesh = self._device_mesh
         replicate = [Replicate()] * mesh.ndim
+        # every owner of a shared (tied) parameter or buffer gets the same DTensor, at the spec of
+        # its canonical FQN (the first, as named_parameters() de-duplicates)
+        canonical = {id(t): fqn for fqn, t in [*model.named_parameters(), *model.named_buffers()]}
         done: dict[int, Any] = {}
-        for fqn, spec in self.parameter_placements.items():
+        for fqn, p in list(model.named_parameters(remove_duplicate=False)):
             owner_name, _, attr = fqn.rpartition(".")
-            owner = model.get_submodule(owner_name)
-            placements = list(to_placements(spec))
-            if attr in owner._parameters:
-                p = owner._parameters[attr]
-                if id(p) not in done:
-                    local = p.detach() if not isinstance(p, DTensor) else p.detach().full_tensor()
-                    d = nn.Parameter(distribute_tensor(local, mesh, placements, src_data_rank=None), requires_grad=p.requires_grad)
-                    if d.requires_grad:
-                        d.register_hook(_grad_hook(mesh, placements))
-                    done[id(p)] = d
-                owner._parameters[attr] = done[id(p)]
-            else:
-                b = owner._buffers[attr]
-                if b is not None and not isinstance(b, DTensor):
-                    owner._buffers[attr] = distribute_tensor(b, mesh, replicate, src_data_rank=None)
+            if id(p) not in done:
+                placements = list(to_placements(self.parameter_placements[canonical[id(p)]]))
+                local = p.detach() if not isinstance(p, DTensor) else p.detach().full_tensor()
+                d = nn.Parameter(distribute_tensor(local, mesh, placements, src_data_rank=None), requires_grad=p.requires_grad)
+                if d.requires_grad:
+                    d.register_hook(_grad_hook(mesh, placements))
+                done[id(p)] = d
+            model.get_submodule(owner_name)._parameters[attr] = done[id(p)]
+        for fqn, b in list(model.named_buffers(remove_duplicate=False)):
+            owner_name, _, attr = fqn.rpartition(".")
+            if id(b) not in done:
+                done[id(b)] = b if isinstance(b, DTensor) else distribute_tensor(b, mesh, replicate, src_data_rank=None)
+            model.get_submodule(owner_name)._buffers[attr] = done[id(b)]
         for fqn, spec in self.module_output_placements.items():
             if fqn and "P" not in spec:
                 model.get_submodule(fqn).register_forward_hook(_output_hook(mesh, list(to_placements(spec))))
@@ -465,6 +486,8 @@ class ParallelPlan:
 
 def _grad_hook(mesh, placements):
     def hook(grad):
+        if grad is None:  # a parameter the call did not use: no gradient, as in plain torch
+            return None
         return grad.redistribute(mesh, placements) if tuple(grad.placements) != tuple(placements) else grad
     return hook
 
@@ -496,7 +519,33 @@ class _ReplicatePlain(TorchFunctionMode):
             rep = [Replicate()] * self.mesh.ndim
             flat = [DTensor.from_local(a, self.mesh, rep, run_check=False) if type(a) is torch.Tensor else a for a in flat]
             args, kwargs = pytree.tree_unflatten(flat, spec)
+        if func is torch.nn.functional.batch_norm:
+            return _batch_norm_updating(func, *args, **kwargs)
         return func(*args, **kwargs)
+
+
+def _batch_norm_updating(func, input, running_mean=None, running_var=None, weight=None, bias=None, training=False,
+                         momentum=0.1, eps=1e-5):
+    """``F.batch_norm`` on DTensors whose running statistics are updated: DTensor's propagation
+    may run the op on a redistributed copy of a Replicate running statistic, losing the in-place
+    update, so in training the op runs without them and they are updated here from the batch's
+    mean and unbiased variance (moved to each statistic's placements)."""
+    from torch.distributed.tensor import DTensor
+
+    stats = [t for t in (running_mean, running_var) if t is not None]
+    if not (training and stats and all(isinstance(t, DTensor) for t in stats)):
+        return func(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    out = func(input, None, None, weight, bias, True, momentum, eps)
+    with torch.no_grad():
+        x = input.detach()
+        dims = [d for d in range(x.ndim) if d != 1]
+        for buf, stat in ((running_mean, lambda: x.mean(dims)), (running_var, lambda: x.var(dims, correction=1))):
+            if buf is not None:
+                new = buf * (1 - momentum) + stat().to(buf.dtype) * momentum
+                if tuple(new.placements) != tuple(buf.placements):
+                    new = new.redistribute(buf.device_mesh, buf.placements)
+                buf._local_tensor.copy_(new._local_tensor)
+    return out
 
 
 class _PlanStep:
@@ -539,6 +588,11 @@ class _PlanStep:
             return f"keyword arguments {sorted(kwargs)} (the graph was traced with positional inputs only)"
         if len(args) != len(examples):
             return f"{len(args)} positional inputs (the graph was traced with {len(examples)})"
+        devices = {a.device.type for a in args if isinstance(a, torch.Tensor)} | {"cpu"}
+        devices |= {getattr(getattr(self, "mesh", None), "device_type", "cpu")}
+        autocast = sorted(d for d in devices if torch.is_autocast_enabled(d))
+        if autocast:
+            return f"autocast enabled on {', '.join(autocast)} (the graph was traced without autocast)"
         if model.training != self.cap.training:
             return (f"the model in {'train' if model.training else 'eval'} mode (traced in "
                     f"{'train' if self.cap.training else 'eval'} mode)")
@@ -588,7 +642,9 @@ class _PlanFunction(torch.autograd.Function):
         ctx.others = {n: env[n] for n in step.saved if n not in ctx.saved_names}  # ints, shapes
         ctx.step = step
         outs = tuple(env[o] for o in step.cap.outputs)
-        fixed = [o for o in outs if isinstance(o, torch.Tensor) and not (o.is_floating_point() or o.is_complex())]
+        diff = step.cap.differentiable or [True] * len(outs)
+        fixed = [o for o, d in zip(outs, diff) if isinstance(o, torch.Tensor)
+                 and not (d and (o.is_floating_point() or o.is_complex()))]
         if fixed:
             ctx.mark_non_differentiable(*fixed)
         return outs
@@ -625,7 +681,7 @@ def _wrap_forward(model: nn.Module, mesh, plan: ParallelPlan, step: _PlanStep | 
     propagation."""
     import warnings
 
-    from torch.distributed.tensor import DTensor, distribute_tensor
+    from torch.distributed.tensor import DTensor, Replicate, distribute_tensor
 
     cls = type(model)
     if getattr(cls, "_ctshard_parallel", False):
@@ -639,6 +695,9 @@ def _wrap_forward(model: nn.Module, mesh, plan: ParallelPlan, step: _PlanStep | 
             return x
         if isinstance(x, DTensor):
             return x.redistribute(mesh, placements) if tuple(x.placements) != tuple(placements) else x
+        if x.requires_grad:  # differentiably, so that the gradient reaches x (a leaf or not)
+            d = DTensor.from_local(x, mesh, [Replicate()] * mesh.ndim, run_check=False)
+            return d.redistribute(mesh, placements) if any(not p.is_replicate() for p in placements) else d
         return distribute_tensor(x, mesh, placements, src_data_rank=None)
 
     def forward(self, *args, **kwargs):
@@ -693,8 +752,11 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
                   time_limit_s: float = 10.0, hand_plans: bool = False) -> ParallelPlan:
     """Plan ``model``'s training step on ``mesh`` with ctshard's whole-graph planner.
 
-    model: an ``nn.Module`` (plain tensors; not yet applied). example_inputs: its positional
-        inputs (a tensor or a tuple; global shapes). mesh: a ``DeviceMesh``, or mesh sizes (a
+    model: an ``nn.Module`` (plain tensors; not yet applied, else ValueError). Its outputs: a
+        tensor or a pytree of tensors (no None: TypeError); those that do not require grad are
+        returned and not differentiated. example_inputs: its positional inputs (a tensor, or a
+        tuple or list of tensors and other values; global shapes); an input that is itself a
+        tuple, list or dict raises ValueError (pass its tensors as separate inputs). mesh: a ``DeviceMesh``, or mesh sizes (a
         sequence, mesh dim 0 first; one int; text ``"2x4"``), then a DeviceMesh over the current
         world, whose size must equal their product, else ValueError; without a process group the
         plan is made and ``apply`` builds the mesh.
@@ -709,8 +771,9 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         limits).
 
     Raises ValueError for an unknown optimizer, a budget below the least one (naming it), a
-    mesh whose size differs from the world size, a pin naming no parameter or input, and a
-    model that cannot be traced (naming its class); TypeError for a model that is not an
+    mesh whose size differs from the world size, a pin naming no parameter or input, a pin
+    making a parameter Partial, container inputs, an applied model, and a model that cannot be
+    traced (naming its class); TypeError for a model that is not an
     ``nn.Module`` or a mesh of the wrong type."""
     import sys
 
@@ -731,7 +794,20 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     sizes, device_mesh = _mesh_sizes(mesh)
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
+    if not isinstance(example_inputs, (tuple, list)):
+        raise ValueError("ctshard.torch.auto_parallel: example_inputs must be a tuple or list of positional inputs "
+                         f"(or one tensor), got a {type(example_inputs).__name__}")
     example_inputs = tuple(example_inputs)
+    for i, x in enumerate(example_inputs):
+        if isinstance(x, (tuple, list, Mapping)):
+            raise ValueError(f"ctshard.torch.auto_parallel: example input {i} is a {type(x).__name__}; pass tensors "
+                             "as separate positional inputs (model(x, y), not model((x, y)))")
+    from torch.distributed.tensor import DTensor
+
+    applied = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if isinstance(t, DTensor)]
+    if applied:
+        raise ValueError(f"ctshard.torch.auto_parallel: {type(model).__name__} is already distributed (applied): "
+                         f"{applied[:3]} are DTensors; plan the model with plain tensors (before apply)")
     cap = _capture(model, example_inputs)
 
     pinned = {ph: "R" * len(sizes) for ph in cap.buffers.values()}
@@ -742,6 +818,10 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         if "valid names" not in str(e):
             raise
         raise ValueError(f"{e} (trainable parameters of {type(model).__name__} and 'inputs[i]' of its tensor inputs)") from None
+    partial = {fqn: pinned[ph] for fqn, ph in cap.params.items()
+               if ph in pinned and any(q.is_partial() for q in to_placements(pinned[ph]))}
+    if partial:
+        raise ValueError(f"ctshard.torch.auto_parallel: a parameter cannot be Partial: place={partial}")
     if not isinstance(hand_plans, bool):
         raise ValueError(f"ctshard.torch.auto_parallel: hand_plans must be True or False, got {hand_plans!r}")
     memory_opts = _plan_memory_options(cap, memory_budget_gib, optimizer)

@@ -14,6 +14,7 @@ rank (seed your generator).
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
 from collections.abc import Mapping, Sequence
@@ -202,12 +203,15 @@ class PlanRun:
 
     def collectives(self) -> list[dict]:
         """Every collective issued while running the nodes (redistributions and inside ops), each
-        with the node's name and ``phase`` (``"redistribute"`` or ``"op"``)."""
+        with the node's name and ``phase`` (``"redistribute"``, ``"op"`` or ``"write_back"``: an
+        in-place op's input moved back to its own placements, not priced by the plan)."""
         out = []
         for n in self.nodes:
             for r in n["redistributions"]:
                 out += [dict(c, node=n["name"], phase="redistribute", input=r["input"]) for c in r["collectives"]]
             out += [dict(c, node=n["name"], phase="op") for c in n["op_collectives"]]
+            for r in n.get("write_backs", []):
+                out += [dict(c, node=n["name"], phase="write_back", input=r["input"]) for c in r["collectives"]]
         return out
 
 
@@ -565,6 +569,10 @@ def run_plan(
     - ``redistribute_s``: wall time of the node's redistributions on this rank
     - ``op_collectives``: collectives issued while the op itself ran (DTensor redistributing for a
       different strategy than ctshard's; always empty in ``"local"`` mode)
+    - ``write_backs`` (only for an op that writes an input in place: a ``Tensor(a!)`` argument,
+      a batch norm's running statistics in training): per written input the op ran on a
+      redistributed copy of, ``{input, from, to, collectives}``: the copy moved back to the
+      original's placements and copied into it (not priced by the plan)
 
     Raises ValueError when the plan does not match the graph (node names, ops, tensor-input counts,
     mesh shape) or the inputs do not match the placeholders, and RuntimeError (naming the node)
@@ -627,6 +635,7 @@ class _Executor:
         self.group_dims = {mesh.get_group(d).group_name: d for d in range(mesh.ndim)}
         self.mesh_shape = list(mesh.shape)
         self.replicate = [Replicate()] * mesh.ndim
+        self._writes: dict[str, list[int]] = {}  # node name -> tensor inputs it writes in place
 
     def _log(self) -> Any:
         """The collective log of one move or op: a ``_CollectiveLog`` when recording, else none."""
@@ -754,6 +763,10 @@ class _Executor:
             result = op(*local_args, **local_kwargs)
             out = _wrap_local(node, result, predicted, metas, mesh)
 
+        writes = self._written(node)
+        if writes:
+            record["write_backs"] = self._write_back(env, refs, moved, writes)
+
         if recording:
             for k, o in enumerate(_flat_outputs(out)):
                 record["actual"].append(_spec_of(o))
@@ -761,6 +774,78 @@ class _Executor:
                     record["agree"] = False
             self.run.nodes.append(record)
         return out
+
+
+    def _written(self, node: torch.fx.Node) -> list[int]:
+        """The tensor-input indices (``_tensor_refs`` order) ``node``'s op writes in place: its
+        schema's ``Tensor(a!)`` arguments, and the running statistics of a batch norm in training
+        (``native_batch_norm``, ``cudnn_batch_norm`` and ``miopen_batch_norm`` update them without
+        the annotation)."""
+        if node.name not in self._writes:
+            self._writes[node.name] = _written_refs(node)
+        return self._writes[node.name]
+
+    def _write_back(self, env: Mapping[str, Any], refs: list[torch.fx.Node], moved: Mapping[int, Any],
+                    writes: list[int]) -> list[dict]:
+        """An in-place op ran on a redistributed copy of an input: the copy is moved back to the
+        original's placements and copied into the original's local tensor (a collective the plan
+        does not price). Returns one record per write-back: ``input``, ``from``, ``to``,
+        ``collectives`` (when recording)."""
+        out = []
+        with torch.no_grad():
+            for i in writes:
+                orig, new = env[refs[i].name], moved.get(i)
+                if new is orig or not isinstance(new, DTensor) or not isinstance(orig, torch.Tensor):
+                    continue
+                dst = orig.placements if isinstance(orig, DTensor) else self.replicate
+                if isinstance(orig, DTensor) and new._local_tensor is orig._local_tensor:
+                    continue
+                with self._log() as log:
+                    back = new if _same(new.placements, dst) else _redistribute(new, self.mesh, dst)
+                target = orig._local_tensor if isinstance(orig, DTensor) else orig
+                target.copy_(back._local_tensor)
+                out.append({"input": i, "from": _spec_of(new), "to": to_spec(dst), "collectives": log.log})
+        return out
+
+
+@functools.lru_cache(maxsize=None)
+def _running_stats_ops() -> frozenset:
+    aten = torch.ops.aten
+    return frozenset(getattr(aten, n).default for n in ("native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm")
+                     if hasattr(aten, n))
+
+
+def _written_refs(node: torch.fx.Node) -> list[int]:
+    """See ``_Executor._written``."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return []
+    arguments = list(schema.arguments)
+    bound = {a.name: v for a, v in zip(arguments, node.args)}
+    bound.update(node.kwargs)
+    names = {a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write}
+    if node.target in _running_stats_ops() and bound.get("training") is True:
+        names |= {"running_mean", "running_var"}
+    if not names:
+        return []
+    written: list[int] = []
+    index = [0]
+
+    def visit(a: Any, name: str | None) -> None:
+        if isinstance(a, torch.fx.Node):
+            if not _is_sym(a.meta.get("val")):
+                if name in names:
+                    written.append(index[0])
+                index[0] += 1
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                visit(x, name)
+
+    for j, a in enumerate(node.args):  # the order of _tensor_refs
+        visit(a, arguments[j].name if j < len(arguments) else None)
+    for k, a in node.kwargs.items():
+        visit(a, k)
+    return written
 
 
 class _NoLog:
