@@ -29,6 +29,7 @@
 #include <ctime>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -984,11 +985,12 @@ struct StepPenalty {
 /// before `until`, or std::nullopt when none was found (or a cost exceeds 2^52: no room for λ).
 /// `labellings`, when given, receives each try's best labelling of the penalised problem (a
 /// primal candidate: repair_to_limits moves it inside the limits); `best_penalty` the multipliers
-/// of the best bound.
+/// of the best bound. `on_try`, when set, is called after each try with the best bound so far
+/// (solve's progress lines: a try can take seconds, and its relaxation writes none).
 [[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
                                                             std::size_t iterations = 12,
                                                             std::vector<std::vector<std::uint32_t>>* labellings = nullptr,
-                                                            LimitPenalty* best_penalty = nullptr) {
+                                                            LimitPenalty* best_penalty = nullptr, const std::function<void(cost_t)>& on_try = {}) {
   if (g.limits.empty() || g.usage.size() != g.num_nodes()) return std::nullopt;
   __extension__ typedef __int128 wide;  // Σ λ·limit: up to 2^54 · 2^60
   constexpr long double cap = static_cast<long double>(cost_t{1} << 54);
@@ -1074,6 +1076,7 @@ struct StepPenalty {
       best = b;
       if (best_penalty != nullptr) *best_penalty = pen;
     }
+    if (on_try) on_try(*best);
     if (!r.feasible) break;
     if (labellings != nullptr) labellings->push_back(r.labels);
     if (m == 1) {
@@ -1366,7 +1369,8 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     const auto t0 = clock::now();
     std::vector<std::vector<std::uint32_t>> candidates;
     LimitPenalty pen;
-    if (const auto lb = lagrangian_bound(g, o, share, 12, &candidates, &pen)) {
+    const auto tick = [&](cost_t b) { progress.tick(std::max(lower, b), inc.feasible_cost); };
+    if (const auto lb = lagrangian_bound(g, o, share, 12, &candidates, &pen, tick)) {
       lower = std::max(lower, *lb);
       r.stats.lagrangian_bound = *lb;
       if (o.priced_rounds && std::any_of(pen.numerators.begin(), pen.numerators.end(), [](cost_t n) { return n != 0; })) {
@@ -1390,6 +1394,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
       inc.consider(x);
       if (repair_to_limits(g, x, until)) inc.consider(x);
     }
+    progress.tick(lower, inc.feasible_cost);  // (the rounds may have no time left to write one)
     r.stats.lagrangian_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   }
   const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower;
