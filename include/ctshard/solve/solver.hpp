@@ -1034,14 +1034,18 @@ struct StepPenalty {
     cost_t cost = 0;
     wide usage = 0;
   } over, within;
+  // a labelling's cost and usage of the one limit (seen: its cost is finite)
+  const auto side_of = [&](const std::vector<std::uint32_t>& x) {
+    wide usage = 0;
+    for (auto u : g.limits[0].nodes) usage += g.usage[u][x[u]];
+    const cost_t c = g.evaluate(x);
+    return Side{!is_forbidden(c), c, usage};
+  };
+  const auto keeps_limit = [&](const Side& x) { return x.seen && x.usage <= g.limits[0].limit; };
   if (m == 1) {
     lambda[0] = 0;
     // the labelling of least usage, when finite and within the limit, is the first x2
-    const std::vector<std::uint32_t> least = least_usage_labels(g);
-    const cost_t c = g.evaluate(least);
-    wide usage = 0;
-    for (auto u : g.limits[0].nodes) usage += g.usage[u][least[u]];
-    if (!is_forbidden(c) && usage <= g.limits[0].limit) within = Side{true, c, usage};
+    if (const Side x = side_of(least_usage_labels(g)); keeps_limit(x)) within = x;
   }
   std::optional<cost_t> best;
   SolveOptions so = detail::relaxation_options(o);
@@ -1080,26 +1084,20 @@ struct StepPenalty {
     if (!r.feasible) break;
     if (labellings != nullptr) labellings->push_back(r.labels);
     if (m == 1) {
-      wide usage = 0;
-      for (auto u : g.limits[0].nodes) usage += g.usage[u][r.labels[u]];
-      const cost_t c = g.evaluate(r.labels);
-      if (is_forbidden(c)) break;
-      (usage > g.limits[0].limit ? over : within) = Side{true, c, usage};
+      const Side found = side_of(r.labels);
+      if (!found.seen) break;
+      (keeps_limit(found) ? within : over) = found;
       if (!over.seen) break;  // the relaxation's optimum keeps the limit: nothing to price
-      if (!within.seen && usage > g.limits[0].limit) {
+      if (!within.seen) {
         // no labelling within the limit yet: the over one moved inside it (repair_to_limits) is
         // one, and the next λ a breakpoint between the two instead of λ0 doubled (GPT-2's
         // training step on 2x2x2: λ0 overshot ~130x, and three more tries came back down)
         std::vector<std::uint32_t> x = r.labels;
-        if (repair_to_limits(g, x, until)) {
-          const cost_t cx = g.evaluate(x);
-          wide ux = 0;
-          for (auto u : g.limits[0].nodes) ux += g.usage[u][x[u]];
-          if (!is_forbidden(cx) && ux <= g.limits[0].limit) {
-            within = Side{true, cx, ux};
+        if (repair_to_limits(g, x, until))
+          if (const Side repaired = side_of(x); keeps_limit(repaired)) {
+            within = repaired;
             if (labellings != nullptr) labellings->push_back(std::move(x));
           }
-        }
       }
       long double next = 0;
       if (within.seen) next = std::max(0.0L, static_cast<long double>(within.cost - over.cost) / static_cast<long double>(over.usage - within.usage));
