@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -170,4 +171,52 @@ TEST_CASE("propagate: a passed deadline stops it with every step it took exact",
     stopped_early += ok_partial && ok_full && removed_before_stop < full.labels_removed ? 1 : 0;
   }
   CHECK(stopped_early > 0);
+}
+
+TEST_CASE("propagate: edges sharing a matrix that lose the same labels share the compacted matrix; every class left is in use", "[global][solve]") {
+  // nodes 0-1, 2-3 and 4-5 joined by one shared 4 x 4 matrix (as repeated layers are); node 1 of
+  // each pair but the last loses labels 2 and 3 through a forbidden unary cost, so arc
+  // consistency removes the rows that only they supported
+  const std::vector<cost_t> m{0,         5,         forbidden, forbidden,  //
+                              5,         0,         forbidden, forbidden,  //
+                              forbidden, forbidden, 0,         5,          //
+                              forbidden, forbidden, 5,         0};
+  const auto shared = std::make_shared<const std::vector<cost_t>>(m);
+  CostGraph g;
+  for (int pair = 0; pair < 3; ++pair) {
+    const std::uint32_t a = g.add_node({0, 1, 2, 3});
+    const std::uint32_t b = g.add_node(pair < 2 ? std::vector<cost_t>{0, 1, forbidden, forbidden} : std::vector<cost_t>{0, 1, 2, 3});
+    CostEdge e;
+    e.u = a;
+    e.v = b;
+    e.rows = e.cols = 4;
+    e.row_class = e.col_class = {0, 1, 2, 3};
+    e.shared = shared;
+    g.add_edge(std::move(e));
+  }
+  Problem p(g, detail::choose_scale(g));
+  detail::ReduceStats stats;
+  REQUIRE(detail::propagate(p, stats));
+  CHECK(stats.labels_removed == 2 * 2);  // labels 2 and 3 of nodes 0 and 2
+  for (std::uint32_t u : {0u, 2u}) CHECK(p.nodes[u].label == std::vector<std::uint32_t>{0, 1});
+  CHECK(p.nodes[4].label == std::vector<std::uint32_t>{0, 1, 2, 3});
+  // the two shrunk edges hold one 2 x 2 matrix between them; the third keeps its 4 x 4
+  CHECK(p.edges[0].d.data() == p.edges[1].d.data());
+  CHECK(p.edges[0].rows == 2);
+  CHECK(p.edges[0].cols == 2);
+  CHECK(p.edges[2].rows == 4);
+  for (const auto& e : p.edges) {
+    CHECK_FALSE(e.untidy);
+    std::vector<char> row_used(e.rows, 0), col_used(e.cols, 0);
+    for (auto r : e.rc) row_used.at(r) = 1;
+    for (auto c : e.cc) col_used.at(c) = 1;
+    CHECK(std::count(row_used.begin(), row_used.end(), 0) == 0);
+    CHECK(std::count(col_used.begin(), col_used.end(), 0) == 0);
+    // every label pair still reads its input cost
+    for (std::size_t a = 0; a < e.rc.size(); ++a)
+      for (std::size_t b = 0; b < e.cc.size(); ++b) {
+        const cost_t in = m[p.nodes[e.u].label[a] * 4 + p.nodes[e.v].label[b]];
+        CHECK(e.at(a, b) == (is_forbidden(in) ? inf : in * p.scale));
+      }
+  }
 }

@@ -133,6 +133,7 @@ inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline =
   DeadlinePoll poll(deadline, 8);
   const auto stop = [&] {  // the edges still queued are checked next time (every limit is)
     for (const auto ei : queue) p.edges[ei].arc_pending = true;
+    p.tidy_classes();
     return !p.infeasible;
   };
   while (!p.infeasible && (!queue.empty() || !limit_queue.empty())) {
@@ -149,11 +150,13 @@ inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline =
         const auto& own = side == 0 ? e.rc : e.cc;
         const auto& oth = side == 0 ? e.cc : e.rc;
         const std::uint32_t own_n = side == 0 ? e.rows : e.cols, oth_n = side == 0 ? e.cols : e.rows;
-        std::vector<char> oth_used(oth_n, 0);
+        // classes may be unused here (keep_labels below defers their removal): only used ones count
+        std::vector<char> oth_used(oth_n, 0), own_used(own_n, 0);
         for (auto c : oth) oth_used[c] = 1;
+        for (auto r : own) own_used[r] = 1;
         std::vector<char> supported(own_n, 0);
         for (std::uint32_t r = 0; r < own_n; ++r)
-          for (std::uint32_t c = 0; c < oth_n && !supported[r]; ++c) {
+          for (std::uint32_t c = 0; c < oth_n && own_used[r] && !supported[r]; ++c) {
             const fine_t d = side == 0 ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r];
             supported[r] = oth_used[c] && d < inf;
           }
@@ -161,7 +164,7 @@ inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline =
         bool all = true;
         for (std::size_t a = 0; a < own.size(); ++a) all = (keep[a] = supported[own[a]]) && all;
         if (!all) {
-          stats.labels_removed += p.keep_labels(x, keep);
+          stats.labels_removed += p.keep_labels(x, keep, Problem::ClassCleanup::deferred);
           if (p.infeasible) break;
           touch(x, ei);
           if (!queued[ei]) {
@@ -192,12 +195,13 @@ inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline =
         const auto& us = p.nodes[u].usage;
         std::vector<char> keep(us.size());
         for (std::size_t a = 0; a < us.size(); ++a) keep[a] = us[a] - lo[u] <= slack;
-        stats.labels_removed += p.keep_labels(u, keep);
+        stats.labels_removed += p.keep_labels(u, keep, Problem::ClassCleanup::deferred);
         if (p.infeasible) break;
         touch(u, ~0u);  // re-queues k too when u's least usage rose (its slack shrank)
       }
     }
   }
+  p.tidy_classes();
   return !p.infeasible;
 }
 
