@@ -70,6 +70,7 @@ nlohmann::json iopddl_json(const std::string& path, const IopddlOptions& options
                  {"dominated_labels", s.dominated},
                  {"labels_removed", s.labels_removed},
                  {"reduced_cost_fixed", s.reduced_cost_fixed},
+                 {"threshold_fixed", s.threshold_fixed},
                  {"dual_iterations", s.dual_iterations},
                  {"search_nodes", s.search_nodes},
                  {"search_splits", s.search_splits},

@@ -592,6 +592,66 @@ TEST_CASE("solve: branch and bound searches the components apart once their sepa
   CHECK(splits > test::scaled(300));
 }
 
+TEST_CASE("fix_by_threshold: every labelling at most the target keeps its labels and pairs; the solve from a start stays exact", "[global][solve]") {
+  std::size_t trials = 0, cut_somewhere = 0, emptied = 0;
+  for (std::uint32_t seed = 0; seed < 400; ++seed) {
+    std::mt19937 rng(seed + 700000);
+    const CostGraph g = random_graph(rng, 7, 4, 3, /*limits=*/seed % 2 == 1);
+    // a random feasible labelling as the incumbent
+    std::vector<std::vector<std::uint32_t>> feasible;
+    for_each_labelling(g, [&](const std::vector<std::uint32_t>& x, cost_t c) {
+      if (!is_forbidden(c) && g.feasible(x)) feasible.push_back(x);
+    });
+    if (feasible.empty()) continue;
+    ++trials;
+    const std::vector<std::uint32_t> start = feasible[rng() % feasible.size()];
+    const cost_t upper = g.evaluate(start);
+    const solve::detail::fine_t scale = solve::detail::choose_scale(g), target = (upper - 1) * scale;
+    const std::optional<solve::detail::fine_t> slack = solve::detail::threshold_slack(g, scale, target);
+    REQUIRE(slack.has_value());  // random_graph's costs are >= 0
+    solve::detail::Problem p(g, scale, nullptr, nullptr, std::max<solve::detail::fine_t>(*slack, 0));
+    solve::detail::fix_by_threshold(p, *slack);
+    solve::detail::ReduceStats rs;
+    const bool ok = !p.infeasible && solve::detail::propagate(p, rs);
+    // every feasible labelling costing at most the target is still there, label and pair
+    std::size_t below = 0;
+    for_each_labelling(g, [&](const std::vector<std::uint32_t>& x, cost_t c) {
+      if (is_forbidden(c) || c > upper - 1 || !g.feasible(x)) return;
+      ++below;
+      REQUIRE(ok);
+      std::vector<std::uint32_t> at(x.size());
+      for (std::uint32_t u = 0; u < x.size(); ++u) {
+        const auto& labels = p.nodes[u].label;
+        const auto it = std::find(labels.begin(), labels.end(), x[u]);
+        REQUIRE(it != labels.end());
+        at[u] = static_cast<std::uint32_t>(it - labels.begin());
+      }
+      for (const auto& e : p.edges)
+        if (e.alive) CHECK(e.at(at[e.u], at[e.v]) < solve::detail::inf);
+    });
+    emptied += below == 0 && !ok ? 1 : 0;
+    std::size_t left = 0, before = 0;
+    for (std::uint32_t u = 0; u < g.num_nodes(); ++u) {
+      left += p.nodes[u].label.size();
+      for (const cost_t x : g.unary[u]) before += is_forbidden(x) ? 0 : 1;
+    }
+    cut_somewhere += !ok || left < before ? 1 : 0;
+    // the solve from that start: the brute-force optimum, proven
+    SolveOptions o;
+    o.start = start;
+    const SolveResult r = solve::solve(g, o);
+    INFO("seed " << seed);
+    REQUIRE(r.feasible);
+    CHECK(r.cost == brute_force(g));
+    CHECK(r.lower_bound == r.cost);
+    check_certificate(g, r);
+  }
+  // the trials remove labels, and some leave nothing below the incumbent
+  CHECK(trials > 100);
+  CHECK(cut_somewhere > trials / 4);
+  CHECK(emptied > 0);
+}
+
 TEST_CASE("solve: a start labelling is the first incumbent; a zero time limit still answers honestly", "[global][solve]") {
   for (std::uint32_t seed = 0; seed < 300; ++seed) {
     std::mt19937 rng(seed + 100000);

@@ -30,6 +30,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -284,6 +286,57 @@ inline std::size_t fix_by_stars(Problem& p, fine_t lb, fine_t target) {
     if (p.infeasible) break;
     if (p.nodes[u].alive) removed += p.keep_labels(u, keep);
   }
+  return removed;
+}
+
+/// Reduced-cost fixing before any message pass, against the trivial bound LB = constant + sum_v
+/// min theta_v (every edge term >= 0 dropped): a labelling with x_u = a costs at least
+/// LB + theta_u(a) - min theta_u, and one using the pair (a, b) of an edge at least LB + its cost.
+/// So with `target` (the incumbent minus one, fine units of `scale`) every label and pair above
+/// the slack target - LB can go, and no labelling costing at most `target` loses anything. This
+/// is that slack for `g` at `scale`; none when some edge entry of `g` is negative (the bound
+/// drops the edge terms) or a node has no finite label. Strong where the incumbent is near the
+/// optimum: a greedy plan of 12 µs on a 4,096-label graph on 2x2x2x2 keeps only the pairs below
+/// 12 µs. Negative: nothing costs at most `target`.
+[[nodiscard]] inline std::optional<fine_t> threshold_slack(const CostGraph& g, fine_t scale, fine_t target) {
+  std::unordered_set<const void*> seen;
+  for (const auto& e : g.edges) {
+    if (e.shared && !seen.insert(e.shared.get()).second) continue;
+    const auto& m = e.costs();
+    if (std::any_of(m.begin(), m.end(), [](cost_t x) { return x < 0; })) return std::nullopt;
+  }
+  wide_t lb = static_cast<wide_t>(g.constant);
+  for (const auto& unary : g.unary) {
+    cost_t least = forbidden;
+    for (const cost_t x : unary)
+      if (!is_forbidden(x)) least = std::min(least, x);
+    if (is_forbidden(least)) return std::nullopt;
+    lb += least;
+  }
+  const wide_t slack = static_cast<wide_t>(target) - lb * static_cast<wide_t>(scale);
+  if (slack >= static_cast<wide_t>(inf)) return std::nullopt;
+  return slack < 0 ? fine_t{-1} : static_cast<fine_t>(slack);
+}
+
+/// The labels part of threshold_slack's fixing (the Problem constructor's `pair_cap` does the
+/// pairs; propagate then removes the labels left without a partner): removes every label of a
+/// fresh Problem whose unary cost exceeds its node's least by more than `slack` (negative: the
+/// problem becomes infeasible). Returns the number removed.
+inline std::size_t fix_by_threshold(Problem& p, fine_t slack) {
+  if (slack < 0) {
+    p.infeasible = true;
+    return 0;
+  }
+  std::size_t removed = 0;
+  for (std::uint32_t u = 0; u < p.nodes.size() && !p.infeasible; ++u) {
+    const WNode& n = p.nodes[u];
+    if (!n.alive) continue;
+    const fine_t least = *std::min_element(n.theta.begin(), n.theta.end());
+    std::vector<char> keep(n.theta.size());
+    for (std::size_t a = 0; a < keep.size(); ++a) keep[a] = n.theta[a] - least <= slack;
+    removed += p.keep_labels(u, keep, Problem::ClassCleanup::deferred);
+  }
+  p.tidy_classes();
   return removed;
 }
 

@@ -259,8 +259,10 @@ class Problem {
   /// Builds the working copy of `g` at `scale` (costs multiplied). Forbidden unary labels are
   /// dropped at once. Every usage limit is copied (those of `limits_in` instead of g.limits when
   /// given: the solver's list, with the interval limit's steps it found broken); `enforced[k]`
-  /// (when given) marks limit k as enforced.
-  Problem(const CostGraph& g, fine_t scale_, const std::vector<char>* enforced = nullptr, const std::vector<UsageLimit>* limits_in = nullptr)
+  /// (when given) marks limit k as enforced. Edge entries above `pair_cap` (after scaling) become
+  /// inf (fix_by_threshold's pairs, applied while the matrices are scaled rather than copied again).
+  Problem(const CostGraph& g, fine_t scale_, const std::vector<char>* enforced = nullptr, const std::vector<UsageLimit>* limits_in = nullptr,
+          fine_t pair_cap = inf)
       : scale(scale_) {
     const std::vector<UsageLimit>& glimits = limits_in != nullptr ? *limits_in : g.limits;
     const std::size_t n = g.num_nodes();
@@ -280,7 +282,8 @@ class Problem {
         if (use) w.usage.push_back(g.usage[u][a]);
       }
     }
-    std::unordered_map<const void*, SharedMatrix> scaled;  // shared input matrices are scaled once
+    // shared input matrices are scaled once; per matrix, whether the cap changed an entry
+    std::unordered_map<const void*, std::pair<SharedMatrix, bool>> scaled;
     for (const auto& e : g.edges) {
       WEdge w;
       w.u = e.u;
@@ -291,12 +294,19 @@ class Problem {
       w.cols = e.cols;
       const std::vector<cost_t>& m = e.costs();
       if (const auto it = e.shared ? scaled.find(e.shared.get()) : scaled.end(); it != scaled.end()) {
-        w.d = it->second;
+        w.d = it->second.first;
+        w.untidy = it->second.second;
       } else {
         std::vector<fine_t> d(m.size());
-        for (std::size_t i = 0; i < m.size(); ++i) d[i] = is_forbidden(m[i]) ? inf : m[i] * scale;
+        for (std::size_t i = 0; i < m.size(); ++i) {
+          d[i] = is_forbidden(m[i]) ? inf : m[i] * scale;
+          if (d[i] > pair_cap && d[i] < inf) {
+            d[i] = inf;
+            w.untidy = true;  // rows or columns may have become equal: compacted below
+          }
+        }
         w.d = SharedMatrix(std::move(d));
-        if (e.shared) scaled.emplace(e.shared.get(), w.d);
+        if (e.shared) scaled.emplace(e.shared.get(), std::pair{w.d, w.untidy});
       }
       w.mu.assign(w.rc.size(), 0);
       w.mv.assign(w.cc.size(), 0);

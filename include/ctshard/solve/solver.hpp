@@ -153,6 +153,9 @@ struct SolveStats {
   std::size_t live_nodes = 0, live_labels = 0, live_edges = 0;  ///< after the first reduction
   std::size_t core_nodes = 0, core_labels = 0;                  ///< what branch and bound saw (last round)
   std::size_t eliminated = 0, dominated = 0, labels_removed = 0, reduced_cost_fixed = 0;
+  /// Labels removed against the incumbent before a round's reductions (fix_by_threshold; the
+  /// pairs it removes are not counted).
+  std::size_t threshold_fixed = 0;
   std::size_t dual_iterations = 0, search_nodes = 0, rounds = 0, enforced_limits = 0;
   std::size_t search_splits = 0;     ///< search nodes whose unlabelled part fell apart into components
   std::size_t elimination_work = 0;  ///< work of the exact variable elimination (0: not used)
@@ -567,7 +570,13 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   complete = false;
   std::ostream* const trace = o.trace.stream;
   auto t0 = clock::now();
-  Problem p(g, scale, &inc.enforced, &inc.limits);
+  // what no labelling below the incumbent can use goes before the reductions look at it (the
+  // pairs as the matrices are scaled); then an empty problem means the incumbent is this round's
+  // optimum
+  const bool below_incumbent = !is_forbidden(inc.upper());
+  const std::optional<fine_t> slack = below_incumbent ? threshold_slack(g, scale, pricing.to_fine(inc.upper() - 1, scale)) : std::nullopt;
+  Problem p(g, scale, &inc.enforced, &inc.limits, slack.has_value() ? std::max<fine_t>(*slack, 0) : inf);
+  if (slack.has_value()) st.threshold_fixed += fix_by_threshold(p, *slack);
   ReduceOptions ro;
   ro.dominance = o.dominance;
   ro.eliminate = o.reductions;
@@ -605,7 +614,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       }
     for (const auto& e : p.edges) edges += e.alive ? 1 : 0;
   };
-  bool ok = reduce_now();
+  bool ok = !p.infeasible && reduce_now();
   st.reduce_ms += ms_since(t0);
   if (first_round) live_count(st.live_nodes, st.live_labels, st.live_edges);
   if (trace) {
@@ -623,7 +632,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   if (!o.trace.dump_core_path.empty()) dump_core(p, o.trace.dump_core_path);
   if (!ok) {
     complete = true;
-    return forbidden;  // no labelling keeps the enforced limits and the forbidden pairs
+    // nothing below the incumbent; without one, no labelling keeps the enforced limits and the
+    // forbidden pairs
+    return below_incumbent ? inc.upper() : forbidden;
   }
   if (until.passed()) return std::numeric_limits<cost_t>::min();  // stopped inside the reductions: no bound of this round
   std::vector<std::uint32_t> live(p.nodes.size(), 0);
