@@ -157,18 +157,21 @@ class DenseCosts {
   }
   /// The slot of (local source, local target) of `meta` (both from local()): `unset` until
   /// stored. The reference stays valid until the next call.
-  cost_t& slot(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, solve::MemoryBudget& budget) {
+  cost_t& slot(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, solve::MemoryBudget& budget) { return row(meta, src, budget)[dst]; }
+  /// The slots of local source `src` of `meta`: one per local target given so far (local()), valid
+  /// until the next call.
+  cost_t* row(std::uint32_t meta, std::uint32_t src, solve::MemoryBudget& budget) {
     Table& t = tables_[meta];
     if (src >= t.rows.size()) {
       budget.charge((std::size_t{src} + 1 - t.rows.size()) * sizeof(std::vector<cost_t>), "ctshard plan --global: the table of redistribution costs");
       t.rows.resize(std::size_t{src} + 1);
     }
-    std::vector<cost_t>& row = t.rows[src];
-    if (dst >= row.size()) {
-      budget.charge((t.count - row.size()) * sizeof(cost_t), "ctshard plan --global: the table of redistribution costs");
-      row.resize(t.count, unset);
+    std::vector<cost_t>& r = t.rows[src];
+    if (r.size() < t.count) {
+      budget.charge((t.count - r.size()) * sizeof(cost_t), "ctshard plan --global: the table of redistribution costs");
+      r.resize(t.count, unset);
     }
-    return row[dst];
+    return r.data();
   }
 
  private:
@@ -231,26 +234,27 @@ class DeliveredPlacements {
     for (const Placement& p : s)
       if (restricted(p) && !delivers(p)) seen_.push_back(p);
   }
-  /// True when every restricted input placement of `row` (outputs first, `nout` of them) is
-  /// delivered by some producer or created by the row on its mesh dim.
-  [[nodiscard]] bool admits(std::span<const Spec> row, std::size_t nout) const {
-    for (std::size_t k = nout; k < row.size(); ++k)
-      for (std::size_t d = 0; d < row[k].size(); ++d) {
-        const Placement& p = row[k][d];
-        if (restricted(p) && !delivers(p) && !(p.is_partial() && creates(row, nout, d, p))) return false;
-      }
+  /// True when every restricted input placement of one mesh dim's single-dim row (`cells`, one
+  /// placement per operand, outputs first, `nout` of them) is delivered by some producer or
+  /// created by the row there. A full row is admitted when each of its mesh dims is, so
+  /// enumerate_candidates applies it per single-dim rule (SingleDimFilter).
+  [[nodiscard]] bool admits(std::span<const Placement> cells, std::size_t nout) const {
+    for (std::size_t k = nout; k < cells.size(); ++k) {
+      const Placement& p = cells[k];
+      if (restricted(p) && !delivers(p) && !(p.is_partial() && creates(cells, nout, p))) return false;
+    }
     return true;
   }
 
  private:
   static bool restricted(const Placement& p) noexcept { return p.is_strided_shard() || p.is_partial(); }
   [[nodiscard]] bool delivers(const Placement& p) const { return std::find(seen_.begin(), seen_.end(), p) != seen_.end(); }
-  /// The row writes `partial` on mesh dim `d` while reading some input sharded there.
-  static bool creates(std::span<const Spec> row, std::size_t nout, std::size_t d, const Placement& partial) {
+  /// The single-dim row writes `partial` while reading some input sharded there.
+  static bool creates(std::span<const Placement> cells, std::size_t nout, const Placement& partial) {
     bool writes = false, reads_shard = false;
-    for (std::size_t k = 0; k < row.size(); ++k) {
-      if (k < nout) writes = writes || row[k][d] == partial;
-      else reads_shard = reads_shard || row[k][d].is_any_shard();
+    for (std::size_t k = 0; k < cells.size(); ++k) {
+      if (k < nout) writes = writes || cells[k] == partial;
+      else reads_shard = reads_shard || cells[k].is_any_shard();
     }
     return writes && reads_shard;
   }
@@ -449,7 +453,8 @@ class Builder {
   solve::CostGraph cg_;
   std::vector<Var> vars_;
   std::size_t greedy_rows_added_ = 0;
-  std::size_t undelivered_rows_ = 0;  ///< candidate rows not offered: an input placement no producer delivers
+  /// candidate rows not offered: an input placement no producer delivers (counted before the other filters)
+  std::size_t undelivered_rows_ = 0;
 
   std::vector<std::uint32_t> greedy_labels() const {
     std::vector<std::uint32_t> x;
@@ -607,10 +612,14 @@ class Builder {
       }
       solve::CandidateSet cands;
       bool enumerated = false;
+      // the delivered-placements rule, per single-dim row: the rows it leaves out are never walked
+      solve::SingleDimFilter delivered_only;
+      if (!global_.every_candidate)
+        delivered_only = [&delivered, nout = v.nout](std::span<const Placement> cells) { return delivered.admits(cells, nout); };
       for (const ShardKinds* k : {&kinds, &greedy_kinds}) {
         try {
           cands = solve::enumerate_candidates(rule.rules, mesh_, op.in_metas, *k, rule.uneven_inputs, rule.filter, std::size_t{1} << 20, &budget_,
-                                              global_.deadline);
+                                              global_.deadline, delivered_only);
           enumerated = true;
           break;
         } catch (const solve::memory_limit_reached&) {
@@ -630,10 +639,8 @@ class Builder {
         v.bypass.push_back(bypass);
         return true;
       };
-      for (std::size_t c = 0; enumerated && c < cands.size(); ++c) {
-        if (global_.every_candidate || delivered.admits(cands.row(c), v.nout)) add_row(cands.row(c), cands.needs_bypass[c]);
-        else ++undelivered_rows_;
-      }
+      undelivered_rows_ += cands.rows_single_dim_refused;
+      for (std::size_t c = 0; enumerated && c < cands.size(); ++c) add_row(cands.row(c), cands.needs_bypass[c]);
       // the greedy row
       std::vector<Spec> row;
       for (const Spec& s : op.planned.outputs) row.push_back(s);
@@ -841,7 +848,25 @@ class Builder {
         for (std::uint32_t q = 0; q < e.cols; ++q) col_local[q * ks.size() + j] = dense_.local(meta[j], col_specs[q][2 * j]);
       }
       e.matrix.reserve(std::size_t{e.rows} * e.cols);
-      for (std::uint32_t r = 0; r < e.rows; ++r)
+      // one input (the common case): a row of the dense table per row class, read without lookups
+      for (std::uint32_t r = 0; r < e.rows && ks.size() == 1; ++r) {
+        if (poll_.passed()) throw solve::time_limit_reached("ctshard plan --global: " + what + ": the time limit was reached");
+        cost_t* dense_row = dense_.row(meta[0], row_local[r], budget_);
+        const std::uint32_t src = row_specs[r][0];
+        for (std::uint32_t q = 0; q < e.cols; ++q) {
+          const std::uint32_t dst = col_specs[q][0];
+          cost_t pair = 0;
+          if (col_specs[q][1] != 0) {
+            pair = pair_cost(meta[0], src, dst, mode, true);
+          } else {
+            cost_t& slot = dense_row[col_local[q]];
+            if (slot == DenseCosts::unset) slot = computed_cost(meta[0], src, dst, UnevenInputs::reject, false);
+            pair = slot;
+          }
+          e.matrix.push_back(feasibility && !solve::is_forbidden(pair) ? 0 : pair);
+        }
+      }
+      for (std::uint32_t r = 0; r < e.rows && ks.size() != 1; ++r)
         for (std::uint32_t q = 0; q < e.cols; ++q) {
           if (poll_.passed()) throw solve::time_limit_reached("ctshard plan --global: " + what + ": the time limit was reached");
           cost_t total = 0;

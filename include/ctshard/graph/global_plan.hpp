@@ -133,7 +133,7 @@ struct GlobalPlan {
   double objective_us = 0, greedy_objective_us = 0;  ///< the solver's objective (redistribution [+ compute]) of each plan
   double compute_us = 0, greedy_compute_us = 0;      ///< the compute term (free inputs only)
   std::size_t variables = 0, candidates = 0, greedy_rows_added = 0, max_candidates = 0;
-  std::size_t undelivered_rows = 0;  ///< rows not offered: an input StridedShard / Partial no producer delivers
+  std::size_t undelivered_rows = 0;  ///< rows not offered: an input StridedShard / Partial no producer delivers (counted before the other filters)
   double build_ms = 0, solve_ms = 0;
   /// False when the deadline passed while the cost graph was built: the plan is then the greedy
   /// one, with status "time_limit", lower bound 0 (every cost is nonnegative) and its gap.

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,7 +41,10 @@ struct CandidateSet {
   std::vector<Spec> specs;
   std::vector<std::uint64_t> needs_bypass;
   std::size_t rows_enumerated = 0;  ///< S^N rows walked before filtering
-  std::size_t charged = 0;          ///< bytes charged to the enumeration's MemoryBudget
+  /// Of those, the rows left out because some mesh dim takes a single-dim row `keep_single_dim`
+  /// refuses (S^N - A^N for A kept of S; their other filters are not looked at).
+  std::size_t rows_single_dim_refused = 0;
+  std::size_t charged = 0;  ///< bytes charged to the enumeration's MemoryBudget
 
   [[nodiscard]] std::size_t width() const noexcept { return num_outputs + num_inputs; }
   [[nodiscard]] std::size_t size() const noexcept { return needs_bypass.size(); }
@@ -56,11 +60,14 @@ struct CandidateSet {
 /// more than 255 filled rules, or the input count differs from the rules'; memory_limit_reached
 /// when the rows kept need more than `budget` allows (each row is charged to it: the caller
 /// releases CandidateSet::bytes() when it drops the set); time_limit_reached once `deadline`
-/// passes (polled every 4096 rows walked).
+/// passes (polled every 4096 rows walked). `keep_single_dim` (when set) is asked once per filled
+/// single-dim rule (its placements, one per operand, outputs first): a rule it refuses is used on
+/// no mesh dim, so the rows holding it are never walked (the row limit still counts them).
+using SingleDimFilter = std::function<bool(std::span<const Placement> cells)>;
 [[nodiscard]] inline CandidateSet enumerate_candidates(const RuleSet& raw_rules, const MeshTopology& mesh, std::span<const TensorMeta> inputs,
                                                        const ShardKinds& kinds, UnevenInputs uneven, const FullMeshFilter& filter = {},
                                                        std::size_t max_rows = std::size_t{1} << 20, MemoryBudget* budget = nullptr,
-                                                       const Deadline& deadline = {}) {
+                                                       const Deadline& deadline = {}, const SingleDimFilter& keep_single_dim = {}) {
   if (inputs.size() != raw_rules.num_inputs())
     throw error("ctshard::solve::enumerate_candidates: the op takes " + std::to_string(raw_rules.num_inputs()) + " tensor inputs, got " +
                 std::to_string(inputs.size()));
@@ -77,6 +84,19 @@ struct CandidateSet {
   out.num_outputs = nout;
   out.num_inputs = nin;
   out.rows_enumerated = rows;
+  std::vector<char> rule_kept(s, 1);
+  if (keep_single_dim) {
+    std::vector<Placement> cells(width);
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < s; ++r) {
+      for (std::size_t k = 0; k < width; ++k) cells[k] = rules.cell(r, k);
+      rule_kept[r] = keep_single_dim(cells) ? 1 : 0;
+      kept += rule_kept[r];
+    }
+    std::size_t walked = 1;
+    for (std::size_t d = 0; d < n; ++d) walked *= kept;
+    out.rows_single_dim_refused = rows - walked;
+  }
   // per rule and operand: bit of the Partial reduce op (prefix-or'ed over mesh dims)
   std::vector<unsigned> partial_bits(s * width);
   for (std::size_t r = 0; r < s; ++r)
@@ -121,6 +141,10 @@ struct CandidateSet {
       continue;
     }
     const std::size_t r = digits[depth];
+    if (!rule_kept[r]) {
+      ++digits[depth];
+      continue;
+    }
     bool ok = true;
     for (std::size_t k = 0; k < width; ++k) {
       const unsigned m = masks[depth * width + k] | partial_bits[r * width + k];
