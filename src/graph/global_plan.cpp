@@ -1,6 +1,7 @@
 #include "ctshard/graph/global_plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <iomanip>
@@ -848,16 +849,25 @@ class Builder {
         for (std::uint32_t q = 0; q < e.cols; ++q) col_local[q * ks.size() + j] = dense_.local(meta[j], col_specs[q][2 * j]);
       }
       e.matrix.reserve(std::size_t{e.rows} * e.cols);
-      // one input (the common case): a row of the dense table per row class, read without lookups
+      // one input (the common case): a row of the dense tables per row class, read without lookups
+      DenseCosts& through_bypass = bypass_dense_.at(static_cast<std::size_t>(mode));
+      std::vector<std::uint32_t> row_bypass, col_bypass;  // local indices in through_bypass
+      if (ks.size() == 1 && std::any_of(col_specs.begin(), col_specs.end(), [](const auto& t) { return t[1] != 0; })) {
+        for (std::uint32_t r = 0; r < e.rows; ++r) row_bypass.push_back(through_bypass.local(meta[0], row_specs[r][0]));
+        for (std::uint32_t q = 0; q < e.cols; ++q) col_bypass.push_back(col_specs[q][1] != 0 ? through_bypass.local(meta[0], col_specs[q][0]) : 0);
+      }
       for (std::uint32_t r = 0; r < e.rows && ks.size() == 1; ++r) {
         if (poll_.passed()) throw solve::time_limit_reached("ctshard plan --global: " + what + ": the time limit was reached");
         cost_t* dense_row = dense_.row(meta[0], row_local[r], budget_);
+        cost_t* bypass_row = row_bypass.empty() ? nullptr : through_bypass.row(meta[0], row_bypass[r], budget_);
         const std::uint32_t src = row_specs[r][0];
         for (std::uint32_t q = 0; q < e.cols; ++q) {
           const std::uint32_t dst = col_specs[q][0];
           cost_t pair = 0;
           if (col_specs[q][1] != 0) {
-            pair = pair_cost(meta[0], src, dst, mode, true);
+            cost_t& slot = bypass_row[col_bypass[q]];
+            if (slot == DenseCosts::unset) slot = computed_cost(meta[0], src, dst, mode, true);
+            pair = slot;
           } else {
             cost_t& slot = dense_row[col_local[q]];
             if (slot == DenseCosts::unset) slot = computed_cost(meta[0], src, dst, UnevenInputs::reject, false);
@@ -1282,6 +1292,10 @@ class Builder {
   std::map<std::size_t, std::size_t> op_var_;      // op index -> variable
   std::map<std::string, std::size_t> source_var_;  // free input -> variable
   CostMemo memo_;
+  /// Per UnevenInputs mode: the costs through the bypass (pair_cost with `bypass`), as dense_ holds
+  /// the plain ones, for make_edge's single-input rows (the memo's hash lookups were a third of
+  /// Longformer's build on 2x2x2x2).
+  std::array<DenseCosts, 4> bypass_dense_;
   DenseCosts dense_;
   std::unordered_map<std::string, std::shared_ptr<const std::vector<cost_t>>> matrices_;  // edge matrices by content key
   solve::MemoryBudget budget_;
