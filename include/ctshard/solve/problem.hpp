@@ -492,7 +492,9 @@ class Problem {
     const Compaction* found = nullptr;
     if (memoise_compactions_)
       for (auto [it, last] = compactions_.equal_range(key); it != last && found == nullptr; ++it)
-        if (it->second.source.data() == e.d.data() && it->second.rows_in == rows_in && it->second.cols_in == cols_in) found = &it->second;
+        if (it->second.source.data() == e.d.data() && it->second.source_rows == e.rows && it->second.source_cols == e.cols &&
+            it->second.rows_in == rows_in && it->second.cols_in == cols_in)
+          found = &it->second;
     Compaction made;
     if (found == nullptr) {
       made = compaction(e, std::move(rows_in), std::move(cols_in));
@@ -609,10 +611,11 @@ class Problem {
 
   /// compact_classes' outcome for one matrix and the classes its labels use.
   struct Compaction {
-    SharedMatrix source;                          ///< the matrix compacted (held: its address is the key)
-    std::vector<std::uint32_t> rows_in, cols_in;  ///< classes in use, in order of first use
-    std::vector<std::uint32_t> row_out, col_out;  ///< the new class of each
-    SharedMatrix d;                               ///< the compacted matrix (unset when `identity`)
+    SharedMatrix source;                             ///< the matrix compacted (held: its address is the key)
+    std::uint32_t source_rows = 0, source_cols = 0;  ///< its shape (one vector could be read as two shapes)
+    std::vector<std::uint32_t> rows_in, cols_in;     ///< classes in use, in order of first use
+    std::vector<std::uint32_t> row_out, col_out;     ///< the new class of each
+    SharedMatrix d;                                  ///< the compacted matrix (unset when `identity`)
     std::uint32_t rows = 0, cols = 0;
     bool identity = false;  ///< nothing to renumber or merge
   };
@@ -688,6 +691,8 @@ class Problem {
     const std::vector<std::uint32_t> row_rep = dedup(rows_in, row_hash, same_row, k.row_out);
     const std::vector<std::uint32_t> col_rep = dedup(cols_in, col_hash, same_col, k.col_out);
     k.source = e.d;
+    k.source_rows = R;
+    k.source_cols = C;
     k.rows_in = std::move(rows_in);
     k.cols_in = std::move(cols_in);
     k.rows = static_cast<std::uint32_t>(row_rep.size());

@@ -140,10 +140,11 @@ inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline =
     std::vector<std::uint32_t> start, other;  // per own class r: other[start[r] .. start[r + 1])
     bool dense = false;                       // over a quarter finite: scanning finds them soon enough
   };
-  std::unordered_map<const fine_t*, FiniteEntries> finite_by_row, finite_by_col;
+  // keyed by the matrix's address and shape (one vector could be read as two shapes)
+  std::map<std::tuple<const fine_t*, std::uint32_t, std::uint32_t>, FiniteEntries> finite_by_row, finite_by_col;
   const auto finite_entries = [&](const WEdge& e, bool by_row) -> const FiniteEntries& {
     auto& memo = by_row ? finite_by_row : finite_by_col;
-    auto [it, fresh] = memo.try_emplace(e.d.data());
+    auto [it, fresh] = memo.try_emplace(std::tuple{e.d.data(), e.rows, e.cols});
     if (!fresh) return it->second;
     FiniteEntries& f = it->second;
     const std::uint32_t own_n = by_row ? e.rows : e.cols, oth_n = by_row ? e.cols : e.rows;
