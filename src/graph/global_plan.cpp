@@ -158,17 +158,18 @@ class DenseCosts {
   }
   /// The slot of (local source, local target) of `meta` (both from local()): `unset` until
   /// stored. The reference stays valid until the next call.
-  cost_t& slot(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, solve::MemoryBudget& budget) { return row(meta, src, budget)[dst]; }
-  /// The slots of local source `src` of `meta`: one per local target given so far (local()), valid
-  /// until the next call.
-  cost_t* row(std::uint32_t meta, std::uint32_t src, solve::MemoryBudget& budget) {
+  cost_t& slot(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, solve::MemoryBudget& budget) { return row(meta, src, dst + 1, budget)[dst]; }
+  /// The slots of local source `src` of `meta`, at least the first `size` local targets (a row
+  /// grows to every target given so far only when it must grow: rows sized to every spec of a
+  /// tensor cost gigabytes on 2x2x2x2), valid until the next call.
+  cost_t* row(std::uint32_t meta, std::uint32_t src, std::size_t size, solve::MemoryBudget& budget) {
     Table& t = tables_[meta];
     if (src >= t.rows.size()) {
       budget.charge((std::size_t{src} + 1 - t.rows.size()) * sizeof(std::vector<cost_t>), "ctshard plan --global: the table of redistribution costs");
       t.rows.resize(std::size_t{src} + 1);
     }
     std::vector<cost_t>& r = t.rows[src];
-    if (r.size() < t.count) {
+    if (r.size() < size) {
       budget.charge((t.count - r.size()) * sizeof(cost_t), "ctshard plan --global: the table of redistribution costs");
       r.resize(t.count, unset);
     }
@@ -856,10 +857,16 @@ class Builder {
         for (std::uint32_t r = 0; r < e.rows; ++r) row_bypass.push_back(through_bypass.local(meta[0], row_specs[r][0]));
         for (std::uint32_t q = 0; q < e.cols; ++q) col_bypass.push_back(col_specs[q][1] != 0 ? through_bypass.local(meta[0], col_specs[q][0]) : 0);
       }
+      // the row widths this edge reads: one past its largest local target index in each table
+      std::size_t plain_width = 0, bypass_width = 0;
+      for (std::uint32_t q = 0; q < e.cols && ks.size() == 1; ++q) {
+        if (col_specs[q][1] != 0) bypass_width = std::max<std::size_t>(bypass_width, col_bypass[q] + std::size_t{1});
+        else plain_width = std::max<std::size_t>(plain_width, col_local[q] + std::size_t{1});
+      }
       for (std::uint32_t r = 0; r < e.rows && ks.size() == 1; ++r) {
         if (poll_.passed()) throw solve::time_limit_reached("ctshard plan --global: " + what + ": the time limit was reached");
-        cost_t* dense_row = dense_.row(meta[0], row_local[r], budget_);
-        cost_t* bypass_row = row_bypass.empty() ? nullptr : through_bypass.row(meta[0], row_bypass[r], budget_);
+        cost_t* dense_row = dense_.row(meta[0], row_local[r], plain_width, budget_);
+        cost_t* bypass_row = row_bypass.empty() ? nullptr : through_bypass.row(meta[0], row_bypass[r], bypass_width, budget_);
         const std::uint32_t src = row_specs[r][0];
         for (std::uint32_t q = 0; q < e.cols; ++q) {
           const std::uint32_t dst = col_specs[q][0];
