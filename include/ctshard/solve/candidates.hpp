@@ -91,7 +91,7 @@ using SingleDimFilter = std::function<bool(std::span<const Placement> cells)>;
     for (std::size_t r = 0; r < s; ++r) {
       for (std::size_t k = 0; k < width; ++k) cells[k] = rules.cell(r, k);
       rule_kept[r] = keep_single_dim(cells) ? 1 : 0;
-      kept += rule_kept[r];
+      kept += rule_kept[r] != 0 ? 1 : 0;
     }
     std::size_t walked = 1;
     for (std::size_t d = 0; d < n; ++d) walked *= kept;
