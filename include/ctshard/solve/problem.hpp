@@ -212,6 +212,18 @@ struct Elimination {
   std::vector<ElimFactor> factors;   ///< 0, 1 or 2
 };
 
+/// The distinct classes of `cls` (each below `count`) in order of first use.
+[[nodiscard]] inline std::vector<std::uint32_t> first_uses(const std::vector<std::uint32_t>& cls, std::uint32_t count) {
+  std::vector<char> seen(count, 0);
+  std::vector<std::uint32_t> out;
+  for (auto c : cls)
+    if (!seen[c]) {
+      seen[c] = 1;
+      out.push_back(c);
+    }
+  return out;
+}
+
 /// Groups equal items found by hashing: `sorted` lists items (indices into `hash`) by hash, then
 /// by preference; within each run of equal hash, an item's leader is the first earlier item of
 /// the run that leads itself and that `same` finds equal, else the item itself. Returns the
@@ -621,18 +633,6 @@ class Problem {
   };
   bool memoise_compactions_ = false;
   std::unordered_multimap<std::uint64_t, Compaction> compactions_;
-
-  /// The distinct classes of `cls` (each below `count`) in order of first use.
-  [[nodiscard]] static std::vector<std::uint32_t> first_uses(const std::vector<std::uint32_t>& cls, std::uint32_t count) {
-    std::vector<char> seen(count, 0);
-    std::vector<std::uint32_t> out;
-    for (auto c : cls)
-      if (!seen[c]) {
-        seen[c] = 1;
-        out.push_back(c);
-      }
-    return out;
-  }
 
   /// Merges the identical rows and columns of `e`'s matrix restricted to the classes in use
   /// (`rows_in`, `cols_in`, in order of first use): new classes are numbered in that order, a

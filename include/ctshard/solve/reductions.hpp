@@ -184,18 +184,7 @@ inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline =
         const std::uint32_t own_n = side == 0 ? e.rows : e.cols, oth_n = side == 0 ? e.cols : e.rows;
         // classes may be unused here (keep_labels below defers their removal): only the used
         // ones are scanned (after fix_by_threshold most pairs are inf and most classes unused)
-        std::vector<char> seen(std::max(own_n, oth_n), 0);
-        const auto distinct = [&](const std::vector<std::uint32_t>& cls) {
-          std::vector<std::uint32_t> out;
-          for (auto c : cls)
-            if (!seen[c]) {
-              seen[c] = 1;
-              out.push_back(c);
-            }
-          for (auto c : out) seen[c] = 0;
-          return out;
-        };
-        const std::vector<std::uint32_t> own_list = distinct(own), oth_list = distinct(oth);
+        const std::vector<std::uint32_t> own_list = first_uses(own, own_n), oth_list = first_uses(oth, oth_n);
         std::vector<char> supported(own_n, 0);
         const FiniteEntries* fin = own_list.size() * oth_list.size() < kIndexedRevision ? nullptr : &finite_entries(e, side == 0);
         if (fin == nullptr || fin->dense) {
@@ -205,11 +194,10 @@ inline bool propagate(Problem& p, ReduceStats& stats, const Deadline& deadline =
               supported[r] = (side == 0 ? e.d[std::size_t{r} * e.cols + c] : e.d[std::size_t{c} * e.cols + r]) < inf;
             }
         } else {  // a large matrix: its finite entries, indexed once per matrix and side
-          std::vector<char>& oth_used = seen;
+          std::vector<char> oth_used(oth_n, 0);
           for (auto c : oth_list) oth_used[c] = 1;
           for (const std::uint32_t r : own_list)
             for (std::uint32_t i = fin->start[r]; i < fin->start[r + 1] && !supported[r]; ++i) supported[r] = oth_used[fin->other[i]];
-          for (auto c : oth_list) oth_used[c] = 0;
         }
         std::vector<char> keep(own.size());
         bool all = true;
