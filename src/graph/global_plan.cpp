@@ -314,8 +314,18 @@ class Builder {
     if (costs && stop_when_greedy_optimal && greedy_is_optimal()) return;
     make_variables();
     if (training_) make_memory_table();
-    if (costs) make_graph();
+    if (costs) make_graph_within_budget();
   }
+
+  /// make_graph may restrict the candidates when the full graph would not fit (global_plan; off
+  /// for build_cost_graph, whose caller wants the full graph, and with every_candidate).
+  bool allow_restriction = false;
+  /// Set once the candidates were restricted (make_graph_within_budget).
+  std::optional<RestrictedCandidates> restricted_;
+  /// The full problem's lower bound when restricted: the constant plus each variable's least
+  /// unary cost over its full candidates (edges, ties and gradient terms are nonnegative; the
+  /// memory budget is relaxed). Cost units.
+  cost_t full_bound_ = 0;
 
   /// How a suffix of the graph can be completed (solve_suffix).
   struct SuffixAnswer {
@@ -739,8 +749,9 @@ class Builder {
   }
 
   void make_graph() {
+    std::vector<EdgeShape> shapes;  // every edge's classes first, then the matrices (size_check_ between)
     for (const auto& v : vars_) {
-      budget_.charge(sizeof(std::vector<cost_t>) + v.count() * sizeof(cost_t), "ctshard plan --global: the cost graph's unary costs");
+      charge_graph(sizeof(std::vector<cost_t>) + v.count() * sizeof(cost_t), "ctshard plan --global: the cost graph's unary costs");
       cg_.add_node(std::vector<cost_t>(v.count(), 0));
     }
     for (std::size_t i = 0; i < ops_.size(); ++i) {
@@ -778,28 +789,169 @@ class Builder {
           cg_.unary[ci][c] =
               add_checked(cg_.unary[ci][c], pair_cost(meta, src, cv.spec(c, cv.nout + k), mode, (cv.bypass[c] >> k) & 1), "a unary cost");
       }
-      for (const auto& [pv, ks] : groups) cg_.add_edge(make_edge(pv, ci, ks, mode, false));
+      for (const auto& [pv, ks] : groups) shapes.push_back(shape_edge(pv, ci, ks, mode, false));
       if (global_.free_inputs)
         for (std::size_t c = 0; c < cv.count(); ++c)
           cg_.unary[ci][c] = add_checked(
               cg_.unary[ci][c], units_of(compute_time(i, cv, c), [&] { return "the compute term of node '" + op.name + "'"; }), "a unary cost");
     }
+    if (may_restrict()) {
+      const MatrixSize size = new_matrices(shapes);
+      const bool memory = size.bytes > (budget_.limit() - std::min(budget_.limit(), budget_.used())) / 2;
+      if (memory || static_cast<double>(size.cells) * fill_ns_per_cell * 1e-9 > global_.deadline.remaining_s())
+        throw GraphTooLarge{size, memory ? RestrictedCandidates::Why::memory : RestrictedCandidates::Why::time};
+    }
+    for (EdgeShape& e : shapes) cg_.add_edge(fill_edge(std::move(e)));
     add_ties();
     add_gradient_terms();
     add_budget();
   }
 
+  /// An edge before its matrix is filled (make_edge's first half): the producer's and the
+  /// consumer's candidates grouped into cost classes, and the content key under which repeated
+  /// blocks share one matrix.
+  struct EdgeShape {
+    solve::CostEdge edge;                               ///< u, v, the classes; no matrix yet
+    std::vector<std::vector<std::uint32_t>> row_specs;  ///< per row class: the producer's spec ids
+    std::vector<std::vector<std::uint32_t>> col_specs;  ///< per column class: (spec id, bypass bit) per input
+    std::vector<std::uint32_t> meta;                    ///< per input: its meta id
+    std::vector<std::size_t> ks;                        ///< the consumer's input positions
+    UnevenInputs mode = UnevenInputs::reject;
+    bool feasibility = false;
+    std::string key;
+    [[nodiscard]] std::size_t cells() const { return std::size_t{edge.rows} * edge.cols; }
+  };
+
+  /// The matrices `shapes` would fill (one per key not filled yet): cells, and bytes as
+  /// fill_edge charges them.
+  struct MatrixSize {
+    std::size_t cells = 0, bytes = 0;
+  };
+  MatrixSize new_matrices(const std::vector<EdgeShape>& shapes) const {
+    MatrixSize out;
+    std::unordered_set<std::string_view> keys;
+    for (const EdgeShape& e : shapes) {
+      if (matrices_.count(e.key) || !keys.insert(e.key).second) continue;
+      out.cells += e.cells();
+      out.bytes += e.cells() * sizeof(cost_t) + e.key.size() + 64;
+    }
+    return out;
+  }
+
+  /// Fill cost of one matrix cell, for the time test of the restriction policy (measured
+  /// 47-92 ns on the shared graphs on 2x2x2x2; the lower end, so a graph that fits is not cut).
+  static constexpr double fill_ns_per_cell = 45;
+
+  /// Thrown by make_graph (before any matrix is filled) when the policy restricts.
+  struct GraphTooLarge {
+    MatrixSize size;
+    RestrictedCandidates::Why why = RestrictedCandidates::Why::memory;
+  };
+
+  /// Another mesh dim can still be tied (make_graph's size test applies).
+  [[nodiscard]] bool may_restrict() const {
+    return allow_restriction && !global_.every_candidate && (restricted_ ? restricted_->tied_mesh_dims : 1) < mesh_.size();
+  }
+
+  /// Charges the cost graph's memory, counted in graph_charged_ so an abandoned graph gives it back.
+  void charge_graph(std::size_t bytes, std::string_view what) {
+    budget_.charge(bytes, what);
+    graph_charged_ += bytes;
+  }
+  std::size_t graph_charged_ = 0;
+
+  /// make_graph, and when its matrices would take more than half the memory budget or longer to
+  /// fill than the time left (GraphTooLarge), the candidates restricted to ones whose placements
+  /// agree on one more mesh dim (tie_mesh_dims) and the graph made again.
+  void make_graph_within_budget() {
+    for (;;) {
+      graph_charged_ = 0;
+      try {
+        make_graph();
+        return;
+      } catch (const GraphTooLarge& big) {
+        if (!restricted_) {
+          RestrictedCandidates r;
+          r.why = big.why;
+          r.full_cells = big.size.cells;
+          r.full_bytes = big.size.bytes;
+          r.tied_mesh_dims = 1;
+          for (const Var& v : vars_) r.full_candidates += v.count();
+          restricted_ = r;
+          full_bound_ = least_unary_total();
+        }
+        cg_ = solve::CostGraph{};
+        budget_.release(graph_charged_);
+        tie_mesh_dims(++restricted_->tied_mesh_dims);
+        if (training_) make_memory_table();
+      }
+    }
+  }
+
+  /// The constant plus each node's least unary cost of the graph made so far (0 when a node has no
+  /// finite label: no bound then).
+  [[nodiscard]] cost_t least_unary_total() const {
+    cost_t total = cg_.constant;
+    for (const auto& u : cg_.unary) {
+      cost_t least = forbidden;
+      for (const cost_t c : u) least = std::min(least, c);
+      if (solve::is_forbidden(least)) return 0;
+      total += least;
+    }
+    return total;
+  }
+
+  /// Keeps, of every variable, the candidates whose specs (every operand) carry one placement on
+  /// mesh dims 0 .. `n` - 1, and its greedy row.
+  void tie_mesh_dims(std::size_t n) {
+    const auto tied = [&](std::uint32_t id) {
+      const Spec& x = specs_[id];
+      for (std::size_t d = 1; d < n && d < x.size(); ++d)
+        if (!(x[d] == x[0])) return false;
+      return true;
+    };
+    for (Var& v : vars_) {
+      std::vector<std::uint32_t> specs;
+      std::vector<std::uint64_t> bypass;
+      std::uint32_t greedy = 0;
+      for (std::size_t c = 0; c < v.count(); ++c) {
+        bool all_tied = true;
+        for (std::size_t k = 0; k < v.width && all_tied; ++k) all_tied = tied(v.spec(c, k));
+        if (c != v.greedy && !all_tied) continue;
+        if (c == v.greedy) greedy = static_cast<std::uint32_t>(specs.size() / v.width);
+        specs.insert(specs.end(), v.specs.begin() + static_cast<std::ptrdiff_t>(c * v.width),
+                     v.specs.begin() + static_cast<std::ptrdiff_t>((c + 1) * v.width));
+        if (!v.bypass.empty()) bypass.push_back(v.bypass[c]);
+      }
+      if (v.is_op)
+        budget_.release((v.specs.size() - specs.size()) * sizeof(std::uint32_t) + (v.bypass.size() - bypass.size()) * sizeof(std::uint64_t));
+      v.specs = std::move(specs);
+      v.bypass = std::move(bypass);
+      v.greedy = greedy;
+    }
+  }
+
   /// The edge between producer variable `pv` and consumer `ci` for the consumer's inputs `ks`
   /// (nodes numbered as the variables); with `feasibility`, every finite cost is 0.
   solve::CostEdge make_edge(std::size_t pv, std::size_t ci, const std::vector<std::size_t>& ks, UnevenInputs mode, bool feasibility) {
+    return fill_edge(shape_edge(pv, ci, ks, mode, feasibility));
+  }
+
+  /// make_edge's first half: the classes and the key (charged to the memory budget).
+  EdgeShape shape_edge(std::size_t pv, std::size_t ci, const std::vector<std::size_t>& ks, UnevenInputs mode, bool feasibility) {
     const Var& p = vars_[pv];
     const Var& c = vars_[ci];
     const OpInfo& op = ops_[c.info];
-    solve::CostEdge e;
+    EdgeShape shape;
+    shape.ks = ks;
+    shape.mode = mode;
+    shape.feasibility = feasibility;
+    solve::CostEdge& e = shape.edge;
     e.u = static_cast<std::uint32_t>(pv);
     e.v = static_cast<std::uint32_t>(ci);
     std::unordered_map<std::string, std::uint32_t> rows, cols;
-    std::vector<std::vector<std::uint32_t>> row_specs, col_specs;  // per class: the spec ids (cols: + bypass bit)
+    auto& row_specs = shape.row_specs;
+    auto& col_specs = shape.col_specs;
     for (std::size_t a = 0; a < p.count(); ++a) {
       std::vector<std::uint32_t> t;
       t.reserve(ks.size());
@@ -823,19 +975,35 @@ class Builder {
     }
     e.rows = static_cast<std::uint32_t>(row_specs.size());
     e.cols = static_cast<std::uint32_t>(col_specs.size());
-    std::vector<std::uint32_t> meta;
+    std::vector<std::uint32_t>& meta = shape.meta;
     meta.reserve(ks.size());
     for (auto k : ks) meta.push_back(metas_.id(op.in_metas[k]));
     // repeated blocks give identical matrices: key = metas, mode, row and column spec tuples
-    std::string key(reinterpret_cast<const char*>(meta.data()), meta.size() * sizeof(std::uint32_t));
+    std::string& key = shape.key;
+    key.assign(reinterpret_cast<const char*>(meta.data()), meta.size() * sizeof(std::uint32_t));
     key += static_cast<char>(mode);
     key += feasibility ? 'f' : 'c';
     for (const auto& t : row_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
     key += '|';
     for (const auto& t : col_specs) key.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(std::uint32_t));
-    const std::string what = "the edge " + ops_[p.info].name + " -> " + op.name;
+    charge_graph((e.row_class.size() + e.col_class.size()) * sizeof(std::uint32_t) + sizeof(solve::CostEdge),
+                 "ctshard plan --global: the edge " + ops_[p.info].name + " -> " + op.name);
+    return shape;
+  }
+
+  /// make_edge's second half: the matrix, shared with an earlier edge of the same key or filled
+  /// (charged to the memory budget before it is allocated; the deadline is polled per cell).
+  solve::CostEdge fill_edge(EdgeShape shape) {
+    solve::CostEdge e = std::move(shape.edge);
+    const auto& row_specs = shape.row_specs;
+    const auto& col_specs = shape.col_specs;
+    const auto& meta = shape.meta;
+    const auto& ks = shape.ks;
+    const UnevenInputs mode = shape.mode;
+    const bool feasibility = shape.feasibility;
+    std::string& key = shape.key;
+    const std::string what = "the edge " + ops_[vars_[e.u].info].name + " -> " + ops_[vars_[e.v].info].name;
     const std::string budget_what = "ctshard plan --global: " + what;
-    budget_.charge((e.row_class.size() + e.col_class.size()) * sizeof(std::uint32_t) + sizeof(solve::CostEdge), budget_what);
     if (const auto it = matrices_.find(key); it != matrices_.end()) {
       e.shared = it->second;
     } else {
@@ -1452,6 +1620,20 @@ solve::CostGraph build_cost_graph(const Graph& graph, const PlanOptions& unresol
   return std::move(b.cg_);
 }
 
+namespace {
+
+/// A solve of restricted candidates as an answer to the full problem: its bound is the full
+/// problem's `full_bound` (the restricted solve's own bound holds for the restriction only);
+/// optimal when the plan meets it, else "restricted" (the solve ended on its own) or "time_limit".
+void bound_by_full_problem(solve::SolveResult& r, cost_t full_bound) {
+  r.lower_bound = full_bound;
+  r.optimal = r.feasible && r.cost <= full_bound;
+  if (r.optimal) r.status = "optimal";
+  else if (r.status != "time_limit") r.status = "restricted";
+}
+
+}  // namespace
+
 GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global_in, const OpRegistry& registry) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
@@ -1489,6 +1671,7 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
     return out;
   };
   b.stop_when_greedy_optimal = true;
+  b.allow_restriction = true;
   try {
     b.build();
   } catch (const solve::time_limit_reached&) {
@@ -1515,6 +1698,7 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   so.progress = global.progress;
   so.progress_unit_scale = units_per_us;
   so.progress_unit = "µs";
+  if (b.restricted_) so.progress_scope = "restricted candidates";
   out.greedy_labels = so.start;
   const auto t1 = clock::now();
   out.result = solve::solve(out.graph, so);
@@ -1525,6 +1709,8 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   out.plan = b.plan_of(labels, out.changed, out.inputs, out.compute_us);
   if (global.free_inputs) out.greedy_compute_us = b.compute_of_greedy();
   out.objective_us = out.result.feasible ? us_of(out.result.cost) : out.greedy_objective_us;
+  if (b.restricted_) bound_by_full_problem(out.result, b.full_bound_);
+  out.restricted = b.restricted_;
   out.lower_bound_us = us_of(out.result.lower_bound);
   out.optimality_gap = out.result.gap();
   if (b.training_) {

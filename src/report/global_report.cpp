@@ -133,6 +133,14 @@ nlohmann::json global_plan_json(const GlobalPlan& g, const PlanOptions& options,
                  {"peak_memory_bytes", s.peak_memory_bytes},
                  {"time_limit_ms", global.time_limit_ms},
                  {"max_memory_mib", static_cast<double>(memory_budget_bytes(global.max_memory_mib)) / 1048576.0}};
+  nlohmann::json restricted = nullptr;
+  if (g.restricted)
+    restricted = {{"why", g.restricted->why == RestrictedCandidates::Why::memory ? "memory" : "time"},
+                  {"tied_mesh_dims", g.restricted->tied_mesh_dims},
+                  {"full_candidates", g.restricted->full_candidates},
+                  {"full_cells", g.restricted->full_cells},
+                  {"full_mib", static_cast<double>(g.restricted->full_bytes) / 1048576.0}};
+  j["solver"]["restricted_candidates"] = restricted;
   return j;
 }
 
@@ -165,6 +173,12 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
     print_memory(h.memory, out);
     out << '\n';
   }
+  if (g.restricted)
+    out << "the full cost graph (" << g.restricted->full_cells << " matrix cells, " << static_cast<double>(g.restricted->full_bytes) / 1048576.0
+        << " MiB) would not fit "
+        << (g.restricted->why == RestrictedCandidates::Why::memory ? "half the memory budget (--max-memory-mib)" : "the time left")
+        << ": candidates restricted to one placement on mesh dims 0-" << g.restricted->tied_mesh_dims - 1 << " (of " << g.restricted->full_candidates
+        << "); the bound is the full problem's\n";
   if (!g.built) out << "the time limit (" << global.time_limit_ms << " ms) was reached while the cost graph was built: this is the greedy plan\n";
   out << "lower bound: " << g.lower_bound_us << " us, gap " << std::setprecision(6) << g.optimality_gap
       << (g.result.optimal ? " (proven optimal)" : (" (" + g.result.status + ")")) << std::setprecision(3) << '\n';

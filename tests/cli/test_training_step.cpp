@@ -109,6 +109,59 @@ TEST_CASE("training step: an impossible budget is infeasible with the smallest f
   CHECK(q.memory.total() == p.min_memory_bytes);
 }
 
+TEST_CASE("training step: a cost graph over half the memory budget restricts the candidates: a plan of the full problem, the full problem's bound") {
+  const graph::Graph g = joint_mlp();
+  graph::PlanOptions mesh;
+  mesh.mesh = {2, 2, 2, 2};
+  graph::GlobalOptions o = training();
+  o.memory_budget_gib = 20000.0 / 1073741824.0;  // binds: every input Replicate needs more
+  const graph::GlobalPlan full = graph::global_plan(g, mesh, o, builtin_registry());
+  REQUIRE(full.result.optimal);
+  CHECK_FALSE(full.restricted.has_value());
+  o.max_memory_mib = 2;  // the full graph's matrices take 2.3 MiB
+  const graph::GlobalPlan r = graph::global_plan(g, mesh, o, builtin_registry());
+  REQUIRE(r.restricted.has_value());
+  CHECK(r.restricted->why == graph::RestrictedCandidates::Why::memory);
+  CHECK(r.restricted->tied_mesh_dims == 2);
+  CHECK(r.restricted->full_candidates == full.candidates);
+  CHECK(r.restricted->full_bytes > std::size_t{1} << 20);
+  CHECK(r.candidates < full.candidates);
+  REQUIRE(r.result.feasible);
+  CHECK(r.memory.total() <= 20000);
+  // the bound is the full problem's: its constant plus each variable's least unary cost (compute
+  // and feeds from fixed values; every input is free here, so the gradient terms are edges) ...
+  graph::GlobalOptions fo = training();
+  fo.memory_budget_gib = o.memory_budget_gib;
+  const solve::CostGraph cg = graph::build_cost_graph(g, mesh, fo, builtin_registry());
+  solve::cost_t least = cg.constant;
+  for (const auto& u : cg.unary) least += *std::min_element(u.begin(), u.end());
+  CHECK(r.lower_bound_us == Approx(static_cast<double>(least) / graph::units_per_us).margin(1e-9));
+  // ... at most the full optimum, which is at most the restricted plan
+  CHECK(r.lower_bound_us > 0);
+  CHECK(r.lower_bound_us <= full.objective_us + 1e-9);
+  CHECK(full.objective_us <= r.objective_us + 1e-9);
+  CHECK(r.result.status == (r.objective_us <= r.lower_bound_us ? "optimal" : "restricted"));
+  CHECK(r.optimality_gap == Approx((r.objective_us - r.lower_bound_us) / r.objective_us).margin(1e-9));
+  // every input carries one placement on mesh dims 0 and 1 (the greedy plan's: all Replicate)
+  for (const auto& [name, spec] : r.inputs) {
+    INFO(name << " " << to_string(spec));
+    CHECK(spec[0] == spec[1]);
+  }
+  // the plan is one of the full problem's: its input placements pinned, the full graph prices
+  // a plan no dearer than it
+  graph::PlanOptions pinned = mesh;
+  pinned.placements = r.inputs;
+  graph::GlobalOptions po = training();
+  po.training.gradients = r.gradients;
+  const graph::GlobalPlan check = graph::global_plan(g, pinned, po, builtin_registry());
+  REQUIRE(check.result.optimal);
+  CHECK(check.objective_us <= r.objective_us + 1e-9);
+  CHECK(check.objective_us >= full.objective_us - 1e-9);
+  // --every-candidate asks for the full graph: the budget is an error then
+  o.every_candidate = true;
+  CHECK_THROWS_AS(graph::global_plan(g, mesh, o, builtin_registry()), solve::memory_limit_reached);
+}
+
 TEST_CASE("training step: the proven optimum is never worse than a hand plan within the budget") {
   const graph::Graph g = joint_mlp();
   graph::GlobalOptions o = training();

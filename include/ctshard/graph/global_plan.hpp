@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +112,21 @@ struct HandPlan {
   std::string status;                  ///< the solver's status for the pinned problem
 };
 
+/// Why and how far the candidates were restricted (docs/global_plan.md, "Restricted candidates"):
+/// the full cost graph's matrices would have taken more than half the memory budget
+/// (`max_memory_mib`) or longer to fill than the time left, so each variable kept the candidates
+/// whose placements agree on mesh dims 0 .. `tied_mesh_dims` - 1 (and its greedy row). The plan
+/// is one of the full problem's; its lower bound is the full problem's (each variable's least
+/// unary cost: compute and redistribution from fixed inputs).
+struct RestrictedCandidates {
+  enum class Why { memory, time };
+  Why why = Why::memory;
+  std::size_t tied_mesh_dims = 0;   ///< mesh dims 0 .. tied_mesh_dims - 1 carry one placement (≥ 2)
+  std::size_t full_candidates = 0;  ///< before the restriction
+  std::size_t full_cells = 0;       ///< the full graph's new matrix cells
+  std::size_t full_bytes = 0;       ///< and their bytes
+};
+
 /// Fixed point of the cost graph: units per microsecond (1 unit = 1 ns).
 inline constexpr double units_per_us = 1000.0;
 
@@ -147,6 +163,10 @@ struct GlobalPlan {
   double min_memory_bytes = 0;
   double gradient_reduction_us = 0;  ///< the plan's gradient -> parameter redistributions (in objective_us)
   std::vector<HandPlan> hand_plans;  ///< with GlobalOptions::hand_plans
+  /// Set when the full cost graph did not fit (RestrictedCandidates); `status` is then "restricted"
+  /// unless the deadline stopped the solve ("time_limit") or the plan meets the full problem's
+  /// bound ("optimal").
+  std::optional<RestrictedCandidates> restricted;
 };
 
 /// Builds the cost graph of `graph` and solves it, within one deadline (GlobalOptions::deadline,

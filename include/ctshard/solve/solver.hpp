@@ -145,6 +145,9 @@ struct SolveOptions {
   /// graphs: ns shown as µs; IOPDDL: the instance's units, no unit text).
   double progress_unit_scale = 1.0;
   std::string progress_unit{};
+  /// Named after "ctshard" in progress lines when the graph solved is a restriction of the
+  /// caller's problem (`ctshard (restricted candidates): ...`): the bound shown is the graph's.
+  std::string progress_scope{};
 };
 
 /// Counters of one solve.
@@ -466,6 +469,7 @@ class ProgressLines {
         every_(std::max(0.05, o.progress_interval_s)),
         unit_scale_(o.progress_unit_scale > 0 ? o.progress_unit_scale : 1.0),
         unit_(o.progress_unit.empty() ? std::string() : " " + o.progress_unit),
+        name_(o.progress_scope.empty() ? std::string("ctshard") : "ctshard (" + o.progress_scope + ")"),
         next_(every_) {}
   /// Writes a line when the next one is due: `bound` (the proven lower bound so far) and
   /// `incumbent` (the best feasible cost, forbidden when none) in cost units.
@@ -477,13 +481,13 @@ class ProgressLines {
     char line[256];
     const double b = static_cast<double>(bound) / unit_scale_;
     if (is_forbidden(incumbent)) {
-      std::snprintf(line, sizeof line, "ctshard: %.1f s  bound %.1f%s  incumbent none\n", t, b, unit_.c_str());
+      std::snprintf(line, sizeof line, "%s: %.1f s  bound %.1f%s  incumbent none\n", name_.c_str(), t, b, unit_.c_str());
     } else {
       const double c = static_cast<double>(incumbent) / unit_scale_;
       const double gap =
           incumbent <= bound ? 0.0 : static_cast<double>(incumbent - bound) / static_cast<double>(std::max<cost_t>(1, std::abs(incumbent)));
-      std::snprintf(line, sizeof line, "ctshard: %.1f s  bound %.1f%s  incumbent %.1f%s  gap %.2f %%\n", t, b, unit_.c_str(), c, unit_.c_str(),
-                    100.0 * gap);
+      std::snprintf(line, sizeof line, "%s: %.1f s  bound %.1f%s  incumbent %.1f%s  gap %.2f %%\n", name_.c_str(), t, b, unit_.c_str(), c,
+                    unit_.c_str(), 100.0 * gap);
     }
     *out_ << line << std::flush;
   }
@@ -492,7 +496,7 @@ class ProgressLines {
   std::ostream* out_;
   clock::time_point start_;
   double every_, unit_scale_;
-  std::string unit_;
+  std::string unit_, name_;
   double next_;
 };
 
