@@ -797,7 +797,10 @@ class Builder {
     }
     if (may_restrict()) {
       const MatrixSize size = new_matrices(shapes);
-      const bool memory = size.bytes > (budget_.limit() - std::min(budget_.limit(), budget_.used())) / 2;
+      // the solver takes a graph of at most a third of the budget (its working copy needs twice
+      // the graph more); three tenths leaves room for the estimate's slack
+      const bool memory =
+          graph_charged_ + size.bytes > budget_.limit() / 10 * 3 || size.bytes > budget_.limit() - std::min(budget_.limit(), budget_.used());
       if (memory || static_cast<double>(size.cells) * fill_ns_per_cell * 1e-9 > global_.deadline.remaining_s())
         throw GraphTooLarge{size, memory ? RestrictedCandidates::Why::memory : RestrictedCandidates::Why::time};
     }
@@ -860,7 +863,8 @@ class Builder {
   }
   std::size_t graph_charged_ = 0;
 
-  /// make_graph, and when its matrices would take more than half the memory budget or longer to
+  /// make_graph, and when the graph would take more than three tenths of the memory budget (the
+  /// solver takes at most a third) or its matrices longer to
   /// fill than the time left (GraphTooLarge), the candidates restricted to ones whose placements
   /// agree on one more mesh dim (tie_mesh_dims) and the graph made again.
   void make_graph_within_budget() {

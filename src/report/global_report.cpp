@@ -176,7 +176,7 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
   if (g.restricted)
     out << "the full cost graph (" << g.restricted->full_cells << " matrix cells, " << static_cast<double>(g.restricted->full_bytes) / 1048576.0
         << " MiB) would not fit "
-        << (g.restricted->why == RestrictedCandidates::Why::memory ? "half the memory budget (--max-memory-mib)" : "the time left")
+        << (g.restricted->why == RestrictedCandidates::Why::memory ? "the solver's share of the memory budget (--max-memory-mib)" : "the time left")
         << ": candidates restricted to one placement on mesh dims 0-" << g.restricted->tied_mesh_dims - 1 << " (of " << g.restricted->full_candidates
         << "); the bound is the full problem's\n";
   if (!g.built) out << "the time limit (" << global.time_limit_ms << " ms) was reached while the cost graph was built: this is the greedy plan\n";

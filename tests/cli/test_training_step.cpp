@@ -109,7 +109,9 @@ TEST_CASE("training step: an impossible budget is infeasible with the smallest f
   CHECK(q.memory.total() == p.min_memory_bytes);
 }
 
-TEST_CASE("training step: a cost graph over half the memory budget restricts the candidates: a plan of the full problem, the full problem's bound") {
+TEST_CASE(
+    "training step: a cost graph over the solver's share of the memory budget restricts the candidates: a plan of the full problem, the full "
+    "problem's bound") {
   const graph::Graph g = joint_mlp();
   graph::PlanOptions mesh;
   mesh.mesh = {2, 2, 2, 2};

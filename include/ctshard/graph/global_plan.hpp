@@ -113,8 +113,9 @@ struct HandPlan {
 };
 
 /// Why and how far the candidates were restricted (docs/global_plan.md, "Restricted candidates"):
-/// the full cost graph's matrices would have taken more than half the memory budget
-/// (`max_memory_mib`) or longer to fill than the time left, so each variable kept the candidates
+/// the full cost graph would have taken more than three tenths of the memory budget
+/// (`max_memory_mib`; the solver takes a graph of at most a third) or its matrices longer to fill
+/// than the time left, so each variable kept the candidates
 /// whose placements agree on mesh dims 0 .. `tied_mesh_dims` - 1 (and its greedy row). The plan
 /// is one of the full problem's; its lower bound is the full problem's (each variable's least
 /// unary cost: compute and redistribution from fixed inputs).
