@@ -833,6 +833,11 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         least = float(result["min_memory_gib"])
         raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib={memory_budget_gib} is below the least "
                          f"budget of this model on mesh {sizes}: {least:.6g} GiB")
+    if result.get("status") == "restricted_infeasible":
+        full = result["solver"]["restricted_candidates"]
+        raise ValueError(f"ctshard.torch.auto_parallel: no plan within memory_budget_gib={memory_budget_gib} on mesh {sizes} "
+                         f"among the restricted candidates (the full cost graph, {full['full_mib']:.0f} MiB, does not fit "
+                         f"the planner's memory: docs/global_plan.md, 'Restricted candidates'); a larger budget may have one")
     specs = _specs(cap.gm, result)
     placements = {fqn: specs[ph][0] for fqn, ph in {**cap.params, **cap.buffers}.items()}
     return ParallelPlan(

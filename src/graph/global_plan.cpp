@@ -799,8 +799,8 @@ class Builder {
       const MatrixSize size = new_matrices(shapes);
       // the solver takes a graph of at most a third of the budget (its working copy needs twice
       // the graph more); three tenths leaves room for the estimate's slack
-      const bool memory =
-          graph_charged_ + size.bytes > budget_.limit() / 10 * 3 || size.bytes > budget_.limit() - std::min(budget_.limit(), budget_.used());
+      const std::size_t more = size.bytes + later_terms_bytes();
+      const bool memory = graph_charged_ + more > budget_.limit() / 10 * 3 || more > budget_.limit() - std::min(budget_.limit(), budget_.used());
       if (memory || static_cast<double>(size.cells) * fill_ns_per_cell * 1e-9 > global_.deadline.remaining_s())
         throw GraphTooLarge{size, memory ? RestrictedCandidates::Why::memory : RestrictedCandidates::Why::time};
     }
@@ -892,17 +892,38 @@ class Builder {
     }
   }
 
-  /// The constant plus each node's least unary cost of the graph made so far (0 when a node has no
-  /// finite label: no bound then).
+  /// The constant plus each node's least unary cost of the graph made so far (0 when the constant
+  /// or a node has no finite value, or the sum leaves the exact range: no bound then).
   [[nodiscard]] cost_t least_unary_total() const {
+    if (solve::is_forbidden(cg_.constant)) return 0;
     cost_t total = cg_.constant;
     for (const auto& u : cg_.unary) {
       cost_t least = forbidden;
       for (const cost_t c : u) least = std::min(least, c);
-      if (solve::is_forbidden(least)) return 0;
-      total += least;
+      total = solve::add_costs(total, least);
+      if (solve::is_forbidden(total)) return 0;
     }
     return total;
+  }
+
+  /// The bytes add_ties, add_gradient_terms and add_budget will add to the graph (CostGraph::
+  /// memory_bytes): their dense edges (two variables) and the usage table.
+  [[nodiscard]] std::size_t later_terms_bytes() const {
+    std::size_t bytes = 0;
+    const auto dense = [&](int a, int b) {
+      if (a < 0 || b < 0 || a == b) return;
+      const std::size_t ra = vars_[static_cast<std::size_t>(a)].count(), rb = vars_[static_cast<std::size_t>(b)].count();
+      bytes += sizeof(solve::CostEdge) + ra * rb * sizeof(cost_t) + (ra + rb) * sizeof(std::uint32_t);
+    };
+    for (const auto& [a, b] : global_.ties) dense(var_of(value_named(a)), var_of(value_named(b)));
+    for (const auto& [g, p] : grads_) {
+      ValueSource ps;
+      ps.node = p;
+      dense(var_of(g), var_of(ps));
+    }
+    if (global_.free_inputs && global_.memory_budget_gib > 0)
+      for (const Var& v : vars_) bytes += sizeof(std::vector<std::int64_t>) + v.count() * sizeof(std::int64_t);
+    return bytes;
   }
 
   /// Keeps, of every variable, the candidates whose specs (every operand) carry one placement on
@@ -1628,12 +1649,15 @@ namespace {
 
 /// A solve of restricted candidates as an answer to the full problem: its bound is the full
 /// problem's `full_bound` (the restricted solve's own bound holds for the restriction only);
-/// optimal when the plan meets it, else "restricted" (the solve ended on its own) or "time_limit".
+/// optimal when the plan meets it, else "restricted" (the restriction solved), "time_limit", or
+/// "restricted_infeasible" (no restricted plan meets the memory budget or the ties: not a proof
+/// that no plan does).
 void bound_by_full_problem(solve::SolveResult& r, cost_t full_bound) {
   r.lower_bound = full_bound;
   r.optimal = r.feasible && r.cost <= full_bound;
   if (r.optimal) r.status = "optimal";
-  else if (r.status != "time_limit") r.status = "restricted";
+  else if (r.status == "optimal") r.status = "restricted";
+  else if (r.status == "infeasible") r.status = "restricted_infeasible";  // the full problem may have a plan
 }
 
 }  // namespace
@@ -1672,6 +1696,7 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
     }
     out.objective_us = out.greedy_objective_us = global.free_inputs ? NAN : out.plan.total_cost_us;
     out.memory_bytes = b.budget().used();
+    out.restricted = b.restricted_;  // (the deadline passed while the restricted graph was built)
     return out;
   };
   b.stop_when_greedy_optimal = true;

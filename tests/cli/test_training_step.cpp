@@ -149,6 +149,15 @@ TEST_CASE(
     INFO(name << " " << to_string(spec));
     CHECK(spec[0] == spec[1]);
   }
+  // every row carries one placement on mesh dims 0 and 1, but the greedy plan's own rows
+  for (std::size_t i = 0; i < r.plan.nodes.size(); ++i) {
+    const graph::PlannedNode& n = r.plan.nodes[i];
+    const graph::PlannedNode& greedy = r.greedy.nodes[i];
+    if (n.inputs == greedy.inputs && n.outputs == greedy.outputs) continue;
+    INFO(n.name);
+    for (const auto* specs : {&n.inputs, &n.outputs})
+      for (const Spec& x : *specs) CHECK(x[0] == x[1]);
+  }
   // the plan is one of the full problem's: its input placements pinned, the full graph prices
   // a plan no dearer than it
   graph::PlanOptions pinned = mesh;
@@ -159,6 +168,28 @@ TEST_CASE(
   REQUIRE(check.result.optimal);
   CHECK(check.objective_us <= r.objective_us + 1e-9);
   CHECK(check.objective_us >= full.objective_us - 1e-9);
+  // no restricted plan within a budget or a tie: "restricted_infeasible", not "infeasible" (the
+  // full problem may have one) nor "restricted"
+  graph::GlobalOptions tiny = o;
+  tiny.memory_budget_gib = 1024.0 / 1073741824.0;
+  const graph::GlobalPlan none = graph::global_plan(g, mesh, tiny, builtin_registry());
+  REQUIRE(none.restricted.has_value());
+  CHECK(none.result.status == "restricted_infeasible");
+  CHECK_FALSE(none.result.feasible);
+  CHECK(none.optimality_gap == 1.0);
+  graph::PlanOptions tied_mesh = mesh;
+  tied_mesh.placements = {{"tangents_1", parse_spec("S(0)RRR")}};  // mesh dims 0 and 1 differ
+  graph::GlobalOptions tie = o;
+  tie.ties = {{"primals_3", "tangents_1"}};
+  tie.memory_budget_gib = 0;
+  const graph::GlobalPlan untied = graph::global_plan(g, tied_mesh, tie, builtin_registry());
+  REQUIRE(untied.restricted.has_value());
+  CHECK(untied.result.status == "restricted_infeasible");
+  tie.max_memory_mib = 0;
+  const graph::GlobalPlan full_tie = graph::global_plan(g, tied_mesh, tie, builtin_registry());
+  CHECK_FALSE(full_tie.restricted.has_value());
+  CHECK(full_tie.result.optimal);
+  CHECK(to_string(full_tie.inputs.at("primals_3")) == "S(0)RRR");
   // --every-candidate asks for the full graph: the budget is an error then
   o.every_candidate = true;
   CHECK_THROWS_AS(graph::global_plan(g, mesh, o, builtin_registry()), solve::memory_limit_reached);
