@@ -5,6 +5,7 @@ category in GiB per device, an impossible budget, the hand plans and an unknown 
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 
@@ -83,3 +84,25 @@ def test_training_false_plans_the_joint_graph_as_one_forward_graph():
     assert on["objective_us"] >= off["objective_us"]
     with pytest.raises(ValueError, match="names no gradient"):
         ctshard.plan(mesh=[2, 2], algo="global", free_inputs=True, training=True)
+
+
+def test_a_cost_graph_over_the_planners_memory_is_solved_over_restricted_candidates():
+    full = ctshard.plan(GRAPH, mesh=[2, 2, 2, 2], algo="global", free_inputs=True, time_limit_ms=20000)
+    assert full["status"] == "optimal" and full["solver"]["restricted_candidates"] is None
+    r = ctshard.plan(GRAPH, mesh=[2, 2, 2, 2], algo="global", free_inputs=True, time_limit_ms=20000, max_memory_mib=2)
+    info = r["solver"]["restricted_candidates"]
+    assert info["why"] == "memory" and info["tied_mesh_dims"] == 2
+    assert info["full_candidates"] == full["solver"]["candidates"] > r["solver"]["candidates"]
+    assert info["full_mib"] > 2 * 0.3
+    # a plan of the full problem (no cheaper than its optimum) against the full problem's bound
+    assert r["lower_bound_us"] <= full["objective_us"] <= r["objective_us"]
+    assert r["status"] == ("optimal" if r["objective_us"] <= r["lower_bound_us"] else "restricted")
+    assert r["optimality_gap"] == pytest.approx((r["objective_us"] - r["lower_bound_us"]) / r["objective_us"])
+    for spec in r["input_placements"].values():  # one placement on mesh dims 0 and 1
+        dims = re.findall(r"R|_?S\([^)]*\)|P\([^)]*\)", spec)
+        assert len(dims) == 4 and dims[0] == dims[1], spec
+    # no restricted plan within a 1 KiB budget: not "infeasible" (the full problem was not solved)
+    none = ctshard.plan(GRAPH, mesh=[2, 2, 2, 2], algo="global", free_inputs=True, time_limit_ms=20000, max_memory_mib=2,
+                        memory_budget_gib=1024 / GIB)
+    assert none["status"] == "restricted_infeasible" and none["proven_optimal"] is False
+    assert "min_memory_gib" not in none
