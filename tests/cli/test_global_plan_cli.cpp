@@ -667,12 +667,24 @@ TEST_CASE("a tiny time limit on a real graph returns the start plan with a valid
     return;
   }
   const auto j = nlohmann::json::parse(plan_out);
-  CHECK(j["status"] == "time_limit");
   CHECK_FALSE(j["proven_optimal"].get<bool>());
-  CHECK(j["nodes_changed"].get<int>() == 0);
-  CHECK(j["lower_bound_us"].get<double>() == 0);
-  if (!j["solver"]["build_complete"].get<bool>()) CHECK(j["optimality_gap"].get<double>() == 1.0);
-  else CHECK(j["lower_bound_us"].get<double>() <= j["objective_us"].get<double>());
+  if (!j["solver"]["build_complete"].get<bool>()) {
+    CHECK(j["status"] == "time_limit");
+    CHECK(j["nodes_changed"].get<int>() == 0);
+    CHECK(j["lower_bound_us"].get<double>() == 0);
+    CHECK(j["optimality_gap"].get<double>() == 1.0);
+  } else if (!j["solver"]["restricted_candidates"].is_null()) {
+    // the full graph could not be filled in the time left: restricted candidates, solved within
+    // it or not, against the full problem's bound (docs/global_plan.md, "Restricted candidates")
+    CHECK((j["status"] == "time_limit" || j["status"] == "restricted"));
+    CHECK(j["solver"]["restricted_candidates"]["why"] == "time");
+    CHECK(j["lower_bound_us"].get<double>() <= j["objective_us"].get<double>());
+  } else {
+    CHECK(j["status"] == "time_limit");
+    CHECK(j["nodes_changed"].get<int>() == 0);
+    CHECK(j["lower_bound_us"].get<double>() == 0);
+    CHECK(j["lower_bound_us"].get<double>() <= j["objective_us"].get<double>());
+  }
   CHECK(j["solver"]["build_ms"].get<double>() + j["solver"]["solve_ms"].get<double>() < test::time_limit_s(10) * 1000);
   // an IOPDDL instance stopped inside its first round: no feasible plan yet, a bound all the same
   const std::string a = std::string(CTSHARD_SHARED_DIR) + "/iopddl/asplos-2025-iopddl-A.json.gz";
