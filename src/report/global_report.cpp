@@ -177,8 +177,8 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
     out << "the full cost graph (" << g.restricted->full_cells << " matrix cells, " << static_cast<double>(g.restricted->full_bytes) / 1048576.0
         << " MiB) would not fit "
         << (g.restricted->why == RestrictedCandidates::Why::memory ? "the solver's share of the memory budget (--max-memory-mib)" : "the time left")
-        << ": candidates restricted to one placement on mesh dims 0-" << g.restricted->tied_mesh_dims - 1 << " (of " << g.restricted->full_candidates
-        << "); the bound is the full problem's\n";
+        << ": candidates restricted to one placement on the " << g.restricted->tied_mesh_dims << " innermost mesh dims (of "
+        << g.restricted->full_candidates << "); the bound is the full problem's\n";
   if (!g.built) out << "the time limit (" << global.time_limit_ms << " ms) was reached while the cost graph was built: this is the greedy plan\n";
   out << "lower bound: " << g.lower_bound_us << " us, gap " << std::setprecision(6) << g.optimality_gap
       << (g.result.optimal ? " (proven optimal)" : (" (" + g.result.status + ")")) << std::setprecision(3) << '\n';

@@ -144,19 +144,19 @@ TEST_CASE(
   CHECK(full.objective_us <= r.objective_us + 1e-9);
   CHECK(r.result.status == (r.objective_us <= r.lower_bound_us ? "optimal" : "restricted"));
   CHECK(r.optimality_gap == Approx((r.objective_us - r.lower_bound_us) / r.objective_us).margin(1e-9));
-  // every input carries one placement on mesh dims 0 and 1 (the greedy plan's: all Replicate)
+  // every input carries one placement on mesh dims 2 and 3 (the greedy plan's: all Replicate)
   for (const auto& [name, spec] : r.inputs) {
     INFO(name << " " << to_string(spec));
-    CHECK(spec[0] == spec[1]);
+    CHECK(spec[2] == spec[3]);
   }
-  // every row carries one placement on mesh dims 0 and 1, but the greedy plan's own rows
+  // every row carries one placement on mesh dims 2 and 3, but the greedy plan's own rows
   for (std::size_t i = 0; i < r.plan.nodes.size(); ++i) {
     const graph::PlannedNode& n = r.plan.nodes[i];
     const graph::PlannedNode& greedy = r.greedy.nodes[i];
     if (n.inputs == greedy.inputs && n.outputs == greedy.outputs) continue;
     INFO(n.name);
     for (const auto* specs : {&n.inputs, &n.outputs})
-      for (const Spec& x : *specs) CHECK(x[0] == x[1]);
+      for (const Spec& x : *specs) CHECK(x[2] == x[3]);
   }
   // the plan is one of the full problem's: its input placements pinned, the full graph prices
   // a plan no dearer than it
@@ -178,7 +178,7 @@ TEST_CASE(
   CHECK_FALSE(none.result.feasible);
   CHECK(none.optimality_gap == 1.0);
   graph::PlanOptions tied_mesh = mesh;
-  tied_mesh.placements = {{"tangents_1", parse_spec("S(0)RRR")}};  // mesh dims 0 and 1 differ
+  tied_mesh.placements = {{"tangents_1", parse_spec("RRS(0)R")}};  // mesh dims 2 and 3 differ
   graph::GlobalOptions tie = o;
   tie.ties = {{"primals_3", "tangents_1"}};
   tie.memory_budget_gib = 0;
@@ -189,7 +189,7 @@ TEST_CASE(
   const graph::GlobalPlan full_tie = graph::global_plan(g, tied_mesh, tie, builtin_registry());
   CHECK_FALSE(full_tie.restricted.has_value());
   CHECK(full_tie.result.optimal);
-  CHECK(to_string(full_tie.inputs.at("primals_3")) == "S(0)RRR");
+  CHECK(to_string(full_tie.inputs.at("primals_3")) == "RRS(0)R");
   // --every-candidate asks for the full graph: the budget is an error then
   o.every_candidate = true;
   CHECK_THROWS_AS(graph::global_plan(g, mesh, o, builtin_registry()), solve::memory_limit_reached);

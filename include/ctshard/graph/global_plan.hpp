@@ -116,13 +116,13 @@ struct HandPlan {
 /// the full cost graph would have taken more than three tenths of the memory budget
 /// (`max_memory_mib`; the solver takes a graph of at most a third) or its matrices longer to fill
 /// than the time left, so each variable kept the candidates
-/// whose placements agree on mesh dims 0 .. `tied_mesh_dims` - 1 (and its greedy row). The plan
+/// whose placements agree on the `tied_mesh_dims` innermost mesh dims (and its greedy row). The plan
 /// is one of the full problem's; its lower bound is the full problem's (each variable's least
 /// unary cost: compute and redistribution from fixed inputs).
 struct RestrictedCandidates {
   enum class Why { memory, time };
   Why why = Why::memory;
-  std::size_t tied_mesh_dims = 0;   ///< mesh dims 0 .. tied_mesh_dims - 1 carry one placement (≥ 2)
+  std::size_t tied_mesh_dims = 0;   ///< the innermost tied_mesh_dims mesh dims carry one placement (≥ 2)
   std::size_t full_candidates = 0;  ///< before the restriction
   std::size_t full_cells = 0;       ///< the full graph's new matrix cells
   std::size_t full_bytes = 0;       ///< and their bytes
