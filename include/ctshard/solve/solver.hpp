@@ -1413,10 +1413,11 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower;
   r.stats.priced_rounds = priced.has_value();
   // A round first builds its working copy of the graph (every distinct matrix scaled, fixed
-  // against the incumbent and compacted), which no deadline poll interrupts: about 15 ns per
-  // matrix cell here. A round that cannot get through it in the time left is not started
-  // (llama32_1b_fw on 2x2x2x2 started one 0.2 s before a 10 s deadline and ended 1.4 s late).
-  const double round_setup_s = static_cast<double>(bytes) / static_cast<double>(sizeof(cost_t)) * 15e-9;
+  // against the incumbent and compacted), which no deadline poll interrupts: 15-32 ns per matrix
+  // cell here (32 when the incumbent's cap leaves most edges to compact). A round that cannot get
+  // through it in the time left is not started (llama32_1b_fw on 2x2x2x2 started one 0.2 s
+  // before a 10 s deadline and ended 1.4 s late; with 15 ns, one 2.4 s before it took 3.9 s).
+  const double round_setup_s = static_cast<double>(bytes) / static_cast<double>(sizeof(cost_t)) * 35e-9;
   for (std::size_t round = 0; !proven_at_start && !infeasible; ++round) {
     if (until.passed() || (until.is_set() && until.remaining_s() < round_setup_s)) {
       timed_out = true;
