@@ -166,7 +166,8 @@ class GlobalOptions:
         same optimum (``solver["undelivered_rows"]`` counts the rows the rule leaves out).
     max_memory_mib: memory budget of the cost graph and the solver (0: a quarter of the machine's
         memory); a cost graph over three tenths of it (or too slow to build in the time left) is solved
-        over restricted candidates (``status`` ``"restricted"``, the full problem's bound,
+        over restricted candidates (``status`` ``"restricted"``, or ``"restricted_infeasible"`` when
+        none meets the budget or the ties; the full problem's bound,
         ``solver["restricted_candidates"]``; docs/global_plan.md); with ``every_candidate``, or
         when even the restriction does not fit, it raises ValueError.
     training: the training-step model with ``free_inputs`` (docs/global_plan.md, "Training

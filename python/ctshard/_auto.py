@@ -770,7 +770,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         with its own time limit (``ParallelPlan.hand_plans``; the request then takes up to four
         limits).
 
-    Raises ValueError for an unknown optimizer, a budget below the least one (naming it), a
+    Raises ValueError for an unknown optimizer, a budget below the least one (naming it), no
+    plan within the budget among restricted candidates (a model whose cost graph is too large), a
     mesh whose size differs from the world size, a pin naming no parameter or input, a pin
     making a parameter Partial, container inputs, an applied model, and a model that cannot be
     traced (naming its class); TypeError for a model that is not an
@@ -835,9 +836,11 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
                          f"budget of this model on mesh {sizes}: {least:.6g} GiB")
     if result.get("status") == "restricted_infeasible":
         full = result["solver"]["restricted_candidates"]
-        raise ValueError(f"ctshard.torch.auto_parallel: no plan within memory_budget_gib={memory_budget_gib} on mesh {sizes} "
-                         f"among the restricted candidates (the full cost graph, {full['full_mib']:.0f} MiB, does not fit "
-                         f"the planner's memory: docs/global_plan.md, 'Restricted candidates'); a larger budget may have one")
+        why = "memory" if full["why"] == "memory" else "time limit"
+        raise ValueError(f"ctshard.torch.auto_parallel: the full cost graph ({full['full_mib']:.0f} MiB) did not fit the "
+                         f"planner's {why}, and no plan among the restricted candidates meets memory_budget_gib="
+                         f"{memory_budget_gib} and the placements it must keep on mesh {sizes} (docs/global_plan.md, "
+                         f"'Restricted candidates'); a larger budget or time_limit_s may find one")
     specs = _specs(cap.gm, result)
     placements = {fqn: specs[ph][0] for fqn, ph in {**cap.params, **cap.buffers}.items()}
     return ParallelPlan(

@@ -893,7 +893,7 @@ class Builder {
   }
 
   /// The constant plus each node's least unary cost of the graph made so far (0 when the constant
-  /// or a node has no finite value, or the sum leaves the exact range: no bound then).
+  /// or a node has no finite value, or the sum reaches `forbidden`: no bound then).
   [[nodiscard]] cost_t least_unary_total() const {
     if (solve::is_forbidden(cg_.constant)) return 0;
     cost_t total = cg_.constant;
@@ -915,7 +915,10 @@ class Builder {
       const std::size_t ra = vars_[static_cast<std::size_t>(a)].count(), rb = vars_[static_cast<std::size_t>(b)].count();
       bytes += sizeof(solve::CostEdge) + ra * rb * sizeof(cost_t) + (ra + rb) * sizeof(std::uint32_t);
     };
-    for (const auto& [a, b] : global_.ties) dense(var_of(value_named(a)), var_of(value_named(b)));
+    for (const auto& [a, b] : global_.ties) {
+      const int va = var_of(value_named(a));  // (a first: add_ties names a bad `a` before `b`)
+      dense(va, var_of(value_named(b)));
+    }
     for (const auto& [g, p] : grads_) {
       ValueSource ps;
       ps.node = p;

@@ -165,8 +165,9 @@ struct GlobalPlan {
   double gradient_reduction_us = 0;  ///< the plan's gradient -> parameter redistributions (in objective_us)
   std::vector<HandPlan> hand_plans;  ///< with GlobalOptions::hand_plans
   /// Set when the full cost graph did not fit (RestrictedCandidates); `status` is then "restricted"
-  /// unless the deadline stopped the solve ("time_limit") or the plan meets the full problem's
-  /// bound ("optimal").
+  /// unless the deadline stopped the solve ("time_limit"), the plan meets the full problem's
+  /// bound ("optimal"), or no restricted plan meets the memory budget or the ties
+  /// ("restricted_infeasible").
   std::optional<RestrictedCandidates> restricted;
 };
 
