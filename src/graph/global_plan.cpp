@@ -749,7 +749,7 @@ class Builder {
   }
 
   void make_graph() {
-    std::vector<EdgeShape> shapes;  // every edge's classes first, then the matrices (size_check_ between)
+    std::vector<EdgeShape> shapes;  // every edge's classes first, then the matrices (the size test between)
     for (const auto& v : vars_) {
       charge_graph(sizeof(std::vector<cost_t>) + v.count() * sizeof(cost_t), "ctshard plan --global: the cost graph's unary costs");
       cg_.add_node(std::vector<cost_t>(v.count(), 0));
@@ -864,9 +864,9 @@ class Builder {
   std::size_t graph_charged_ = 0;
 
   /// make_graph, and when the graph would take more than three tenths of the memory budget (the
-  /// solver takes at most a third) or its matrices longer to
-  /// fill than the time left (GraphTooLarge), the candidates restricted to ones whose placements
-  /// agree on one more mesh dim (tie_mesh_dims) and the graph made again.
+  /// solver takes at most a third) or its matrices longer to fill than the time left
+  /// (GraphTooLarge), the candidates restricted to ones whose placements agree on one more mesh
+  /// dim (tie_mesh_dims) and the graph made again.
   void make_graph_within_budget() {
     for (;;) {
       graph_charged_ = 0;
@@ -882,7 +882,10 @@ class Builder {
           r.tied_mesh_dims = 1;
           for (const Var& v : vars_) r.full_candidates += v.count();
           restricted_ = r;
-          full_bound_ = least_unary_total();
+          // the graph has no edge yet (they are filled after the size test): its trivial bound
+          // is the constant plus each node's least unary cost (0 when a node has none finite)
+          const cost_t bound = solve::trivial_bound(cg_);
+          full_bound_ = solve::is_forbidden(bound) ? 0 : bound;
         }
         cg_ = solve::CostGraph{};
         budget_.release(graph_charged_);
@@ -890,20 +893,6 @@ class Builder {
         if (training_) make_memory_table();
       }
     }
-  }
-
-  /// The constant plus each node's least unary cost of the graph made so far (0 when the constant
-  /// or a node has no finite value, or the sum reaches `forbidden`: no bound then).
-  [[nodiscard]] cost_t least_unary_total() const {
-    if (solve::is_forbidden(cg_.constant)) return 0;
-    cost_t total = cg_.constant;
-    for (const auto& u : cg_.unary) {
-      cost_t least = forbidden;
-      for (const cost_t c : u) least = std::min(least, c);
-      total = solve::add_costs(total, least);
-      if (solve::is_forbidden(total)) return 0;
-    }
-    return total;
   }
 
   /// The bytes add_ties, add_gradient_terms and add_budget will add to the graph (CostGraph::

@@ -1302,6 +1302,10 @@ inline std::optional<cost_t> interval_lagrangian(const CostGraph& g, const Inter
 
 }  // namespace detail
 
+/// The trivial lower bound of `g`: the constant plus every unary and every edge at its least
+/// finite value (forbidden when some node or edge has no finite value).
+[[nodiscard]] inline cost_t trivial_bound(const CostGraph& g) { return detail::trivial_bound(g, detail::edge_extremes(g)); }
+
 /// Solves `g` (see the file comment). Throws ctshard::error for a malformed graph (costs outside
 /// the exact range and usage sums beyond 2^60 included, CostGraph::validate), a start labelling
 /// of the wrong size, a NaN or negative time limit; memory_limit_reached (a ctshard::error) for a
