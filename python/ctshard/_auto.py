@@ -771,7 +771,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         limits).
 
     Raises ValueError for an unknown optimizer, a budget below the least one (naming it), no
-    plan within the budget among restricted candidates (a model whose cost graph is too large), a
+    plan within the budget among restricted candidates (a model whose cost graph is too large) or
+    within ``time_limit_s`` (the greedy plan, all the time allowed, breaks the budget), a
     mesh whose size differs from the world size, a pin naming no parameter or input, a pin
     making a parameter Partial, container inputs, an applied model, and a model that cannot be
     traced (naming its class); TypeError for a model that is not an
@@ -831,9 +832,15 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
                                              time_limit_ms=float(time_limit_s) * 1000, **memory_opts))
     if result.get("status") == "infeasible":
-        least = float(result["min_memory_gib"])
-        raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib={memory_budget_gib} is below the least "
-                         f"budget of this model on mesh {sizes}: {least:.6g} GiB")
+        least = result.get("min_memory_gib")
+        if isinstance(least, (int, float)):
+            raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib={memory_budget_gib} is below the least "
+                             f"budget of this model on mesh {sizes}: {float(least):.6g} GiB")
+        # no least footprint: no plan meets the placements it must keep (place=, the gradient ties),
+        # or the time limit ended the search for it
+        raise ValueError(f"ctshard.torch.auto_parallel: no plan meets memory_budget_gib={memory_budget_gib} and the "
+                         f"placements it must keep (place={place!r}) on mesh {sizes}, and the least footprint was not "
+                         f"found within time_limit_s={time_limit_s}")
     if result.get("status") == "restricted_infeasible":
         full = result["solver"]["restricted_candidates"]
         why = "memory" if full["why"] == "memory" else "time limit"
@@ -841,6 +848,13 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
                          f"planner's {why}, and no plan among the restricted candidates meets memory_budget_gib="
                          f"{memory_budget_gib} and the placements it must keep on mesh {sizes} (docs/global_plan.md, "
                          f"'Restricted candidates'); a larger budget or time_limit_s may find one")
+    memory = _memory_gib(result)
+    if memory_budget_gib is not None and memory["total"] > float(memory_budget_gib) * (1 + 1e-12):
+        # the time limit ended before any plan within the budget was found: the plan returned is
+        # the greedy one, which does not fit
+        raise ValueError(f"ctshard.torch.auto_parallel: no plan within memory_budget_gib={memory_budget_gib} was found "
+                         f"within time_limit_s={time_limit_s} on mesh {sizes} (status {result.get('status')!r}; the "
+                         f"plan found needs {memory['total']:.6g} GiB per device); a larger time_limit_s may find one")
     specs = _specs(cap.gm, result)
     placements = {fqn: specs[ph][0] for fqn, ph in {**cap.params, **cap.buffers}.items()}
     return ParallelPlan(
@@ -850,7 +864,7 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         module_output_placements={fqn: specs[n][0] for fqn, n in cap.module_outputs.items() if n in specs},
         step_time_us=float(result.get("objective_us", result["total_cost_us"])),
         communication_us=float(result["total_cost_us"]),
-        memory_gib=_memory_gib(result),
+        memory_gib=memory,
         proven_optimal=bool(result.get("proven_optimal", False)),
         optimality_gap=float(result.get("optimality_gap", 0.0)),
         mesh=sizes, optimizer=optimizer, plan=result, graph=cap.gm, _capture=cap, _device_mesh=device_mesh,

@@ -1259,39 +1259,62 @@ class Builder {
     }
   }
 
+  /// A value whose local size a device keeps for the step: a parameter (with its gradient and
+  /// optimizer state) or an activation saved for the backward.
+  struct MemoryTerm {
+    ValueSource value;
+    const TensorMeta* meta = nullptr;
+    std::string what;  ///< for local_bytes' error
+    bool parameter = false;
+  };
+
+  /// The values of the training step's memory figure, parameters first.
+  std::vector<MemoryTerm> memory_terms() const {
+    std::vector<MemoryTerm> terms;
+    for (const auto& p : params_) {
+      MemoryTerm t;
+      t.value.node = p;
+      t.meta = &sources_.at(p).meta;
+      t.what = "parameter '" + p + "'";
+      t.parameter = true;
+      terms.push_back(std::move(t));
+    }
+    for (const ValueSource& sv : saved_) {
+      MemoryTerm t;
+      t.value = sv;
+      if (const auto it = sources_.find(sv.node); it != sources_.end()) t.meta = &it->second.meta;
+      else if (const auto jt = op_index_.find(sv.node); jt != op_index_.end() && sv.output < ops_[jt->second].out_metas.size())
+        t.meta = &ops_[jt->second].out_metas[sv.output];
+      if (t.meta == nullptr) continue;
+      t.what = "the saved activation '" + sv.node + "'";
+      terms.push_back(std::move(t));
+    }
+    return terms;
+  }
+
+  /// Adds a term held at `spec` to `m` (bytes per device).
+  void add_memory(MemoryFigures& m, const MemoryTerm& t, const Spec& spec) const {
+    const auto b = static_cast<double>(local_bytes(*t.meta, spec, t.what));
+    if (!t.parameter) {
+      m.activations += b;
+      return;
+    }
+    m.parameters += b;
+    m.gradients += b;
+    m.optimizer += opt_states_ * b;
+  }
+
   /// The bytes per device of each variable's labels and of the fixed values, by category.
   void make_memory_table() {
     var_memory_.assign(vars_.size(), {});
     for (std::size_t v = 0; v < vars_.size(); ++v) var_memory_[v].assign(vars_[v].count(), MemoryFigures{});
     fixed_memory_ = {};
-    const auto add_param = [&](MemoryFigures& m, double b) {
-      m.parameters += b;
-      m.gradients += b;
-      m.optimizer += opt_states_ * b;
-    };
-    for (const auto& p : params_) {
-      const SourceInfo& s = sources_.at(p);
-      if (const auto it = source_var_.find(p); it != source_var_.end()) {
-        const Var& v = vars_[it->second];
-        for (std::size_t c = 0; c < v.count(); ++c)
-          add_param(var_memory_[it->second][c], static_cast<double>(local_bytes(s.meta, specs_[v.spec(c, 0)], "parameter '" + p + "'")));
-      } else {
-        add_param(fixed_memory_, static_cast<double>(local_bytes(s.meta, s.spec, "parameter '" + p + "'")));
-      }
-    }
-    for (const ValueSource& sv : saved_) {
-      const TensorMeta* meta = nullptr;
-      if (const auto it = sources_.find(sv.node); it != sources_.end()) meta = &it->second.meta;
-      else if (const auto jt = op_index_.find(sv.node); jt != op_index_.end() && sv.output < ops_[jt->second].out_metas.size())
-        meta = &ops_[jt->second].out_metas[sv.output];
-      if (meta == nullptr) continue;
-      const std::string what = "the saved activation '" + sv.node + "'";
-      if (const int v = var_of(sv); v >= 0) {
+    for (const MemoryTerm& t : memory_terms()) {
+      if (const int v = var_of(t.value); v >= 0) {
         const Var& x = vars_[static_cast<std::size_t>(v)];
-        for (std::size_t c = 0; c < x.count(); ++c)
-          var_memory_[static_cast<std::size_t>(v)][c].activations += static_cast<double>(local_bytes(*meta, specs_[x.spec(c, sv.output)], what));
+        for (std::size_t c = 0; c < x.count(); ++c) add_memory(var_memory_[static_cast<std::size_t>(v)][c], t, specs_[x.spec(c, t.value.output)]);
       } else {
-        fixed_memory_.activations += static_cast<double>(local_bytes(*meta, specs_[fixed_spec(sv)], what));
+        add_memory(fixed_memory_, t, specs_[fixed_spec(t.value)]);
       }
     }
   }
@@ -1361,6 +1384,22 @@ class Builder {
   MemoryFigures fixed_memory_;                          ///< of the fixed values
   std::int64_t fixed_usage_ = 0;                        ///< the budget's constant part (bytes)
 
+  /// The spec of a value in the greedy plan (an op's output as planned, a source as placed).
+  const Spec& greedy_spec(const ValueSource& s) const {
+    if (const auto it = op_index_.find(s.node); it != op_index_.end() && s.output < greedy_.nodes[it->second].outputs.size())
+      return greedy_.nodes[it->second].outputs[s.output];
+    if (const auto it = sources_.find(s.node); it != sources_.end()) return it->second.spec;
+    return specs_[replicate_];
+  }
+
+  /// The greedy plan's memory per device, read from its specs: needs no variable, so it is known
+  /// when the deadline ends the build (training step).
+  MemoryFigures greedy_memory() const {
+    MemoryFigures m;
+    for (const MemoryTerm& t : memory_terms()) add_memory(m, t, greedy_spec(t.value));
+    return m;
+  }
+
   /// The memory per device of an assignment (training step).
   MemoryFigures memory_of(const std::vector<std::uint32_t>& labels) const {
     MemoryFigures m = fixed_memory_;
@@ -1376,13 +1415,17 @@ class Builder {
 
   /// The gradient -> parameter redistributions of an assignment (µs).
   double gradient_reduction_of(const std::vector<std::uint32_t>& labels) const {
+    return gradient_reduction_at([&](const ValueSource& x) -> const Spec& { return specs_[source_spec(x, labels)]; });
+  }
+
+  /// The same at the specs `spec_of(value)` gives (µs).
+  template <class SpecOf>
+  double gradient_reduction_at(SpecOf spec_of) const {
     double t = 0;
     for (const auto& [g, p] : grads_) {
-      const SourceInfo& s = sources_.at(p);
-      const std::uint32_t gs = source_spec(g, labels);
       ValueSource ps;
       ps.node = p;
-      t += redistribute_cost(specs_[gs], specs_[source_spec(ps, labels)], s.meta, mesh_);
+      t += redistribute_cost(spec_of(g), spec_of(ps), sources_.at(p).meta, mesh_);
     }
     return t;
   }
@@ -1690,6 +1733,13 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
       out.result.cost = 0;
     }
     out.objective_us = out.greedy_objective_us = global.free_inputs ? NAN : out.plan.total_cost_us;
+    if (b.training_) {  // the memory figure read from the greedy plan's specs (no variable needed)
+      out.training = true;
+      out.optimizer = global.training.optimizer;
+      out.gradients = b.grad_names_;
+      out.memory = out.greedy_memory = b.greedy_memory();
+      out.gradient_reduction_us = b.gradient_reduction_at([&](const ValueSource& x) -> const Spec& { return b.greedy_spec(x); });
+    }
     out.memory_bytes = b.budget().used();
     out.restricted = b.restricted_;  // (the deadline passed while the restricted graph was built)
     return out;

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "ctshard/fx/reader.hpp"
 #include "ctshard/graph/global_plan.hpp"
 #include "ctshard/registry.hpp"
+#include "ctshard/solve/budget.hpp"
 #include "run_tool.hpp"
 
 using namespace ctshard;
@@ -193,6 +195,46 @@ TEST_CASE(
   // --every-candidate asks for the full graph: the budget is an error then
   o.every_candidate = true;
   CHECK_THROWS_AS(graph::global_plan(g, mesh, o, builtin_registry()), solve::memory_limit_reached);
+}
+
+TEST_CASE("training step: a deadline inside the cost-graph build still reports the greedy plan's memory") {
+  const std::string path = std::string(CTSHARD_SHARED_DIR) + "/graphs/more/gpt_tp2_joint.fx.txt";
+  if (!std::filesystem::exists(path)) {
+    WARN("../shared/graphs/more not found: skipping");
+    return;
+  }
+  const graph::Graph g = fx::read_fx_graph_file(path);
+  graph::PlanOptions mesh;
+  mesh.mesh = {2, 2, 2};
+  graph::GlobalOptions o = training();
+  const graph::GlobalPlan full = graph::global_plan(g, mesh, o, builtin_registry());
+  REQUIRE(full.built);
+  REQUIRE(full.greedy_memory.parameters > 0);
+  // the build takes ~0.4 s here and the greedy plan ~10 ms: some limit below ends inside the build
+  // on any machine (a limit the greedy plan misses throws; one the build fits is passed over)
+  bool ended_in_build = false;
+  for (double ms = 2; ms <= 1000 && !ended_in_build; ms *= 1.5) {
+    o.time_limit_ms = ms;
+    graph::GlobalPlan p;
+    try {
+      p = graph::global_plan(g, mesh, o, builtin_registry());
+    } catch (const solve::time_limit_reached&) {
+      continue;
+    }
+    if (p.built) continue;
+    ended_in_build = true;
+    INFO("time limit " << ms << " ms");
+    CHECK(p.training);
+    CHECK(p.result.status == "time_limit");
+    CHECK(p.optimality_gap == 1.0);
+    // read from the greedy plan's specs, the same figures the full build's table gives it
+    CHECK(p.memory.parameters == full.greedy_memory.parameters);
+    CHECK(p.memory.gradients == full.greedy_memory.gradients);
+    CHECK(p.memory.optimizer == full.greedy_memory.optimizer);
+    CHECK(p.memory.activations == Approx(full.greedy_memory.activations));
+    CHECK(p.greedy_memory.total() == Approx(full.greedy_memory.total()));
+  }
+  CHECK(ended_in_build);
 }
 
 TEST_CASE("training step: the proven optimum is never worse than a hand plan within the budget") {

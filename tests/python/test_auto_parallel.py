@@ -502,6 +502,35 @@ def test_budget_below_minimum():
         ct.auto_parallel(model, inputs, [2, 2], memory_budget_gib=1e-9)
 
 
+def test_budget_with_a_time_limit_too_short_is_a_clear_error():
+    """A time limit that ends inside the cost-graph build leaves the greedy plan, which breaks a
+    1e-9 GiB budget: a ValueError naming the budget and the limit, never a plan over budget or a
+    KeyError; a limit the greedy plan misses is the planner's RuntimeError."""
+    model, inputs = _mlp()
+    seen = []
+    limit = 1e-4
+    while limit < 1.0 and "below" not in seen:
+        try:
+            ct.auto_parallel(model, inputs, [2, 2], memory_budget_gib=1e-9, time_limit_s=limit)
+            pytest.fail(f"a plan within 1e-9 GiB at time_limit_s={limit}")
+        except RuntimeError as e:
+            assert "the time limit was reached" in str(e)
+            seen.append("greedy")
+        except ValueError as e:
+            text = str(e)
+            assert "memory_budget_gib=1e-09" in text
+            if "is below the least budget" in text:
+                seen.append("below")
+            elif "was found within time_limit_s" in text:
+                assert "the plan found needs" in text
+                seen.append("in_build")
+            else:
+                assert "the least footprint was not found" in text
+                seen.append("no_least")
+        limit *= 1.5
+    assert "in_build" in seen and seen[-1] == "below", seen
+
+
 def test_unknown_optimizer():
     model, inputs = _mlp()
     with pytest.raises(ValueError, match="optimizer must be one of .* got 'lamb'"):
