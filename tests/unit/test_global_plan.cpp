@@ -485,6 +485,104 @@ TEST_CASE("solve: a degree-2 node is eliminated when its label groups fit the bu
   CHECK_FALSE(p.nodes[4].alive);
 }
 
+TEST_CASE("solve: a degree-2 elimination's new edge is the least over the node's labels, however its groups fold", "[global][solve]") {
+  namespace sd = solve::detail;
+  // u (node 2, 24 labels) between nodes 0 and 1 (10 labels each); its classes on the two edges
+  // decide the product's form: groups sharing few classes on e2 fold over e1's side first, those
+  // sharing few on e1 the other way, all distinct run group by group
+  struct Shape {
+    const char* name;
+    std::uint32_t (*c1)(std::uint32_t);
+    std::uint32_t (*c2)(std::uint32_t);
+  };
+  const Shape shapes[] = {
+      {"12 groups, 3 classes on e2", [](std::uint32_t a) { return a % 12; }, [](std::uint32_t a) { return a % 3; }},
+      {"12 groups, 3 classes on e1", [](std::uint32_t a) { return a % 3; }, [](std::uint32_t a) { return a % 12; }},
+      {"24 distinct groups", [](std::uint32_t a) { return a; }, [](std::uint32_t a) { return (a * 7) % 24; }},
+  };
+  for (const Shape& shape : shapes)
+    for (std::uint32_t seed = 0; seed < 20; ++seed) {
+      INFO(shape.name << ", seed " << seed);
+      std::mt19937 rng(seed);
+      const auto cost = [&] { return rng() % 9 == 0 ? forbidden : static_cast<cost_t>(rng() % 50) - 10; };
+      CostGraph g;
+      for (const std::size_t n : {10u, 10u, 24u}) {
+        std::vector<cost_t> c(n);
+        for (auto& x : c) x = static_cast<cost_t>(rng() % 30);
+        g.add_node(std::move(c));
+      }
+      for (const std::uint32_t w : {0u, 1u}) {
+        CostEdge e;
+        e.u = 2;
+        e.v = w;
+        for (std::uint32_t a = 0; a < 24; ++a) e.row_class.push_back(w == 0 ? shape.c1(a) : shape.c2(a));
+        e.rows = *std::max_element(e.row_class.begin(), e.row_class.end()) + 1;
+        e.cols = 10;
+        for (std::uint32_t b = 0; b < 10; ++b) e.col_class.push_back(b);
+        for (std::uint32_t k = 0; k < e.rows * e.cols; ++k) e.matrix.push_back(cost());
+        g.add_edge(std::move(e));
+      }
+      sd::Problem p(g, 1);
+      sd::ReduceStats st;
+      REQUIRE(sd::eliminate_series(p, 2, sd::ReduceOptions{}, st));
+      CHECK_FALSE(p.nodes[2].alive);
+      const sd::WEdge& ne = p.edges.back();
+      REQUIRE(ne.alive);
+      REQUIRE(((ne.u == 0 && ne.v == 1) || (ne.u == 1 && ne.v == 0)));
+      for (std::uint32_t x0 = 0; x0 < 10; ++x0)
+        for (std::uint32_t x1 = 0; x1 < 10; ++x1) {
+          cost_t best = forbidden;
+          for (std::uint32_t a = 0; a < 24; ++a) {
+            const cost_t l = g.edges[0].at(a, x0), r = g.edges[1].at(a, x1);
+            if (!is_forbidden(l) && !is_forbidden(r)) best = std::min(best, g.unary[2][a] + l + r);
+          }
+          const sd::fine_t got = ne.u == 0 ? ne.at(x0, x1) : ne.at(x1, x0);
+          if (is_forbidden(best)) CHECK(got >= sd::inf);
+          else CHECK(got == best);
+        }
+    }
+}
+
+TEST_CASE("solve: dominance tried on a sample of a large node's labels first stays exact", "[global][solve]") {
+  // chains of three 70-label nodes (the sample runs from 64 labels): with the sample and without,
+  // dominance removes labels and the labels left still hold the brute-force optimum
+  for (std::uint32_t seed = 0; seed < 6; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937 rng(seed);
+    CostGraph g;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<cost_t> c(70);
+      for (auto& x : c) x = static_cast<cost_t>(rng() % 200);
+      g.add_node(std::move(c));
+    }
+    for (std::uint32_t k = 0; k + 1 < 3; ++k) {
+      std::vector<cost_t> m(70 * 70);
+      for (auto& x : m) x = rng() % 20 == 0 ? forbidden : static_cast<cost_t>(rng() % 40);
+      g.add_dense_edge(k, k + 1, std::move(m));
+    }
+    const cost_t best = brute_force(g);
+    for (const std::size_t sample : {std::size_t{8}, std::size_t{1}}) {
+      INFO("dominance_sample " << sample);
+      solve::detail::Problem p(g, 1);
+      solve::detail::ReduceOptions o;
+      o.dominance_sample = sample;
+      o.eliminate = false;
+      solve::detail::ReduceStats st;
+      REQUIRE(solve::detail::reduce(p, o, st));
+      CHECK(st.dominated > 0);
+      cost_t kept_best = forbidden;
+      std::vector<std::uint32_t> x(3);
+      for (const auto a : p.nodes[0].label)
+        for (const auto b : p.nodes[1].label)
+          for (const auto c : p.nodes[2].label) {
+            x = {a, b, c};
+            kept_best = std::min(kept_best, g.evaluate(x));
+          }
+      CHECK(kept_best == best);
+    }
+  }
+}
+
 TEST_CASE("solve: variable elimination reports an infeasible core as infeasible, with negative costs too", "[global][solve]") {
   namespace sd = solve::detail;
   // a triangle of 2-label nodes whose edges forbid equal labels: arc consistent, no labelling

@@ -55,6 +55,13 @@ struct ReduceOptions {
   std::size_t early_series_work = std::size_t{1} << 16;
   /// Candidate dominators per node: the labels least in theta plus the row minima of its edges.
   std::size_t dominators = std::numeric_limits<std::size_t>::max();
+  /// On nodes of at least `dominance_sample_labels` labels, every `dominance_sample`-th label is
+  /// tested first, and the others only when one of those was dominated (0 or 1: every label
+  /// always). Most looks at large nodes find nothing: on the data-parallel longformer_fw and
+  /// ves_symbolic_bw on 2x2x2 this took dominance from 765 to 550 ms and 440 to 360 ms, leaving
+  /// 4-5 % of the dominated labels in place (the optimum is the same).
+  std::size_t dominance_sample = 8;
+  std::size_t dominance_sample_labels = 64;
   /// The request's deadline: once it has passed, the reductions stop between two steps and
   /// return (every step keeps an optimum, so a problem reduced part of the way is still exact;
   /// propagate leaves the edges it did not reach marked `arc_pending`).
@@ -357,16 +364,59 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   if (!f2.own_is_row) t2 = f2.rows();
   const fine_t* m1 = f1.own_is_row ? f1.d.data() : t1.data();
   const fine_t* m2 = f2.own_is_row ? f2.d.data() : t2.data();
-  // min-plus product, branch-free inside: a forbidden r2 entry gives a sum far above any finite
-  // value, clamped back to inf afterwards (clamp_forbidden)
+  // nd(c1, c2) = min over the groups (rc1, rc2) of theta + m1(rc1, c1) + m2(rc2, c2). Groups that
+  // share rc2 first take their minimum over c1 (Y(rc2, c1) = min theta + m1(rc1, c1)), or those
+  // that share rc1 over c2, whichever leaves less work: the product then runs over the distinct
+  // classes instead of the groups (longformer_fw on 2x2x2: 1.5 G steps instead of 2.2 G).
+  struct Term {
+    fine_t theta;
+    const fine_t* left;   // f1.cols entries
+    const fine_t* right;  // f2.cols entries
+  };
+  std::vector<std::uint32_t> k1, k2;  // the distinct classes of the groups on e1 / e2, ascending
   for (const auto& [key, th] : groups) {
-    const fine_t* r1 = &m1[std::size_t{key.first} * f1.cols];
-    const fine_t* r2 = &m2[std::size_t{key.second} * f2.cols];
-    for (std::uint32_t c1 = 0; c1 < f1.cols; ++c1) {
-      const fine_t x = sat_add(th, r1[c1]);
-      if (x >= inf) continue;
-      min_plus_into(&nd[std::size_t{c1} * f2.cols], r2, x, f2.cols);
+    k1.push_back(key.first);
+    k2.push_back(key.second);
+  }
+  for (auto* k : {&k1, &k2}) {
+    std::sort(k->begin(), k->end());
+    k->erase(std::unique(k->begin(), k->end()), k->end());
+  }
+  const std::size_t c1n = f1.cols, c2n = f2.cols;
+  const std::size_t plain = groups.size() * cells, by_right = groups.size() * c1n + k2.size() * cells,
+                    by_left = groups.size() * c2n + k1.size() * cells;
+  std::vector<Term> terms;
+  std::vector<fine_t> folded;  // Y (k2 x c1n) or Z (k1 x c2n)
+  if (std::min(by_right, by_left) < plain) {
+    const bool right = by_right <= by_left;
+    const std::vector<std::uint32_t>& ks = right ? k2 : k1;
+    const std::size_t len = right ? c1n : c2n;
+    folded.assign(ks.size() * len, inf);
+    for (const auto k : ks) terms.push_back({0, right ? nullptr : &m1[std::size_t{k} * c1n], right ? &m2[std::size_t{k} * c2n] : nullptr});
+    for (const auto& [key, th] : groups) {
+      const std::size_t i = static_cast<std::size_t>(std::lower_bound(ks.begin(), ks.end(), right ? key.second : key.first) - ks.begin());
+      fine_t* out = &folded[i * len];
+      const fine_t* in = right ? &m1[std::size_t{key.first} * c1n] : &m2[std::size_t{key.second} * c2n];
+      for (std::size_t c = 0; c < len; ++c) out[c] = std::min(out[c], sat_add(th, in[c]));
     }
+    for (std::size_t i = 0; i < terms.size(); ++i) (right ? terms[i].left : terms[i].right) = &folded[i * len];
+  } else {
+    terms.reserve(groups.size());
+    for (const auto& [key, th] : groups) terms.push_back({th, &m1[std::size_t{key.first} * c1n], &m2[std::size_t{key.second} * c2n]});
+  }
+  // min-plus product, branch-free inside: a forbidden right entry gives a sum far above any finite
+  // value (left + right < 2^62), clamped back to inf afterwards (clamp_forbidden). Tiles of rows
+  // of the new matrix stay in the first-level cache while every term adds into them.
+  constexpr std::size_t tile_cells = 4096;  // 32 KiB of fine_t
+  const std::size_t tile = std::max<std::size_t>(1, tile_cells / std::max<std::size_t>(1, c2n));
+  for (std::size_t t0 = 0; t0 < c1n; t0 += tile) {
+    const std::size_t t_end = std::min(c1n, t0 + tile);
+    for (const Term& t : terms)
+      for (std::size_t c1 = t0; c1 < t_end; ++c1) {
+        const fine_t x = sat_add(t.theta, t.left[c1]);
+        if (x >= inf) continue;
+        min_plus_into(&nd[c1 * c2n], t.right, x, c2n);
+      }
   }
   for (auto& x : nd) x = clamp_forbidden(x);
   ne.d = SharedMatrix(std::move(nd));
@@ -559,8 +609,9 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
   // (= key_min[b]). Computed for the pairs that pass the key tests only (a pass over every a per
   // b cost L^2 per edge: most of GPT-2's training-step reductions on 2x2x2).
   std::vector<std::uint32_t> context(tables.size());  // per edge: b's cheapest column
-  for (std::size_t b = 0; b < L; ++b) {
-    if (!keep[b]) continue;
+  // whether b is dominated by a label kept (then b is dropped)
+  const auto test = [&](std::size_t b) -> bool {
+    if (!keep[b]) return false;
     const bool filter = key_min[b] < inf;
     if (filter)
       for (std::size_t i = 0; i < tables.size(); ++i)
@@ -602,9 +653,24 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
       }
       if (total <= 0) {
         keep[b] = 0;
-        break;
+        return true;
       }
     }
+    return false;
+  };
+  // On a node of many labels the test first runs on every `dominance_sample`-th label; when none
+  // of them is dominated the others are not tried (dominance is a reduction: a label left in place
+  // costs the later steps a little, never the optimum). longformer_fw on 2x2x2: 1,177 of 1,893
+  // looks removed 22 labels in all and took 229 of its 764 ms.
+  const std::size_t stride = opt.dominance_sample;
+  if (stride > 1 && L >= opt.dominance_sample_labels) {
+    std::size_t found = 0;
+    for (std::size_t b = 0; b < L; b += stride) found += test(b) ? 1 : 0;
+    if (found > 0)
+      for (std::size_t b = 0; b < L; ++b)
+        if (b % stride != 0) test(b);
+  } else {
+    for (std::size_t b = 0; b < L; ++b) test(b);
   }
   return p.keep_labels(u, keep);
 }
