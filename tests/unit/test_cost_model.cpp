@@ -2,6 +2,7 @@
 // values are the reference oracle numbers of ../shared/reference/dtensor_semantics.md §8.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <vector>
 
 #include "ctshard/cost/redistribute_cost.hpp"
@@ -62,6 +63,40 @@ TEST_CASE("cost model: 2x2 orderings (DTensor test_redistribute_cost_with_order)
   const TensorMeta t{{8, 8}, 4};
   CHECK(cost("P(sum)P(sum)", "RR", t, m) > cost("S(0)S(0)", "RR", t, m));
   CHECK(cost("P(sum)P(sum)", "RR", t, m) > cost("P(sum)P(sum)", "S(0)S(0)", t, m));
+}
+
+TEST_CASE("cost model: DTensor's cost reads a tensor's rank and bytes only (the planner's cost tables rely on it)", "[cost]") {
+  // the whole-graph planner shares one table of redistribution costs between tensors of one rank
+  // and size (global_plan.cpp, cost_class): every spec pair over R, P(sum), S(0..2) and
+  // _S(1, 2) on a 2x2x2 mesh costs the same for shapes [12, 8, 6], [6, 12, 8] and [4, 4, 36],
+  // f32 and bf16 twice the elements, through the checked entry and the builder's one
+  const auto m = mesh({2, 2, 2});
+  const std::vector<TensorMeta> same{{{12, 8, 6}, 4}, {{6, 12, 8}, 4}, {{4, 4, 36}, 4}, {{24, 8, 6}, 2}};
+  const TensorMeta other_size{{12, 8, 7}, 4};
+  std::vector<Placement> ps{Replicate(), Partial(), Shard(0), Shard(1), Shard(2), StridedShard(1, 2)};
+  std::vector<Spec> specs;
+  for (const auto& a : ps)
+    for (const auto& b : ps)
+      for (const auto& c : ps) {
+        Spec x;
+        for (const Placement& q : {a, b, c}) x.push_back(q);
+        specs.push_back(x);
+      }
+  std::size_t differs_by_size = 0;
+  for (const Spec& from : specs)
+    for (const Spec& to : specs) {
+      const double c0 = redistribute_cost(from, to, same[0], m);
+      for (const TensorMeta& t : same) {
+        INFO(to_string(from) << " -> " << to_string(to) << " on " << t.shape.rank << "-d, " << t.bytes() << " bytes");
+        const double c = redistribute_cost(from, to, t, m);
+        CHECK((c == c0 || (std::isinf(c) && std::isinf(c0))));
+        const double checked = detail::greedy_redistribute_checked(from, to, t.bytes(), m, detail::IgnoreSteps{});
+        CHECK((checked == c || (std::isinf(checked) && std::isinf(c))));
+      }
+      const double o = redistribute_cost(from, to, other_size, m);
+      differs_by_size += std::isfinite(o) && o != c0 ? 1 : 0;
+    }
+  CHECK(differs_by_size > 1000);  // the bytes do matter
 }
 
 TEST_CASE("cost model: replicated or unchanged sources are free", "[cost]") {

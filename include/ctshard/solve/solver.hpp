@@ -69,6 +69,11 @@ struct SolveTrace {
   std::string dump_core_path;
 };
 
+/// The time a round spends building its working copy, per cell of the graph's matrices (ns): a
+/// round that cannot get through it in the time left is not started (solve), and a caller that
+/// builds a graph can tell whether one round will fit after it (global_plan's restriction).
+inline constexpr double round_setup_ns_per_cell = 35;
+
 /// What the solver may use, and for how long.
 struct SolveOptions {
   /// Wall-clock budget from the call (checked_time_limit_s: NaN or negative is an error, more
@@ -1421,7 +1426,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   // cell here (32 when the incumbent's cap leaves most edges to compact). A round that cannot get
   // through it in the time left is not started (llama32_1b_fw on 2x2x2x2 started one 0.2 s
   // before a 10 s deadline and ended 1.4 s late; with 15 ns, one 2.4 s before it took 3.9 s).
-  const double round_setup_s = static_cast<double>(bytes) / static_cast<double>(sizeof(cost_t)) * 35e-9;
+  const double round_setup_s = static_cast<double>(bytes) / static_cast<double>(sizeof(cost_t)) * round_setup_ns_per_cell * 1e-9;
   for (std::size_t round = 0; !proven_at_start && !infeasible; ++round) {
     if (until.passed() || (until.is_set() && until.remaining_s() < round_setup_s)) {
       timed_out = true;
