@@ -716,21 +716,19 @@ class Builder {
   /// costs computed on the GPT graphs, 3-4 % on llama32_1b_fw and qwen3_moe_fw); the consistent
   /// model also reads the shape (the dim it borrows), so there each meta has its own.
   std::uint32_t cost_class(std::uint32_t meta) {
+    if (mesh_.cost_model != CostModel::dtensor) return meta;
     if (meta < cost_class_.size() && cost_class_[meta] != no_class) return cost_class_[meta];
     if (meta >= cost_class_.size()) cost_class_.resize(std::size_t{meta} + 1, no_class);
     const TensorMeta& m = metas_[meta];
     const double bytes = m.bytes();
     std::uint64_t bits = 0;
     std::memcpy(&bits, &bytes, sizeof bits);
-    const std::pair<std::uint64_t, std::uint64_t> key = mesh_.cost_model == CostModel::dtensor
-                                                            ? std::pair<std::uint64_t, std::uint64_t>{m.shape.rank, bits}
-                                                            : std::pair<std::uint64_t, std::uint64_t>{std::uint64_t{1} << 63, meta};
-    const auto [it, fresh] = cost_classes_.try_emplace(key, static_cast<std::uint32_t>(cost_classes_.size()));
+    const auto [it, fresh] = cost_classes_.try_emplace({m.shape.rank, bits}, static_cast<std::uint32_t>(cost_classes_.size()));
     return cost_class_[meta] = it->second;
   }
   static constexpr std::uint32_t no_class = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> cost_class_;                                          ///< per meta id (no_class: not seen)
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t> cost_classes_;  ///< (rank, bytes) or (flag, meta) -> class
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t> cost_classes_;  ///< (rank, bytes of the double) -> class
 
   /// pair_cost computed (not memoised).
   cost_t computed_cost(std::uint32_t meta, std::uint32_t src, std::uint32_t dst, UnevenInputs mode, bool bypass) const {
@@ -1749,6 +1747,16 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   // the greedy plan as the answer, against the bound 0 (every redistribution and compute cost is
   // nonnegative): when the deadline passed while the cost graph was built, or when it is optimal
   enum class Why { out_of_time, greedy_optimal };
+  // the training step's fields of the answer: the plan's memory and gradient reduction, and the
+  // greedy plan's memory
+  const auto training_figures = [&](const MemoryFigures& memory, const MemoryFigures& greedy_memory, double gradient_reduction_us) {
+    out.training = true;
+    out.optimizer = global.training.optimizer;
+    out.gradients = b.grad_names_;
+    out.memory = memory;
+    out.greedy_memory = greedy_memory;
+    out.gradient_reduction_us = gradient_reduction_us;
+  };
   const auto greedy_only = [&](Why why) {
     out.built = why == Why::greedy_optimal;  // (no cost graph is needed then)
     out.build_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -1768,12 +1776,9 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
       out.result.cost = 0;
     }
     out.objective_us = out.greedy_objective_us = global.free_inputs ? NAN : out.plan.total_cost_us;
-    if (b.training_) {  // the memory figure read from the greedy plan's specs (no variable needed)
-      out.training = true;
-      out.optimizer = global.training.optimizer;
-      out.gradients = b.grad_names_;
-      out.memory = out.greedy_memory = b.greedy_memory();
-      out.gradient_reduction_us = b.gradient_reduction_at([&](const ValueSource& x) -> const Spec& { return b.greedy_spec(x); });
+    if (b.training_) {  // read from the greedy plan's specs (no variable needed)
+      const MemoryFigures m = b.greedy_memory();
+      training_figures(m, m, b.gradient_reduction_at([&](const ValueSource& x) -> const Spec& { return b.greedy_spec(x); }));
     }
     out.memory_bytes = b.budget().used();
     out.restricted = b.restricted_;  // (the deadline passed while the restricted graph was built)
@@ -1822,14 +1827,7 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   out.restricted = b.restricted_;
   out.lower_bound_us = us_of(out.result.lower_bound);
   out.optimality_gap = out.result.gap();
-  if (b.training_) {
-    out.training = true;
-    out.optimizer = global.training.optimizer;
-    out.gradients = b.grad_names_;
-    out.memory = b.memory_of(labels);
-    out.greedy_memory = b.memory_of(so.start);
-    out.gradient_reduction_us = b.gradient_reduction_of(labels);
-  }
+  if (b.training_) training_figures(b.memory_of(labels), b.memory_of(so.start), b.gradient_reduction_of(labels));
   if (out.result.status == "infeasible" && !out.graph.limits.empty()) out.min_memory_bytes = b.min_usage_bytes(out.graph, global.deadline);
   if (global.hand_plans) {
     if (!b.training_) throw error("ctshard plan --global --hand-plans: the hand plans need the training step (a joint graph, --training)");

@@ -283,6 +283,29 @@ TEST_CASE("plan --global: real graphs (a subset, both meshes) are proven optimal
   CHECK(improved_3d == 2);  // the FSDP settings (with replicated inputs greedy and global are 0 on both)
 }
 
+TEST_CASE("plan --global: under the consistent cost model the cost graph prices plans as plan does", "[global]") {
+  // DTensor's model shares a table of costs between tensors of one rank and size; the consistent
+  // model reads the shape too and keeps one per shape: both must price the chosen plan as `plan`
+  const std::string path = std::string(CTSHARD_SHARED_DIR) + "/graphs/gpt_megatron_l1_tp2_r0.fx.txt";
+  if (!fs::exists(path)) {
+    WARN("../shared/graphs not found: skipping");
+    return;
+  }
+  const fx::Graph graph = fx::read_fx_graph_file(path);
+  for (const CostModel model : {CostModel::dtensor, CostModel::consistent}) {
+    INFO(to_string(model));
+    graph::PlanOptions options;
+    options.mesh = {2, 4};
+    options.cost_model = model;
+    options.placements = fsdp_placements(graph, options.mesh);
+    graph::GlobalOptions global;
+    global.time_limit_ms = 120000;
+    const graph::GlobalPlan g = graph::global_plan(graph, options, global, builtin_registry());
+    check_global(g);
+    CHECK(g.plan.total_cost_us < g.greedy.total_cost_us - 1.0);
+  }
+}
+
 // Slow (~2 min; Swin-B 2x2x2 FSDP alone ~50 s): ctest -L slow, or scripts/bench-global.sh
 TEST_CASE("plan --global: every real graph on 2x4 and 2x2x2 is proven optimal and never worse than greedy", "[.][global][slow]") {
   const auto graphs = real_graphs();

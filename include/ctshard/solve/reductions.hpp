@@ -392,14 +392,14 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
     const std::vector<std::uint32_t>& ks = right ? k2 : k1;
     const std::size_t len = right ? c1n : c2n;
     folded.assign(ks.size() * len, inf);
-    for (const auto k : ks) terms.push_back({0, right ? nullptr : &m1[std::size_t{k} * c1n], right ? &m2[std::size_t{k} * c2n] : nullptr});
+    for (std::size_t i = 0; i < ks.size(); ++i)
+      terms.push_back({0, right ? &folded[i * len] : &m1[std::size_t{ks[i]} * c1n], right ? &m2[std::size_t{ks[i]} * c2n] : &folded[i * len]});
     for (const auto& [key, th] : groups) {
       const std::size_t i = static_cast<std::size_t>(std::lower_bound(ks.begin(), ks.end(), right ? key.second : key.first) - ks.begin());
       fine_t* out = &folded[i * len];
       const fine_t* in = right ? &m1[std::size_t{key.first} * c1n] : &m2[std::size_t{key.second} * c2n];
       for (std::size_t c = 0; c < len; ++c) out[c] = std::min(out[c], sat_add(th, in[c]));
     }
-    for (std::size_t i = 0; i < terms.size(); ++i) (right ? terms[i].left : terms[i].right) = &folded[i * len];
   } else {
     terms.reserve(groups.size());
     for (const auto& [key, th] : groups) terms.push_back({th, &m1[std::size_t{key.first} * c1n], &m2[std::size_t{key.second} * c2n]});
