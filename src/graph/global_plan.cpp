@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iomanip>
 #include <limits>
 #include <map>
@@ -13,6 +14,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -52,8 +54,9 @@ cost_t add_checked(cost_t a, cost_t b, const char* what) {
   return c;
 }
 
-/// Distinct values of some type, numbered by first appearance.
-template <class T, class KeyOf>
+/// Distinct values of some type, numbered by first appearance; values are equal when their keys
+/// (`key_of`) are.
+template <class T, class KeyOf, class Hash = std::hash<std::decay_t<std::invoke_result_t<KeyOf, const T&>>>>
 class Pool {
  public:
   explicit Pool(KeyOf key_of) : key_of_(key_of) {}
@@ -67,21 +70,27 @@ class Pool {
 
  private:
   KeyOf key_of_;
-  std::unordered_map<std::string, std::uint32_t> ids_;
+  std::unordered_map<std::decay_t<std::invoke_result_t<KeyOf, const T&>>, std::uint32_t, Hash> ids_;
   std::vector<T> values_;
 };
 
-std::string spec_key(const Spec& s) {
-  std::string k(1, static_cast<char>(s.size()));
-  for (const Placement& p : s) {
-    k += static_cast<char>(p.kind);
-    k += static_cast<char>(p.dim);
-    k += static_cast<char>(p.split_factor & 0xff);
-    k += static_cast<char>(p.split_factor >> 8);
-    k += static_cast<char>(p.reduce_op);
+/// A spec is its own key (Spec's ==): the builder numbers every candidate's specs, and a string
+/// key per spec was a heap allocation each (4% of a 2x2x2x2 build).
+const Spec& spec_key(const Spec& s) { return s; }
+
+/// Hash of a spec's placements on its mesh dims.
+struct SpecHash {
+  std::size_t operator()(const Spec& s) const noexcept {
+    std::uint64_t h = s.size();
+    for (const Placement& p : s) {
+      const std::uint64_t v = static_cast<std::uint64_t>(p.kind) | static_cast<std::uint64_t>(static_cast<std::uint8_t>(p.dim)) << 8 |
+                              std::uint64_t{p.split_factor} << 16 | static_cast<std::uint64_t>(p.reduce_op) << 32;
+      h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+      h ^= h >> 29;
+    }
+    return static_cast<std::size_t>(h);
   }
-  return k;
-}
+};
 
 std::string meta_key(const TensorMeta& m) {
   std::string k = std::to_string(m.itemsize) + ":";
@@ -167,15 +176,34 @@ class DenseCosts {
   cost_t* row(std::uint32_t meta, std::uint32_t src, std::size_t size, solve::MemoryBudget& budget) {
     Table& t = tables_[meta];
     if (src >= t.rows.size()) {
-      budget.charge((std::size_t{src} + 1 - t.rows.size()) * sizeof(std::vector<cost_t>), "ctshard plan --global: the table of redistribution costs");
+      const std::size_t more = (std::size_t{src} + 1 - t.rows.size()) * sizeof(std::vector<cost_t>);
+      budget.charge(more, "ctshard plan --global: the table of redistribution costs");
       t.rows.resize(std::size_t{src} + 1);
+      t.charged += more;
+      charged_ += more;
     }
     std::vector<cost_t>& r = t.rows[src];
     if (r.size() < size) {
-      budget.charge((t.count - r.size()) * sizeof(cost_t), "ctshard plan --global: the table of redistribution costs");
+      const std::size_t more = (t.count - r.size()) * sizeof(cost_t);
+      budget.charge(more, "ctshard plan --global: the table of redistribution costs");
       r.resize(t.count, unset);
+      t.charged += more;
+      charged_ += more;
     }
     return r.data();
+  }
+  /// Frees `meta`'s table, giving back what it was charged (later calls fill it again).
+  void drop(std::uint32_t meta, solve::MemoryBudget& budget) noexcept {
+    if (meta >= tables_.size()) return;
+    budget.release(tables_[meta].charged);
+    charged_ -= tables_[meta].charged;
+    tables_[meta] = Table{};
+  }
+  /// Frees every table, giving back what they were charged (later calls fill them again).
+  void clear(solve::MemoryBudget& budget) noexcept {
+    std::vector<Table>().swap(tables_);
+    budget.release(charged_);
+    charged_ = 0;
   }
 
  private:
@@ -184,11 +212,13 @@ class DenseCosts {
     std::vector<std::uint32_t> local;       // spec id -> local index (none: not seen)
     std::uint32_t count = 0;                // local indices given
     std::vector<std::vector<cost_t>> rows;  // per local source: the costs to local targets
+    std::size_t charged = 0;                // bytes charged to the budget for the rows
   };
   std::vector<Table> tables_;
+  std::size_t charged_ = 0;  // bytes charged to the budget by row()
 };
 
-using SpecPool = Pool<Spec, std::string (*)(const Spec&)>;
+using SpecPool = Pool<Spec, const Spec& (*)(const Spec&), SpecHash>;
 using MetaPool = Pool<TensorMeta, std::string (*)(const TensorMeta&)>;
 
 struct SourceInfo {
@@ -720,7 +750,7 @@ class Builder {
     if (meta < cost_class_.size() && cost_class_[meta] != no_class) return cost_class_[meta];
     if (meta >= cost_class_.size()) cost_class_.resize(std::size_t{meta} + 1, no_class);
     const TensorMeta& m = metas_[meta];
-    const double bytes = m.bytes();
+    const double bytes = bytes_of(meta);
     std::uint64_t bits = 0;
     std::memcpy(&bits, &bytes, sizeof bits);
     const auto [it, fresh] = cost_classes_.try_emplace({m.shape.rank, bits}, static_cast<std::uint32_t>(cost_classes_.size()));
@@ -735,22 +765,41 @@ class Builder {
     const TensorMeta& m = metas_[meta];
     const Spec& s = specs_[src];
     const Spec& d = specs_[dst];
-    const auto dims_ok = [&](const Spec& x) {
-      for (const Placement& p : x)
-        if (p.is_any_shard() && (p.dim < 0 || static_cast<std::size_t>(p.dim) >= m.shape.rank)) return false;
-      return true;
-    };
-    bool allowed = dims_ok(s) && dims_ok(d);
+    bool allowed = shard_rank(src) <= m.shape.rank && shard_rank(dst) <= m.shape.rank;
     if (allowed && bypass)
       allowed = mode == UnevenInputs::unchecked || (mode != UnevenInputs::reject && s == d) ||
                 (mode == UnevenInputs::keep_existing_shards && keeps_existing_shards(m.shape, d, s, mesh_));
     if (!allowed) return forbidden;
     // the specs are the mesh's and shard dims the tensor has (dims_ok): DTensor's cost without the
     // checks redistribute_cost makes
-    const double us = mesh_.cost_model == CostModel::dtensor ? detail::greedy_redistribute_checked(s, d, m.bytes(), mesh_, detail::IgnoreSteps{})
+    const double us = mesh_.cost_model == CostModel::dtensor ? detail::greedy_redistribute_checked(s, d, bytes_of(meta), mesh_, detail::IgnoreSteps{})
                                                              : redistribute_cost(s, d, m, mesh_);
     return units_of(us, [&] { return "a redistribution " + to_string(s) + " -> " + to_string(d); });
   }
+
+  /// The least tensor rank spec `id` fits (1 + its largest shard dim; 0 without a shard; past any
+  /// rank with a negative dim), kept per spec id: computed_cost asks it of every pair.
+  std::size_t shard_rank(std::uint32_t id) const {
+    if (id >= shard_rank_.size()) shard_rank_.resize(specs_.size(), unknown_rank);
+    std::uint8_t& r = shard_rank_[id];
+    if (r == unknown_rank) {
+      r = 0;
+      for (const Placement& p : specs_[id])
+        if (p.is_any_shard()) r = p.dim < 0 ? std::uint8_t{254} : std::max(r, static_cast<std::uint8_t>(p.dim + 1));
+    }
+    return r;
+  }
+  static constexpr std::uint8_t unknown_rank = 255;
+  mutable std::vector<std::uint8_t> shard_rank_;  ///< per spec id (unknown_rank: not computed)
+
+  /// metas_[meta].bytes(), kept per meta id (its numel is a product over the shape).
+  double bytes_of(std::uint32_t meta) const {
+    if (meta >= meta_bytes_.size()) meta_bytes_.resize(metas_.size(), -1.0);
+    double& b = meta_bytes_[meta];
+    if (b < 0) b = metas_[meta].bytes();
+    return b;
+  }
+  mutable std::vector<double> meta_bytes_;  ///< per meta id (-1: not computed)
 
   /// Per-device compute time (µs) of op `i` under candidate `c`: the registry's FLOPs for the call
   /// (OpRegistry::compute) divided among the devices that share the work (the mesh dims where
@@ -836,7 +885,7 @@ class Builder {
       if (memory || fill_s + round_s > global_.deadline.remaining_s())
         throw GraphTooLarge{size, memory ? RestrictedCandidates::Why::memory : RestrictedCandidates::Why::time};
     }
-    for (EdgeShape& e : shapes) cg_.add_edge(fill_edge(std::move(e)));
+    fill_edges(shapes);
     add_ties();
     add_gradient_terms();
     add_budget();
@@ -856,6 +905,38 @@ class Builder {
     std::string key;
     [[nodiscard]] std::size_t cells() const { return std::size_t{edge.rows} * edge.cols; }
   };
+
+  /// Fills the matrices of `shapes` in order, dropping each cost class's table of dense_ after the
+  /// last new matrix that reads it (edges of a repeated block share the first block's matrices, so
+  /// most tables go early: the freed rows are reused by the next tables, not asked anew of the
+  /// system).
+  void fill_edges(std::vector<EdgeShape>& shapes) {
+    std::vector<char> fresh(shapes.size(), 0);  // fills a new matrix (fill_edge shares the rest)
+    std::unordered_set<std::string_view> keys;
+    std::vector<std::size_t> readers;  // per cost class: the new matrices left to fill that read it
+    const auto classes_of = [&](const EdgeShape& e) {
+      std::vector<std::uint32_t> out;
+      for (const std::uint32_t m : e.meta) out.push_back(cost_class(m));
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    };
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      fresh[i] = matrices_.count(shapes[i].key) == 0 && keys.insert(shapes[i].key).second;
+      if (!fresh[i]) continue;
+      for (const std::uint32_t c : classes_of(shapes[i])) {
+        if (c >= readers.size()) readers.resize(std::size_t{c} + 1, 0);
+        ++readers[c];
+      }
+    }
+    keys.clear();  // (views into the keys fill_edge moves)
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const std::vector<std::uint32_t> classes = fresh[i] ? classes_of(shapes[i]) : std::vector<std::uint32_t>{};
+      cg_.add_edge(fill_edge(std::move(shapes[i])));
+      for (const std::uint32_t c : classes)
+        if (--readers[c] == 0) dense_.drop(c, budget_);
+    }
+  }
 
   /// The matrices `shapes` would fill (one per key not filled yet): cells, and bytes as
   /// fill_edge charges them.
@@ -904,6 +985,10 @@ class Builder {
       graph_charged_ = 0;
       try {
         make_graph();
+        // every matrix is filled: the tables go before the solver's working copy is made (qwen3_moe_fw
+        // on 2x2x2x2: 1.8 GB); a later pair cost (the plan's repair) fills them again
+        dense_.clear(budget_);
+        for (DenseCosts& d : bypass_dense_) d.clear(budget_);
         return;
       } catch (const GraphTooLarge& big) {
         if (!restricted_) {

@@ -50,9 +50,10 @@ struct TransitionCost {
 /// `_compute_placement_transition_cost` would price a Shard (all-gather to Replicate, local chunk
 /// from Replicate); the two-step StridedShard moves are split by `transition_steps`. The cost
 /// alone: `transition` makes it a RedistributeStep (copying placements byte by byte on every
-/// priced pair stalled the cost-graph builder on store forwarding).
-constexpr TransitionCost transition_cost(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb,
-                                         const MeshTopology& mesh) noexcept {
+/// priced pair stalled the cost-graph builder on store forwarding). Always inlined: as a call it
+/// was 12 % of a 2x2x2x2 cost-graph build (llama32_1b_fw).
+[[gnu::always_inline]] constexpr TransitionCost transition_cost(std::size_t mesh_dim, const Placement& from, const Placement& to, double& gb,
+                                                                const MeshTopology& mesh) noexcept {
   const double n = static_cast<double>(mesh.sizes[mesh_dim]);
   if (from.is_any_shard() && to.is_replicate()) {
     gb *= n;
