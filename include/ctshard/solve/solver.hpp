@@ -70,9 +70,8 @@ struct SolveTrace {
 };
 
 /// The time a round spends building its working copy, per cell of the graph's matrices (ns): a
-/// round that cannot get through it in the time left is not started (solve), and a caller that
-/// builds a graph can tell whether one round will fit after it (global_plan's restriction).
-inline constexpr double round_setup_ns_per_cell = 35;
+/// round that cannot get through it in the time left is not started (solve).
+inline constexpr double round_setup_ns_per_cell = 15;
 
 /// What the solver may use, and for how long.
 struct SolveOptions {
@@ -1422,10 +1421,12 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower;
   r.stats.priced_rounds = priced.has_value();
   // A round first builds its working copy of the graph (every distinct matrix scaled, fixed
-  // against the incumbent and compacted), which no deadline poll interrupts: 15-32 ns per matrix
-  // cell here (32 when the incumbent's cap leaves most edges to compact). A round that cannot get
-  // through it in the time left is not started (llama32_1b_fw on 2x2x2x2 started one 0.2 s
-  // before a 10 s deadline and ended 1.4 s late; with 15 ns, one 2.4 s before it took 3.9 s).
+  // against the incumbent and compacted), which no deadline poll interrupts. A round that cannot
+  // get through it in the time left is not started (llama32_1b_fw on 2x2x2x2 started one 0.2 s
+  // before a 10 s deadline and ended 1.4 s late). The copy took 15-32 ns per matrix cell while
+  // its pages were new to the process; now that the builder's cost tables are freed first, 2-7
+  // ns (0.3-0.9 s for the 0.75-1.3 GB graphs of the 2x2x2x2 data-parallel runs): 15 ns keeps a
+  // margin (overrun 2-3 % at 8-9 s limits there).
   const double round_setup_s = static_cast<double>(bytes) / static_cast<double>(sizeof(cost_t)) * round_setup_ns_per_cell * 1e-9;
   for (std::size_t round = 0; !proven_at_start && !infeasible; ++round) {
     if (until.passed() || (until.is_set() && until.remaining_s() < round_setup_s)) {
