@@ -871,6 +871,7 @@ class Builder {
           cg_.unary[ci][c] = add_checked(
               cg_.unary[ci][c], units_of(compute_time(i, cv, c), [&] { return "the compute term of node '" + op.name + "'"; }), "a unary cost");
     }
+    std::optional<FillPace> pace;
     if (may_restrict()) {
       const MatrixSize size = new_matrices(shapes);
       // the solver takes a graph of at most a third of the budget (its working copy needs twice
@@ -884,8 +885,9 @@ class Builder {
       const double round_s = static_cast<double>(graph_charged_ + more) / sizeof(cost_t) * first_round_ns_per_cell * 1e-9;
       if (memory || fill_s + round_s > full_graph_time_share * global_.deadline.remaining_s())
         throw GraphTooLarge{size, memory ? RestrictedCandidates::Why::memory : RestrictedCandidates::Why::time};
+      pace = FillPace{size, round_s};
     }
-    fill_edges(shapes);
+    fill_edges(shapes, pace);
     add_ties();
     add_gradient_terms();
     add_budget();
@@ -906,11 +908,31 @@ class Builder {
     [[nodiscard]] std::size_t cells() const { return std::size_t{edge.rows} * edge.cols; }
   };
 
+  /// The matrices `shapes` would fill (one per key not filled yet): cells, and bytes as
+  /// fill_edge charges them.
+  struct MatrixSize {
+    std::size_t cells = 0, bytes = 0;
+  };
+
+  /// The time test's expectation of a fill (make_graph): the matrices to fill and the first
+  /// round's estimated time after them.
+  struct FillPace {
+    MatrixSize size;
+    double round_s = 0;
+  };
+
   /// Fills the matrices of `shapes` in order, dropping each cost class's table of dense_ after the
   /// last new matrix that reads it (edges of a repeated block share the first block's matrices, so
   /// most tables go early: the freed rows are reused by the next tables, not asked anew of the
-  /// system).
-  void fill_edges(std::vector<EdgeShape>& shapes) {
+  /// system). With `pace` (the graph may still be restricted), once half the time left at the
+  /// start is spent, after each new matrix, the fill's own rate predicts the rest, and with the
+  /// first round's estimate: when they would pass the time left, the graph is abandoned
+  /// (GraphTooLarge) while the restriction still has time. A safety net for a fill much slower
+  /// than the estimate (a loaded machine: llama32_1b_fw on 2x2x2x2 ended with the greedy plan at
+  /// 9.4 s; a sanitizer build), not an early guess: the first matrices of a graph of repeated
+  /// blocks price most of its pairs, and a rate taken after an eighth of the cells was 2-2.5x the
+  /// whole fill's (gpt_megatron_l1_tp2_r0, whose full graph is proven in 5 s, was abandoned).
+  void fill_edges(std::vector<EdgeShape>& shapes, const std::optional<FillPace>& pace) {
     std::vector<char> fresh(shapes.size(), 0);  // fills a new matrix (fill_edge shares the rest)
     std::unordered_set<std::string_view> keys;
     std::vector<std::size_t> readers;  // per cost class: the new matrices left to fill that read it
@@ -930,19 +952,25 @@ class Builder {
       }
     }
     keys.clear();  // (views into the keys fill_edge moves)
+    const auto start = std::chrono::steady_clock::now();
+    const double time_at_start = global_.deadline.remaining_s();
+    std::size_t filled = 0;  // cells of the new matrices so far
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       const std::vector<std::uint32_t> classes = fresh[i] ? classes_of(shapes[i]) : std::vector<std::uint32_t>{};
+      const std::size_t cells = fresh[i] ? shapes[i].cells() : 0;
       cg_.add_edge(fill_edge(std::move(shapes[i])));
       for (const std::uint32_t c : classes)
         if (--readers[c] == 0) dense_.drop(c, budget_);
+      filled += cells;
+      if (!pace || cells == 0 || filled >= pace->size.cells) continue;
+      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (2 * spent < time_at_start) continue;
+      const double left_s = spent / static_cast<double>(filled) * static_cast<double>(pace->size.cells - filled) + pace->round_s;
+      if (left_s > global_.deadline.remaining_s()) throw GraphTooLarge{pace->size, RestrictedCandidates::Why::time};
     }
   }
 
-  /// The matrices `shapes` would fill (one per key not filled yet): cells, and bytes as
-  /// fill_edge charges them.
-  struct MatrixSize {
-    std::size_t cells = 0, bytes = 0;
-  };
+  /// The size of the new matrices of `shapes` (MatrixSize).
   MatrixSize new_matrices(const std::vector<EdgeShape>& shapes) const {
     MatrixSize out;
     std::unordered_set<std::string_view> keys;
@@ -1008,12 +1036,17 @@ class Builder {
           r.tied_mesh_dims = 1;
           for (const Var& v : vars_) r.full_candidates += v.count();
           restricted_ = r;
-          // the graph has no edge yet (they are filled after the size test): its trivial bound
-          // is the constant plus each node's least unary cost (0 when a node has none finite)
-          const cost_t bound = solve::trivial_bound(cg_);
+          // the constant plus each node's least unary cost (0 when a node has none finite); the
+          // edges filled before a slow fill was abandoned are left out, so the bound does not
+          // depend on the timing
+          solve::CostGraph unaries;
+          unaries.constant = cg_.constant;
+          unaries.unary = cg_.unary;
+          const cost_t bound = solve::trivial_bound(unaries);
           full_bound_ = solve::is_forbidden(bound) ? 0 : bound;
         }
         cg_ = solve::CostGraph{};
+        matrices_.clear();  // (filled before the fill was abandoned; charged to the graph)
         budget_.release(graph_charged_);
         tie_mesh_dims(++restricted_->tied_mesh_dims);
         if (training_) make_memory_table();
@@ -1155,8 +1188,8 @@ class Builder {
     } else {
       // charged before it is allocated: a 5-dim mesh with every candidate asked for 32,768 x
       // 32,768 entries here (8 GiB) and ran out of memory after a minute
-      budget_.charge(std::size_t{e.rows} * e.cols * sizeof(cost_t) + key.size() + 64,
-                     budget_what + " (" + std::to_string(e.rows) + " x " + std::to_string(e.cols) + " cost classes)");
+      charge_graph(std::size_t{e.rows} * e.cols * sizeof(cost_t) + key.size() + 64,
+                   budget_what + " (" + std::to_string(e.rows) + " x " + std::to_string(e.cols) + " cost classes)");
       // local indices into dense_ per input, looked up once per class rather than per cell
       std::vector<std::uint32_t> row_local(std::size_t{e.rows} * ks.size()), col_local(std::size_t{e.cols} * ks.size());
       for (std::size_t j = 0; j < ks.size(); ++j) {
