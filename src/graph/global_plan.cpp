@@ -933,8 +933,7 @@ class Builder {
   /// blocks price most of its pairs, and a rate taken after an eighth of the cells was 2-2.5x the
   /// whole fill's (gpt_megatron_l1_tp2_r0, whose full graph is proven in 5 s, was abandoned).
   void fill_edges(std::vector<EdgeShape>& shapes, const std::optional<FillPace>& pace) {
-    std::vector<char> fresh(shapes.size(), 0);  // fills a new matrix (fill_edge shares the rest)
-    std::unordered_set<std::string_view> keys;
+    const std::vector<char> fresh = fresh_shapes(shapes);
     std::vector<std::size_t> readers;  // per cost class: the new matrices left to fill that read it
     const auto classes_of = [&](const EdgeShape& e) {
       std::vector<std::uint32_t> out;
@@ -944,14 +943,12 @@ class Builder {
       return out;
     };
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      fresh[i] = matrices_.count(shapes[i].key) == 0 && keys.insert(shapes[i].key).second;
       if (!fresh[i]) continue;
       for (const std::uint32_t c : classes_of(shapes[i])) {
         if (c >= readers.size()) readers.resize(std::size_t{c} + 1, 0);
         ++readers[c];
       }
     }
-    keys.clear();  // (views into the keys fill_edge moves)
     const auto start = std::chrono::steady_clock::now();
     const double time_at_start = global_.deadline.remaining_s();
     std::size_t filled = 0;  // cells of the new matrices so far
@@ -973,13 +970,22 @@ class Builder {
   /// The size of the new matrices of `shapes` (MatrixSize).
   MatrixSize new_matrices(const std::vector<EdgeShape>& shapes) const {
     MatrixSize out;
-    std::unordered_set<std::string_view> keys;
-    for (const EdgeShape& e : shapes) {
-      if (matrices_.count(e.key) || !keys.insert(e.key).second) continue;
-      out.cells += e.cells();
-      out.bytes += e.cells() * sizeof(cost_t) + e.key.size() + 64;
+    const std::vector<char> fresh = fresh_shapes(shapes);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (!fresh[i]) continue;
+      out.cells += shapes[i].cells();
+      out.bytes += shapes[i].cells() * sizeof(cost_t) + shapes[i].key.size() + 64;
     }
     return out;
+  }
+
+  /// Per shape of `shapes`: whether fill_edge fills a new matrix for it (the first of its key, and
+  /// no matrix of that key filled before) rather than sharing one.
+  std::vector<char> fresh_shapes(const std::vector<EdgeShape>& shapes) const {
+    std::vector<char> fresh(shapes.size(), 0);
+    std::unordered_set<std::string_view> keys;
+    for (std::size_t i = 0; i < shapes.size(); ++i) fresh[i] = matrices_.count(shapes[i].key) == 0 && keys.insert(shapes[i].key).second;
+    return fresh;
   }
 
   /// Fill cost of one matrix cell, for the time test of the restriction policy (measured 33-35 ns
