@@ -339,6 +339,46 @@ TEST_CASE("solve: reductions see only the classes in use and forbidden entries w
     REQUIRE(p.num_labels(0) == 1);
     CHECK(p.nodes[0].label[0] == 0);
   }
+  SECTION("nodes of repeated blocks take the dominance result of an equal context; another matrix or unary cost is looked at anew") {
+    // per block: a 3-label node and a 2-label neighbour; label 1's row [0, forbidden] is
+    // dominated by label 0's [0, 10] when both cost 0 (blocks 0, 1 and 2); block 3 costs label 0
+    // 20, so label 2 ([1, 1]) dominates it instead and label 1 stays
+    const auto matrix = std::make_shared<const std::vector<cost_t>>(std::vector<cost_t>{0, 10, 0, forbidden, 1, 1});
+    CostGraph g;
+    const auto block = [&](std::vector<cost_t> theta, bool shared) {
+      const std::uint32_t u = g.add_node(std::move(theta));
+      const std::uint32_t v = g.add_node({0, 0});
+      CostEdge e;
+      e.u = u;
+      e.v = v;
+      e.rows = 3;
+      e.cols = 2;
+      e.row_class = {0, 1, 2};
+      e.col_class = {0, 1};
+      if (shared) e.shared = matrix;
+      else e.matrix = *matrix;
+      g.add_edge(std::move(e));
+      return u;
+    };
+    const std::uint32_t first = block({0, 0, 5}, true), same = block({0, 0, 5}, true);
+    const std::uint32_t copied = block({0, 0, 5}, false), dearer = block({20, 0, 5}, true);
+    sd::Problem p(g, 1);
+    sd::DominanceMemo memo;
+    const auto labels_of = [&](std::uint32_t u) { return p.nodes[u].label; };
+    CHECK(sd::remove_dominated(p, first, sd::ReduceOptions{}, &memo) == 1);
+    CHECK(memo.hits() == 0);
+    CHECK(labels_of(first) == std::vector<std::uint32_t>{0, 2});
+    CHECK(sd::remove_dominated(p, same, sd::ReduceOptions{}, &memo) == 1);
+    CHECK(memo.hits() == 1);
+    CHECK(labels_of(same) == std::vector<std::uint32_t>{0, 2});
+    // equal costs in another matrix object: computed again, the same result
+    CHECK(sd::remove_dominated(p, copied, sd::ReduceOptions{}, &memo) == 1);
+    CHECK(memo.hits() == 1);
+    CHECK(labels_of(copied) == std::vector<std::uint32_t>{0, 2});
+    CHECK(sd::remove_dominated(p, dearer, sd::ReduceOptions{}, &memo) == 1);
+    CHECK(memo.hits() == 1);
+    CHECK(labels_of(dearer) == std::vector<std::uint32_t>{1, 2});
+  }
   SECTION("an edge separable on its classes in use folds into the unary costs, whatever an unused class holds") {
     CostGraph g;
     g.add_node({0, 0});

@@ -139,6 +139,8 @@ class SharedMatrix {
   [[nodiscard]] const fine_t* begin() const noexcept { return p_->data(); }
   [[nodiscard]] const fine_t* end() const noexcept { return p_->data() + p_->size(); }
   void reset() noexcept { p_.reset(); }
+  /// Whether both hold the same matrix object (not only equal costs).
+  [[nodiscard]] bool same(const SharedMatrix& o) const noexcept { return p_ == o.p_; }
 
  private:
   std::shared_ptr<const std::vector<fine_t>> p_;

@@ -432,13 +432,16 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   return true;
 }
 
-/// Removes dominated labels of u (see the file comment). Returns the number removed.
-inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOptions& opt) {
+/// The labels of u that no other label dominates (see the file comment): keep[a] = 1 for a label
+/// kept, per current label of u; empty when u is not looked at (fewer than two labels, or the
+/// pairwise work over `opt.max_dominance_work`). Reads u's unary costs and usages and, per edge,
+/// its matrix, orientation and both class maps, nothing else.
+[[nodiscard]] inline std::vector<char> undominated_labels(const Problem& p, std::uint32_t u, const ReduceOptions& opt) {
   const WNode& n = p.nodes[u];
   const std::size_t L = n.theta.size();
-  if (L < 2) return 0;
+  if (L < 2) return {};
   const std::size_t work = L * L * std::max<std::size_t>(1, n.edges.size());
-  if (work > opt.max_dominance_work) return 0;
+  if (work > opt.max_dominance_work) return {};
   // per edge: maxdiff(ra, rb) = max over the neighbour's classes in use of d(ra, c) - d(rb, c),
   // computed when asked (most pairs are rejected by a probe column or the first edges; a memo of
   // own x own entries cost more to fill than the few pairs that reach it)
@@ -522,11 +525,21 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
     t.min.assign(t.own, t.used.empty() ? 0 : inf);
     t.max.assign(t.own, t.used.empty() ? 0 : inf);
     t.dear.assign(t.own, t.used.empty() ? 0 : inf);
+    if (!t.first && std::size_t{t.own} * t.used.size() <= max_dense_cells) {
+      t.dense.resize(std::size_t{t.own} * t.used.size());
+      for (std::size_t i = 0; i < t.used.size(); ++i) {
+        const fine_t* column = e.d.data() + std::size_t{t.used[i]} * e.cols;
+        for (std::uint32_t r = 0; r < t.own; ++r) t.dense[std::size_t{r} * t.used.size() + i] = column[r];
+      }
+    }
     for (std::uint32_t r = 0; r < t.own; ++r) {
       fine_t mn = inf, mx = -inf;
       bool forbidden_seen = false;
-      for (auto c : t.used) {
-        const fine_t x = t.d(r, c);
+      // the row's costs at the columns in use, contiguous in `dense` when it was made
+      const fine_t* row = t.dense.empty() ? nullptr : t.dense.data() + std::size_t{r} * t.used.size();
+      for (std::size_t i = 0; i < t.used.size(); ++i) {
+        const std::uint32_t c = t.used[i];
+        const fine_t x = row != nullptr ? row[i] : t.d(r, c);
         if (x >= inf) {
           forbidden_seen = true;
           continue;
@@ -544,13 +557,6 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
         t.min[r] = mn;
         t.max[r] = mn >= inf ? inf : mx;
         t.dear[r] = forbidden_seen ? inf : mx;
-      }
-    }
-    if (!t.first && std::size_t{t.own} * t.used.size() <= max_dense_cells) {
-      t.dense.resize(std::size_t{t.own} * t.used.size());
-      for (std::size_t i = 0; i < t.used.size(); ++i) {
-        const fine_t* column = e.d.data() + std::size_t{t.used[i]} * e.cols;
-        for (std::uint32_t r = 0; r < t.own; ++r) t.dense[std::size_t{r} * t.used.size() + i] = column[r];
       }
     }
     tables.push_back(std::move(t));
@@ -672,7 +678,93 @@ inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOpt
   } else {
     for (std::size_t b = 0; b < L; ++b) test(b);
   }
-  return p.keep_labels(u, keep);
+  return keep;
+}
+
+/// The results of undominated_labels by node context, for the nodes of repeated blocks: a node
+/// whose context (unary costs, usages when the usage test applies, and per edge, in order: the
+/// same matrix object, the orientation and both class maps) equals one already looked at takes
+/// that node's result without building its tables (labels x neighbour classes per edge) or
+/// testing pairs. Equal contexts give equal results: undominated_labels reads nothing else. An
+/// entry holds its matrices, so no other matrix can take their address while it is stored.
+class DominanceMemo {
+ public:
+  /// What undominated_labels reads of a node.
+  struct Context {
+    struct Side {
+      SharedMatrix d;
+      bool first = false;  ///< the node is the edge's row side
+      std::vector<std::uint32_t> own, other;
+      [[nodiscard]] bool operator==(const Side& o) const { return d.same(o.d) && first == o.first && own == o.own && other == o.other; }
+    };
+    std::vector<fine_t> theta;
+    std::vector<std::int64_t> usage;  ///< empty when the usage test does not apply
+    std::vector<Side> edges;
+    std::uint64_t hash = 0;
+    [[nodiscard]] bool operator==(const Context& o) const { return hash == o.hash && theta == o.theta && usage == o.usage && edges == o.edges; }
+  };
+
+  [[nodiscard]] static Context context_of(const Problem& p, std::uint32_t u) {
+    const WNode& n = p.nodes[u];
+    Context c;
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over words
+    const auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 1099511628211ull; };
+    c.theta = n.theta;
+    for (const fine_t x : n.theta) mix(static_cast<std::uint64_t>(x));
+    if (!n.usage.empty() && !n.limits.empty()) {
+      c.usage = n.usage;
+      for (const std::int64_t x : n.usage) mix(static_cast<std::uint64_t>(x));
+    }
+    for (const std::uint32_t ei : n.edges) {
+      const WEdge& e = p.edges[ei];
+      const bool first = e.u == u;
+      Context::Side side{e.d, first, first ? e.rc : e.cc, first ? e.cc : e.rc};
+      mix(reinterpret_cast<std::uintptr_t>(e.d.data()));
+      mix(first ? 1 : 2);
+      for (const std::uint32_t x : side.own) mix(x);
+      mix(~std::uint64_t{0});
+      for (const std::uint32_t x : side.other) mix(x);
+      c.edges.push_back(std::move(side));
+    }
+    c.hash = h;
+    return c;
+  }
+
+  /// The stored result of a context equal to `c`, or nullptr.
+  [[nodiscard]] const std::vector<char>* find(const Context& c) {
+    const auto [first, last] = entries_.equal_range(c.hash);
+    for (auto it = first; it != last; ++it)
+      if (it->second.first == c) {
+        ++hits_;
+        return &it->second.second;
+      }
+    return nullptr;
+  }
+  /// How many looks took a stored result.
+  [[nodiscard]] std::size_t hits() const noexcept { return hits_; }
+
+  void store(Context c, std::vector<char> keep) {
+    const std::uint64_t h = c.hash;
+    entries_.emplace(h, std::make_pair(std::move(c), std::move(keep)));
+  }
+
+ private:
+  std::unordered_multimap<std::uint64_t, std::pair<Context, std::vector<char>>> entries_;
+  std::size_t hits_ = 0;
+};
+
+/// Removes dominated labels of u (see the file comment), taking the result of an equal context
+/// from `memo` when one is given. Returns the number removed.
+inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOptions& opt, DominanceMemo* memo = nullptr) {
+  if (memo == nullptr) {
+    const std::vector<char> keep = undominated_labels(p, u, opt);
+    return keep.empty() ? 0 : p.keep_labels(u, keep);
+  }
+  DominanceMemo::Context context = DominanceMemo::context_of(p, u);
+  if (const std::vector<char>* keep = memo->find(context)) return keep->empty() ? 0 : p.keep_labels(u, *keep);
+  std::vector<char> keep = undominated_labels(p, u, opt);
+  memo->store(std::move(context), keep);
+  return keep.empty() ? 0 : p.keep_labels(u, keep);
 }
 
 /// Whether reduce_labels also removes dominated labels.
@@ -684,6 +776,7 @@ enum class Dominance { skip, apply };
 inline bool reduce_labels(Problem& p, const ReduceOptions& opt, ReduceStats& stats, Dominance dominance) {
   bool changed = true;
   DeadlinePoll poll(opt.deadline, 1);  // per node: one dominance test can take ~0.1 s on a 2x2x2x2 mesh
+  DominanceMemo memo;                  // the nodes of repeated blocks share their results
   while (changed) {
     changed = false;
     if (!propagate(p, stats, opt.deadline)) return false;
@@ -706,7 +799,7 @@ inline bool reduce_labels(Problem& p, const ReduceOptions& opt, ReduceStats& sta
         if (!p.nodes[u].alive || !p.dirty[u] || p.dominance_checks[u] >= opt.dominance_checks) continue;
         p.dirty[u] = 0;
         ++p.dominance_checks[u];
-        const std::size_t removed = remove_dominated(p, u, opt);
+        const std::size_t removed = remove_dominated(p, u, opt, &memo);
         if (removed > 0) {
           stats.dominated += removed;
           changed = true;
