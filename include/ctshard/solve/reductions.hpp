@@ -432,16 +432,22 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   return true;
 }
 
-/// The labels of u that no other label dominates (see the file comment): keep[a] = 1 for a label
-/// kept, per current label of u; empty when u is not looked at (fewer than two labels, or the
-/// pairwise work over `opt.max_dominance_work`). Reads u's unary costs and usages and, per edge,
-/// its matrix, orientation and both class maps, nothing else.
-[[nodiscard]] inline std::vector<char> undominated_labels(const Problem& p, std::uint32_t u, const ReduceOptions& opt) {
+/// Whether dominance looks at u: two labels at least, and the pairwise work (labels^2 x edges)
+/// within `opt.max_dominance_work`.
+[[nodiscard]] inline bool dominance_looks_at(const Problem& p, std::uint32_t u, const ReduceOptions& opt) {
   const WNode& n = p.nodes[u];
   const std::size_t L = n.theta.size();
-  if (L < 2) return {};
-  const std::size_t work = L * L * std::max<std::size_t>(1, n.edges.size());
-  if (work > opt.max_dominance_work) return {};
+  return L >= 2 && L * L * std::max<std::size_t>(1, n.edges.size()) <= opt.max_dominance_work;
+}
+
+/// The labels of u that no other label dominates (see the file comment): keep[a] = 1 for a label
+/// kept, per current label of u; empty when u is not looked at (dominance_looks_at). Reads u's
+/// unary costs and usages and, per edge, its matrix, orientation and both class maps, nothing
+/// else.
+[[nodiscard]] inline std::vector<char> undominated_labels(const Problem& p, std::uint32_t u, const ReduceOptions& opt) {
+  if (!dominance_looks_at(p, u, opt)) return {};
+  const WNode& n = p.nodes[u];
+  const std::size_t L = n.theta.size();
   // per edge: maxdiff(ra, rb) = max over the neighbour's classes in use of d(ra, c) - d(rb, c),
   // computed when asked (most pairs are rejected by a probe column or the first edges; a memo of
   // own x own entries cost more to fill than the few pairs that reach it)
@@ -756,7 +762,7 @@ class DominanceMemo {
 /// Removes dominated labels of u (see the file comment), taking the result of an equal context
 /// from `memo` when one is given. Returns the number removed.
 inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOptions& opt, DominanceMemo* memo = nullptr) {
-  if (memo == nullptr) {
+  if (memo == nullptr || !dominance_looks_at(p, u, opt)) {
     const std::vector<char> keep = undominated_labels(p, u, opt);
     return keep.empty() ? 0 : p.keep_labels(u, keep);
   }
