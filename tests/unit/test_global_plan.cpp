@@ -583,6 +583,65 @@ TEST_CASE("solve: a degree-2 elimination's new edge is the least over the node's
     }
 }
 
+TEST_CASE("solve: degree-2 eliminations of repeated blocks share one new matrix; another unary cost makes its own", "[global][solve]") {
+  namespace sd = solve::detail;
+  // three blocks: a 6-label node between two 4-label nodes; the blocks' edges share two matrices;
+  // blocks 0 and 1 have the same unary costs, block 2 other ones
+  std::mt19937 rng(7);
+  const auto cost = [&] { return rng() % 7 == 0 ? forbidden : static_cast<cost_t>(rng() % 40); };
+  std::shared_ptr<const std::vector<cost_t>> m[2];
+  for (auto& x : m) {
+    std::vector<cost_t> c(24);
+    for (auto& y : c) y = cost();
+    x = std::make_shared<const std::vector<cost_t>>(std::move(c));
+  }
+  CostGraph g;
+  const std::vector<cost_t> theta{3, 0, 5, 1, 2, 4}, other_theta{0, 9, 5, 1, 2, 4};
+  std::uint32_t middle[3] = {};
+  for (int b = 0; b < 3; ++b) {
+    const std::uint32_t x = g.add_node({0, 1, 2, 3}), y = g.add_node({1, 0, 1, 0});
+    middle[b] = g.add_node(b == 2 ? other_theta : theta);
+    for (int side = 0; side < 2; ++side) {
+      CostEdge e;
+      e.u = middle[b];
+      e.v = side == 0 ? x : y;
+      e.rows = 6;
+      e.cols = 4;
+      e.row_class = {0, 1, 2, 3, 4, 5};
+      e.col_class = {0, 1, 2, 3};
+      e.shared = m[side];
+      g.add_edge(std::move(e));
+    }
+  }
+  sd::Problem p(g, 1);
+  sd::ReduceStats st;
+  sd::SeriesMemo memo;
+  std::vector<std::size_t> made;  // the new edges' indices
+  for (const std::uint32_t u : middle) {
+    REQUIRE(sd::eliminate_series(p, u, sd::ReduceOptions{}, st, &memo));
+    made.push_back(p.edges.size() - 1);
+  }
+  CHECK(memo.hits() == 1);
+  CHECK(p.edges[made[0]].d.same(p.edges[made[1]].d));
+  CHECK_FALSE(p.edges[made[0]].d.same(p.edges[made[2]].d));
+  for (int b = 0; b < 3; ++b) {
+    INFO("block " << b);
+    const sd::WEdge& ne = p.edges[made[static_cast<std::size_t>(b)]];
+    REQUIRE(ne.alive);
+    for (std::uint32_t x = 0; x < 4; ++x)
+      for (std::uint32_t y = 0; y < 4; ++y) {
+        cost_t best = forbidden;
+        for (std::uint32_t a = 0; a < 6; ++a) {
+          const cost_t l = (*m[0])[a * 4 + x], r = (*m[1])[a * 4 + y];
+          if (!is_forbidden(l) && !is_forbidden(r)) best = std::min(best, g.unary[middle[b]][a] + l + r);
+        }
+        const sd::fine_t got = ne.at(x, y);
+        if (is_forbidden(best)) CHECK(got >= sd::inf);
+        else CHECK(got == best);
+      }
+  }
+}
+
 TEST_CASE("solve: dominance tried on a sample of a large node's labels first stays exact", "[global][solve]") {
   // chains of three 70-label nodes (the sample runs from 64 labels): with the sample and without,
   // dominance removes labels and the labels left still hold the brute-force optimum

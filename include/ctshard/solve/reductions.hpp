@@ -22,6 +22,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -331,9 +332,90 @@ inline void eliminate_leaf(Problem& p, std::uint32_t u, ReduceStats& stats) {
   ++stats.leaves;
 }
 
-/// Degree-2 elimination: u's two edges become one edge between its neighbours. False (nothing
-/// done) when the work would exceed the options' budget.
-inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& opt, ReduceStats& stats) {
+/// The end of a degree-2 elimination of u: its factors recorded (reconstruction), its two edges
+/// replaced by `ne`, u gone.
+inline void finish_series(Problem& p, std::uint32_t u, WEdge ne, ElimFactor f1, ElimFactor f2, ReduceStats& stats) {
+  const std::uint32_t e1 = p.nodes[u].edges[0], e2 = p.nodes[u].edges[1];
+  Elimination& el = p.record(u);
+  el.factors.push_back(std::move(f1));
+  el.factors.push_back(std::move(f2));
+  p.drop_edge(e1);
+  p.drop_edge(e2);
+  p.leave_limits(u);
+  p.nodes[u].alive = false;
+  p.add_edge(std::move(ne));
+  ++stats.series;
+}
+
+/// The matrices degree-2 eliminations made, by what they were made of: the groups of the node's
+/// labels (class on each edge, least unary cost) and, per edge, the same matrix object in the
+/// same orientation. The eliminations of a repeated block's nodes then share one new matrix
+/// instead of each computing its min-plus product (and their neighbours' dominance contexts,
+/// DominanceMemo, stay equal). An entry holds its input matrices, so no other matrix can take
+/// their address while it is stored.
+class SeriesMemo {
+ public:
+  /// What eliminate_series's new matrix is made of.
+  struct Key {
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, fine_t>> groups;  ///< (class on e1, class on e2, least theta)
+    SharedMatrix d1, d2;
+    bool row1 = true, row2 = true;  ///< the node is the row side of e1 / e2
+    std::uint32_t own1 = 0, cols1 = 0, own2 = 0, cols2 = 0;
+    std::uint64_t hash = 0;
+    [[nodiscard]] bool operator==(const Key& o) const {
+      return hash == o.hash && d1.same(o.d1) && d2.same(o.d2) && row1 == o.row1 && row2 == o.row2 && own1 == o.own1 && cols1 == o.cols1 &&
+             own2 == o.own2 && cols2 == o.cols2 && groups == o.groups;
+    }
+  };
+
+  [[nodiscard]] static Key key_of(const std::map<std::pair<std::uint32_t, std::uint32_t>, fine_t>& groups, const ElimFactor& f1,
+                                  const ElimFactor& f2) {
+    Key k{{}, f1.d, f2.d, f1.own_is_row, f2.own_is_row, f1.own, f1.cols, f2.own, f2.cols, 0};
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over words
+    const auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 1099511628211ull; };
+    k.groups.reserve(groups.size());
+    for (const auto& [classes, theta] : groups) {
+      k.groups.emplace_back(classes.first, classes.second, theta);
+      mix(classes.first);
+      mix(classes.second);
+      mix(static_cast<std::uint64_t>(theta));
+    }
+    for (const std::uint64_t x :
+         {std::uint64_t{reinterpret_cast<std::uintptr_t>(f1.d.data())}, std::uint64_t{reinterpret_cast<std::uintptr_t>(f2.d.data())},
+          std::uint64_t{f1.own_is_row}, std::uint64_t{f2.own_is_row}, std::uint64_t{f1.own}, std::uint64_t{f1.cols}, std::uint64_t{f2.own},
+          std::uint64_t{f2.cols}})
+      mix(x);
+    k.hash = h;
+    return k;
+  }
+
+  /// The matrix made of a key equal to `k`, or nullptr.
+  [[nodiscard]] const SharedMatrix* find(const Key& k) {
+    const auto [first, last] = entries_.equal_range(k.hash);
+    for (auto it = first; it != last; ++it)
+      if (it->second.first == k) {
+        ++hits_;
+        return &it->second.second;
+      }
+    return nullptr;
+  }
+  /// How many eliminations took a stored matrix.
+  [[nodiscard]] std::size_t hits() const noexcept { return hits_; }
+
+  void store(Key k, SharedMatrix d) {
+    const std::uint64_t h = k.hash;
+    entries_.emplace(h, std::make_pair(std::move(k), std::move(d)));
+  }
+
+ private:
+  std::unordered_multimap<std::uint64_t, std::pair<Key, SharedMatrix>> entries_;
+  std::size_t hits_ = 0;
+};
+
+/// Degree-2 elimination: u's two edges become one edge between its neighbours (its matrix taken
+/// from `memo` when one made of the same is there). False (nothing done) when the work would
+/// exceed the options' budget.
+inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& opt, ReduceStats& stats, SeriesMemo* memo = nullptr) {
   const std::uint32_t e1 = p.nodes[u].edges[0], e2 = p.nodes[u].edges[1];
   ElimFactor f1 = p.factor_from(e1, u), f2 = p.factor_from(e2, u);
   const WNode& n = p.nodes[u];
@@ -358,6 +440,15 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   }
   ne.rows = f1.cols;
   ne.cols = f2.cols;
+  std::optional<SeriesMemo::Key> made_of;
+  if (memo != nullptr) {
+    made_of = SeriesMemo::key_of(groups, f1, f2);
+    if (const SharedMatrix* made = memo->find(*made_of)) {
+      ne.d = *made;
+      finish_series(p, u, std::move(ne), std::move(f1), std::move(f2), stats);
+      return true;
+    }
+  }
   std::vector<fine_t> nd(cells, inf);
   std::vector<fine_t> t1, t2;  // transposed copies only when a matrix is stored other x own
   if (!f1.own_is_row) t1 = f1.rows();
@@ -420,15 +511,8 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   }
   for (auto& x : nd) x = clamp_forbidden(x);
   ne.d = SharedMatrix(std::move(nd));
-  Elimination& el = p.record(u);
-  el.factors.push_back(std::move(f1));
-  el.factors.push_back(std::move(f2));
-  p.drop_edge(e1);
-  p.drop_edge(e2);
-  p.leave_limits(u);
-  p.nodes[u].alive = false;
-  p.add_edge(std::move(ne));
-  ++stats.series;
+  if (made_of) memo->store(std::move(*made_of), ne.d);
+  finish_series(p, u, std::move(ne), std::move(f1), std::move(f2), stats);
   return true;
 }
 
@@ -856,6 +940,7 @@ inline bool eliminate_low_degree(Problem& p, const ReduceOptions& opt, ReduceSta
   };
   for (std::uint32_t u = 0; u < p.nodes.size(); ++u) requeue(u);
   DeadlinePoll poll(opt.deadline, 64);
+  SeriesMemo memo;  // the nodes of repeated blocks share their new matrices
   while (!p.infeasible && !poll.passed()) {
     if (!leaves.empty()) {
       const std::uint32_t u = leaves.back();
@@ -885,7 +970,7 @@ inline bool eliminate_low_degree(Problem& p, const ReduceOptions& opt, ReduceSta
     // the estimate counts labels; the real work counts u's label groups (pairs of classes), which
     // can be far fewer, so a node over the budget is tried and skipped only when it fails
     const std::uint32_t v = p.edges[p.nodes[u].edges[0]].other(u), w = p.edges[p.nodes[u].edges[1]].other(u);
-    if (!eliminate_series(p, u, limits, stats)) {
+    if (!eliminate_series(p, u, limits, stats, &memo)) {
       skip[u] = 1;
       continue;
     }
