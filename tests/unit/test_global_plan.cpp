@@ -642,6 +642,21 @@ TEST_CASE("solve: degree-2 eliminations of repeated blocks share one new matrix;
   }
 }
 
+TEST_CASE("solve: a memo's reference to a matrix does not keep it alive, and matches nothing once it is freed", "[global][solve]") {
+  namespace sd = solve::detail;
+  auto a = std::make_unique<sd::SharedMatrix>(std::vector<sd::fine_t>{1, 2, 3});
+  const sd::SharedMatrix b(std::vector<sd::fine_t>{1, 2, 3});  // equal costs, another object
+  const sd::SharedMatrix::Ref ra(*a), ra2(*a), rb(b);
+  CHECK(ra.same(ra2));
+  CHECK_FALSE(ra.same(rb));
+  CHECK(ra.get().same(*a));
+  a.reset();  // the last holder goes: the costs are freed
+  CHECK(ra.get().size() == 0);
+  CHECK_FALSE(ra.same(ra2));
+  const sd::SharedMatrix c(std::vector<sd::fine_t>{1, 2, 3});
+  CHECK_FALSE(ra.same(sd::SharedMatrix::Ref(c)));
+}
+
 TEST_CASE("solve: dominance tried on a sample of a large node's labels first stays exact", "[global][solve]") {
   // chains of three 70-label nodes (the sample runs from 64 labels): with the sample and without,
   // dominance removes labels and the labels left still hold the brute-force optimum

@@ -142,6 +142,31 @@ class SharedMatrix {
   /// Whether both hold the same matrix object (not only equal costs).
   [[nodiscard]] bool same(const SharedMatrix& o) const noexcept { return p_ == o.p_; }
 
+  /// A reference to a matrix object that does not keep its costs alive (the reductions' memo
+  /// keys). Two references are the same while that object lives; once it is freed, a reference
+  /// to it matches nothing. It keeps the object's control block, so no later matrix can have
+  /// the same identity while the reference exists.
+  class Ref {
+   public:
+    Ref() = default;
+    explicit Ref(const SharedMatrix& m) : w_(m.p_) {}
+    /// The same live matrix object (not only equal costs).
+    [[nodiscard]] bool same(const Ref& o) const noexcept {
+      return !w_.expired() && !o.w_.expired() && !w_.owner_before(o.w_) && !o.w_.owner_before(w_);
+    }
+    /// The matrix, while it lives (an empty matrix once it is freed).
+    [[nodiscard]] SharedMatrix get() const {
+      SharedMatrix m;
+      m.p_ = w_.lock();
+      return m;
+    }
+
+   private:
+    std::weak_ptr<const std::vector<fine_t>> w_;
+  };
+  /// An identity for hashing: equal for the same matrix object.
+  [[nodiscard]] std::uintptr_t identity() const noexcept { return reinterpret_cast<std::uintptr_t>(p_.get()); }
+
  private:
   std::shared_ptr<const std::vector<fine_t>> p_;
 };

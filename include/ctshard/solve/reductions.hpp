@@ -351,14 +351,15 @@ inline void finish_series(Problem& p, std::uint32_t u, WEdge ne, ElimFactor f1, 
 /// labels (class on each edge, least unary cost) and, per edge, the same matrix object in the
 /// same orientation. The eliminations of a repeated block's nodes then share one new matrix
 /// instead of each computing its min-plus product (and their neighbours' dominance contexts,
-/// DominanceMemo, stay equal). An entry holds its input matrices, so no other matrix can take
-/// their address while it is stored.
+/// DominanceMemo, stay equal). Entries refer to matrices without keeping them alive
+/// (SharedMatrix::Ref): a matrix that no edge holds any more is freed and its entry matches
+/// nothing (keeping them held 68 MiB more on longformer_fw's 2x2x2 reductions).
 class SeriesMemo {
  public:
   /// What eliminate_series's new matrix is made of.
   struct Key {
     std::vector<std::tuple<std::uint32_t, std::uint32_t, fine_t>> groups;  ///< (class on e1, class on e2, least theta)
-    SharedMatrix d1, d2;
+    SharedMatrix::Ref d1, d2;
     bool row1 = true, row2 = true;  ///< the node is the row side of e1 / e2
     std::uint32_t own1 = 0, cols1 = 0, own2 = 0, cols2 = 0;
     std::uint64_t hash = 0;
@@ -370,7 +371,7 @@ class SeriesMemo {
 
   [[nodiscard]] static Key key_of(const std::map<std::pair<std::uint32_t, std::uint32_t>, fine_t>& groups, const ElimFactor& f1,
                                   const ElimFactor& f2) {
-    Key k{{}, f1.d, f2.d, f1.own_is_row, f2.own_is_row, f1.own, f1.cols, f2.own, f2.cols, 0};
+    Key k{{}, SharedMatrix::Ref(f1.d), SharedMatrix::Ref(f2.d), f1.own_is_row, f2.own_is_row, f1.own, f1.cols, f2.own, f2.cols, 0};
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a over words
     const auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 1099511628211ull; };
     k.groups.reserve(groups.size());
@@ -381,34 +382,50 @@ class SeriesMemo {
       mix(static_cast<std::uint64_t>(theta));
     }
     for (const std::uint64_t x :
-         {std::uint64_t{reinterpret_cast<std::uintptr_t>(f1.d.data())}, std::uint64_t{reinterpret_cast<std::uintptr_t>(f2.d.data())},
-          std::uint64_t{f1.own_is_row}, std::uint64_t{f2.own_is_row}, std::uint64_t{f1.own}, std::uint64_t{f1.cols}, std::uint64_t{f2.own},
-          std::uint64_t{f2.cols}})
+         {std::uint64_t{f1.d.identity()}, std::uint64_t{f2.d.identity()}, std::uint64_t{f1.own_is_row}, std::uint64_t{f2.own_is_row},
+          std::uint64_t{f1.own}, std::uint64_t{f1.cols}, std::uint64_t{f2.own}, std::uint64_t{f2.cols}})
       mix(x);
     k.hash = h;
     return k;
   }
 
-  /// The matrix made of a key equal to `k`, or nullptr.
-  [[nodiscard]] const SharedMatrix* find(const Key& k) {
+  /// The matrix made of a key equal to `k` while it lives, or an empty one.
+  [[nodiscard]] SharedMatrix find(const Key& k) {
     const auto [first, last] = entries_.equal_range(k.hash);
     for (auto it = first; it != last; ++it)
-      if (it->second.first == k) {
-        ++hits_;
-        return &it->second.second;
-      }
-    return nullptr;
+      if (it->second.key == k)
+        if (SharedMatrix made = it->second.held.size() > 0 ? it->second.held : it->second.made.get(); made.size() > 0) {
+          ++hits_;
+          return made;
+        }
+    return {};
   }
   /// How many eliminations took a stored matrix.
   [[nodiscard]] std::size_t hits() const noexcept { return hits_; }
 
-  void store(Key k, SharedMatrix d) {
+  /// Stores `d` as made of `k`; it is kept alive while the matrices kept stay within
+  /// `max_held_bytes` (a new matrix is often merged into a parallel edge or eliminated again
+  /// before the next block's node comes up).
+  void store(Key k, const SharedMatrix& d) {
     const std::uint64_t h = k.hash;
-    entries_.emplace(h, std::make_pair(std::move(k), std::move(d)));
+    Entry e{std::move(k), SharedMatrix::Ref(d), {}};
+    if (held_bytes_ + d.size() * sizeof(fine_t) <= max_held_bytes) {
+      held_bytes_ += d.size() * sizeof(fine_t);
+      e.held = d;
+    }
+    entries_.emplace(h, std::move(e));
   }
+  /// The most matrix bytes the memo keeps alive (entries beyond it refer to theirs weakly).
+  static constexpr std::size_t max_held_bytes = std::size_t{32} << 20;
 
  private:
-  std::unordered_multimap<std::uint64_t, std::pair<Key, SharedMatrix>> entries_;
+  struct Entry {
+    Key key;
+    SharedMatrix::Ref made;
+    SharedMatrix held;  ///< `made`, kept alive (within max_held_bytes), or empty
+  };
+  std::unordered_multimap<std::uint64_t, Entry> entries_;
+  std::size_t held_bytes_ = 0;
   std::size_t hits_ = 0;
 };
 
@@ -443,8 +460,8 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
   std::optional<SeriesMemo::Key> made_of;
   if (memo != nullptr) {
     made_of = SeriesMemo::key_of(groups, f1, f2);
-    if (const SharedMatrix* made = memo->find(*made_of)) {
-      ne.d = *made;
+    if (SharedMatrix made = memo->find(*made_of); made.size() > 0) {
+      ne.d = std::move(made);
       finish_series(p, u, std::move(ne), std::move(f1), std::move(f2), stats);
       return true;
     }
@@ -773,19 +790,25 @@ inline bool eliminate_series(Problem& p, std::uint32_t u, const ReduceOptions& o
 
 /// The results of undominated_labels by node context, for the nodes of repeated blocks: a node
 /// whose context (unary costs, usages when the usage test applies, and per edge, in order: the
-/// same matrix object, the orientation and both class maps) equals one already looked at takes
-/// that node's result without building its tables (labels x neighbour classes per edge) or
-/// testing pairs. Equal contexts give equal results: undominated_labels reads nothing else. An
-/// entry holds its matrices, so no other matrix can take their address while it is stored.
+/// same matrix object, its shape and orientation, and both class maps) equals one already looked
+/// at takes that node's result without building its tables (labels x neighbour classes per edge)
+/// or testing pairs. Equal contexts give equal results: undominated_labels reads nothing else.
+/// Entries refer to matrices without keeping them alive (SharedMatrix::Ref): those that class
+/// drops, fixing and merges replace are freed as before, and their entries match nothing
+/// (keeping them held 96 MiB more on longformer_fw's 2x4 reductions with every candidate).
 class DominanceMemo {
  public:
   /// What undominated_labels reads of a node.
   struct Context {
     struct Side {
-      SharedMatrix d;
-      bool first = false;  ///< the node is the edge's row side
+      SharedMatrix::Ref d;
+      bool first = false;                                ///< the node is the edge's row side
+      std::uint32_t own_classes = 0, other_classes = 0;  ///< the matrix's shape, seen from the node
       std::vector<std::uint32_t> own, other;
-      [[nodiscard]] bool operator==(const Side& o) const { return d.same(o.d) && first == o.first && own == o.own && other == o.other; }
+      [[nodiscard]] bool operator==(const Side& o) const {
+        return d.same(o.d) && first == o.first && own_classes == o.own_classes && other_classes == o.other_classes && own == o.own &&
+               other == o.other;
+      }
     };
     std::vector<fine_t> theta;
     std::vector<std::int64_t> usage;  ///< empty when the usage test does not apply
@@ -808,9 +831,11 @@ class DominanceMemo {
     for (const std::uint32_t ei : n.edges) {
       const WEdge& e = p.edges[ei];
       const bool first = e.u == u;
-      Context::Side side{e.d, first, first ? e.rc : e.cc, first ? e.cc : e.rc};
-      mix(reinterpret_cast<std::uintptr_t>(e.d.data()));
+      Context::Side side{SharedMatrix::Ref(e.d), first, first ? e.rows : e.cols, first ? e.cols : e.rows, first ? e.rc : e.cc, first ? e.cc : e.rc};
+      mix(e.d.identity());
       mix(first ? 1 : 2);
+      mix(side.own_classes);
+      mix(side.other_classes);
       for (const std::uint32_t x : side.own) mix(x);
       mix(~std::uint64_t{0});
       for (const std::uint32_t x : side.other) mix(x);
