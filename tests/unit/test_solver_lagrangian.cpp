@@ -263,6 +263,28 @@ TEST_CASE("lagrangian bound: usages near 2^58 clamp the multiplier and stay vali
   CHECK(r.optimal);
 }
 
+TEST_CASE("lagrangian bound: a multiplier doubled against an unreachable limit stays within exact arithmetic", "[solve][lagrangian]") {
+  // a chain of 8 nodes, label 0 (cost 0, usage 10) or 1 (cost 2^40, usage 1), no two adjacent 1s:
+  // at least 4 nodes use 10, so no labelling keeps the limit 20, though the least usages (8) do.
+  // No labelling within the limit is ever found, so the tries double λ; with each node's priced
+  // cost clamped to 2^54 alone, the 8 of them summed past 2^56 and the try's solve threw
+  // "the costs are too large for exact arithmetic" (GPT-2's training step at a 2 GiB budget)
+  const cost_t dear = cost_t{1} << 40;
+  CostGraph g;
+  for (int u = 0; u < 8; ++u) {
+    g.add_node({0, dear});
+    g.usage.push_back({10, 1});
+  }
+  for (std::uint32_t u = 0; u + 1 < 8; ++u) g.add_dense_edge(u, u + 1, {0, 0, 0, forbidden});
+  g.limits.push_back(UsageLimit{{0, 1, 2, 3, 4, 5, 6, 7}, 20});
+  const auto lb = lagrangian_bound(g, SolveOptions{}, Deadline::after(5.0));
+  REQUIRE(lb.has_value());
+  CHECK(*lb >= 0);
+  const SolveResult r = solve(g);
+  CHECK_FALSE(r.feasible);
+  CHECK(r.status == "infeasible");
+}
+
 TEST_CASE("limit repair: moves a labelling inside the limit, and no single admissible move improves it", "[solve][lagrangian][repair]") {
   std::size_t repaired = 0;
   for (unsigned seed = 0; seed < 300; ++seed) {

@@ -1021,6 +1021,11 @@ struct StepPenalty {
   if (max_cost > std::ldexp(1.0L, 52)) return std::nullopt;  // no room left for the usage terms
   int d = 0;                                                 // 2^d · max_cost <= 2^52: room left for the usage terms
   while (d < 20 && std::ldexp(max_cost, d + 1) <= std::ldexp(1.0L, 52)) ++d;
+  // the relaxation's magnitude (what its solve's choose_scale sums: every node's largest |unary|
+  // and every edge's largest) within 2^53 too, so the usage terms have room below its 2^56
+  const long double magnitude = detail::cost_magnitude(g);
+  while (d > 0 && std::ldexp(magnitude, d) > std::ldexp(1.0L, 53)) --d;
+  if (magnitude > std::ldexp(1.0L, 53)) return std::nullopt;
   const long double den = std::ldexp(1.0L, d);
   const std::size_t m = g.limits.size();
   // per limit: the members' largest |usage| sum per node (a node in several limits adds up)
@@ -1067,6 +1072,7 @@ struct StepPenalty {
     if (const Side x = side_of(least_usage_labels(g)); keeps_limit(x)) within = x;
   }
   std::optional<cost_t> best;
+  std::vector<cost_t> last_num;  // the last try's numerators
   SolveOptions so = detail::relaxation_options(o);
   so.deadline = until;
   // the relaxation's edges and scaled unaries, once: each try only re-prices the unaries
@@ -1081,12 +1087,22 @@ struct StepPenalty {
     std::vector<long double> added(g.num_nodes(), 0);
     for (std::size_t k = 0; k < m; ++k)
       for (auto u : g.limits[k].nodes) added[u] += static_cast<long double>(num[k]) * node_usage_max[u];
-    long double worst = 0;
-    for (auto a : added) worst = std::max(worst, a);
-    if (worst + std::ldexp(max_cost, d) > cap) {  // clamp all numerators by the same factor
-      const long double f = std::max(0.0L, (cap - std::ldexp(max_cost, d)) / worst);
-      for (auto& n : num) n = static_cast<cost_t>(std::floor(static_cast<long double>(n) * f));
+    long double worst = 0, total_added = 0;
+    for (auto a : added) {
+      worst = std::max(worst, a);
+      total_added += a;
     }
+    // clamp all numerators by the same factor: every node's priced cost within 2^54, and the
+    // priced problem's magnitude within 2^55 (a sum over every node: GPT-2's training step at a
+    // 2 GiB budget doubled λ until the relaxation's solve gave up on exact arithmetic)
+    long double f = 1;
+    if (worst + std::ldexp(max_cost, d) > cap) f = std::min(f, std::max(0.0L, (cap - std::ldexp(max_cost, d)) / worst));
+    if (const long double room = std::ldexp(1.0L, 55) - std::ldexp(magnitude, d); total_added > room)
+      f = std::min(f, std::max(0.0L, room / total_added));
+    if (f < 1)
+      for (auto& n : num) n = static_cast<cost_t>(std::floor(static_cast<long double>(n) * f));
+    if (num == last_num) break;  // the same multipliers as the last try (clamped): the same answer
+    last_num = num;
     const LimitPenalty pen{num, d};
     h.unary = scaled_unary;
     price_unaries(h.unary, g, pen.numerators);
