@@ -871,15 +871,13 @@ class DominanceMemo {
 /// Removes dominated labels of u (see the file comment), taking the result of an equal context
 /// from `memo` when one is given. Returns the number removed.
 inline std::size_t remove_dominated(Problem& p, std::uint32_t u, const ReduceOptions& opt, DominanceMemo* memo = nullptr) {
-  if (memo == nullptr || !dominance_looks_at(p, u, opt)) {
-    const std::vector<char> keep = undominated_labels(p, u, opt);
-    return keep.empty() ? 0 : p.keep_labels(u, keep);
-  }
+  const auto apply = [&](const std::vector<char>& keep) -> std::size_t { return keep.empty() ? 0 : p.keep_labels(u, keep); };
+  if (memo == nullptr || !dominance_looks_at(p, u, opt)) return apply(undominated_labels(p, u, opt));
   DominanceMemo::Context context = DominanceMemo::context_of(p, u);
-  if (const std::vector<char>* keep = memo->find(context)) return keep->empty() ? 0 : p.keep_labels(u, *keep);
+  if (const std::vector<char>* keep = memo->find(context)) return apply(*keep);
   std::vector<char> keep = undominated_labels(p, u, opt);
   memo->store(std::move(context), keep);
-  return keep.empty() ? 0 : p.keep_labels(u, keep);
+  return apply(keep);
 }
 
 /// Whether reduce_labels also removes dominated labels.

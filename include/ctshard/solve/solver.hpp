@@ -1000,12 +1000,11 @@ struct StepPenalty {
 /// problem 2^d·cost + Σ n_k·usage has integer costs, its dual bound B gives ceil((B - Σ n_k·limit_k)
 /// / 2^d). λ_k is tuned per limit by bisection on the subgradient (usage of the dual's best
 /// labelling minus limit_k): doubling while positive, halving the bracket after. A λ that would
-/// put a cost beyond 2^54 is clamped (to 0 at worst). Returns the best bound over at most `iterations` tries
-/// before `until`, or std::nullopt when none was found (or a cost exceeds 2^52: no room for λ).
-/// `labellings`, when given, receives each try's best labelling of the penalised problem (a
-/// primal candidate: repair_to_limits moves it inside the limits); `best_penalty` the multipliers
-/// of the best bound. `on_try`, when set, is called after each try with the best bound so far
-/// (solve's progress lines: a try can take seconds, and its relaxation writes none).
+/// put a cost beyond 2^54, or the priced problem's magnitude (summed over the nodes) beyond 2^55, is clamped (to 0 at worst); a try whose clamped
+/// multipliers repeat the last ends the tries. Returns the best bound over at most `iterations` tries before `until`, or std::nullopt when none was
+/// found (or a cost exceeds 2^52, or the costs sum past 2^53: no room for λ). `labellings`, when given, receives each try's best labelling of the
+/// penalised problem (a primal candidate: repair_to_limits moves it inside the limits); `best_penalty` the multipliers of the best bound. `on_try`,
+/// when set, is called after each try with the best bound so far (solve's progress lines: a try can take seconds, and its relaxation writes none).
 [[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
                                                             std::size_t iterations = 12,
                                                             std::vector<std::vector<std::uint32_t>>* labellings = nullptr,
