@@ -285,6 +285,39 @@ TEST_CASE("lagrangian bound: a multiplier doubled against an unreachable limit s
   CHECK(r.status == "infeasible");
 }
 
+TEST_CASE("limits out of reach: the least usages past a limit answer infeasible without the tries", "[solve][lagrangian]") {
+  // three nodes with usages {5, 2}, {4, 3} and {1, 7}; node 2's label 0 (usage 1) has a forbidden
+  // cost, so the least usage over labels of finite cost is 2 + 3 + 7 = 12 (6 counting it)
+  CostGraph g;
+  g.add_node({0, 9});
+  g.usage.push_back({5, 2});
+  g.add_node({0, 9});
+  g.usage.push_back({4, 3});
+  g.add_node({forbidden, 0});
+  g.usage.push_back({1, 7});
+  g.add_dense_edge(0, 1, {0, 1, 1, 0});
+  g.add_dense_edge(1, 2, {0, 1, 1, 0});
+  g.limits.push_back(UsageLimit{{0, 1, 2}, 11});
+  CHECK(limits_out_of_reach(g));
+  const SolveResult r = solve(g);
+  CHECK_FALSE(r.feasible);
+  CHECK(r.status == "infeasible");
+  CHECK(r.stats.lagrangian_ms == 0);  // no try ran
+  CHECK(r.stats.rounds == 0);
+  CHECK(r.lower_bound == forbidden);
+  // at the least usage exactly the limit is kept by one labelling (labels 1, 1, 1): cost 18
+  g.limits[0].limit = 12;
+  CHECK_FALSE(limits_out_of_reach(g));
+  const SolveResult at = solve(g);
+  REQUIRE(at.feasible);
+  CHECK(at.optimal);
+  CHECK(at.cost == 9 + 9 + 0);
+  CHECK(at.labels == std::vector<std::uint32_t>{1, 1, 1});
+  // a graph without limits is never out of reach
+  g.limits.clear();
+  CHECK_FALSE(limits_out_of_reach(g));
+}
+
 TEST_CASE("limit repair: moves a labelling inside the limit, and no single admissible move improves it", "[solve][lagrangian][repair]") {
   std::size_t repaired = 0;
   for (unsigned seed = 0; seed < 300; ++seed) {

@@ -849,6 +849,21 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   return x;
 }
 
+/// Whether some usage limit of `g` (not the interval limit) is above every labelling's reach: the
+/// least usage at each of its members (over labels of finite unary cost, least_usage_labels)
+/// sums past it. Then no labelling keeps it, and solve answers `infeasible` without its
+/// Lagrangian tries (GPT-2's training step below its least footprint spent 0.4 s of 0.45 in them).
+[[nodiscard]] inline bool limits_out_of_reach(const CostGraph& g) {
+  if (g.limits.empty() || g.usage.size() != g.num_nodes()) return false;
+  const std::vector<std::uint32_t> least = least_usage_labels(g);
+  return std::any_of(g.limits.begin(), g.limits.end(), [&](const UsageLimit& l) {
+    __extension__ typedef __int128 wide;
+    wide sum = 0;
+    for (auto u : l.nodes) sum += g.usage[u][least[u]];
+    return sum > l.limit;
+  });
+}
+
 [[nodiscard]] SolveResult solve(const CostGraph& g, const SolveOptions& o = {});
 
 /// Lagrangian multipliers of the usage limits as exact fractions: λ_k = numerators[k] / 2^shift
@@ -1339,7 +1354,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     if (o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
     (void)g.evaluate(o.start);  // a label out of range: ctshard::error naming it
   }
-  if (o.limits_dominance && o.reductions && o.dominance && !g.limits.empty() && !g.interval_limit) {
+  if (o.limits_dominance && o.reductions && o.dominance && !g.limits.empty() && !g.interval_limit && !limits_out_of_reach(g)) {
     // solve the graph without the labels dominated in cost and usage, then map the labels back
     std::size_t removed = 0;
     const auto kept = detail::labels_within_limits(g, until, o.start, removed);
@@ -1398,6 +1413,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   cost_t lower = std::numeric_limits<cost_t>::min();
   if (const cost_t t = detail::trivial_bound(g, extremes); !is_forbidden(t)) lower = t;
   else infeasible = true;  // some node or edge has no finite cost
+  if (limits_out_of_reach(g)) infeasible = true;
   // a start at the trivial bound (every term at its least value) is optimal without further work
   // (e.g. a greedy plan without redistribution when every cost is nonnegative)
   if (!infeasible && !g.limits.empty() && o.lagrangian_share > 0 && !(!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower)) {
