@@ -1019,7 +1019,8 @@ struct StepPenalty {
 /// multipliers repeat the last ends the tries. Returns the best bound over at most `iterations` tries before `until`, or std::nullopt when none was
 /// found (or a cost exceeds 2^52, or the costs sum past 2^53: no room for λ). `labellings`, when given, receives each try's best labelling of the
 /// penalised problem (a primal candidate: repair_to_limits moves it inside the limits); `best_penalty` the multipliers of the best bound. `on_try`,
-/// when set, is called after each try with the best bound so far (solve's progress lines: a try can take seconds, and its relaxation writes none).
+/// when set, is called after each try with the best bound so far, once `labellings` holds that try's labelling (solve takes it as a plan and writes a
+/// progress line: a try can take seconds, and its relaxation writes none).
 [[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
                                                             std::size_t iterations = 12,
                                                             std::vector<std::vector<std::uint32_t>>* labellings = nullptr,
@@ -1129,9 +1130,9 @@ struct StepPenalty {
       best = b;
       if (best_penalty != nullptr) *best_penalty = pen;
     }
+    if (r.feasible && labellings != nullptr) labellings->push_back(r.labels);
     if (on_try) on_try(*best);
     if (!r.feasible) break;
-    if (labellings != nullptr) labellings->push_back(r.labels);
     if (m == 1) {
       const Side found = side_of(r.labels);
       if (!found.seen) break;
@@ -1421,7 +1422,20 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     const auto t0 = clock::now();
     std::vector<std::vector<std::uint32_t>> candidates;
     LimitPenalty pen;
-    const auto tick = [&](cost_t b) { progress.tick(std::max(lower, b), inc.feasible_cost); };
+    // the penalised optima, moved inside the limits: first plans near the budget, taken after
+    // each try (a try can take seconds: the progress lines show the plan found so far)
+    std::size_t considered = 0;
+    const auto consider_candidates = [&] {
+      for (; considered < candidates.size(); ++considered) {
+        std::vector<std::uint32_t> x = candidates[considered];
+        inc.consider(x);
+        if (repair_to_limits(g, x, until)) inc.consider(x);
+      }
+    };
+    const auto tick = [&](cost_t b) {
+      consider_candidates();
+      progress.tick(std::max(lower, b), inc.feasible_cost);
+    };
     if (const auto lb = lagrangian_bound(g, o, share, 12, &candidates, &pen, tick)) {
       lower = std::max(lower, *lb);
       r.stats.lagrangian_bound = *lb;
@@ -1441,11 +1455,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
         }
       }
     }
-    // the penalised optima, moved inside the limits: first plans near the budget
-    for (auto& x : candidates) {
-      inc.consider(x);
-      if (repair_to_limits(g, x, until)) inc.consider(x);
-    }
+    consider_candidates();
     progress.tick(lower, inc.feasible_cost);  // (the rounds may have no time left to write one)
     r.stats.lagrangian_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   }
