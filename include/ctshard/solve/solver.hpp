@@ -1355,7 +1355,8 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     if (o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
     (void)g.evaluate(o.start);  // a label out of range: ctshard::error naming it
   }
-  if (o.limits_dominance && o.reductions && o.dominance && !g.limits.empty() && !g.interval_limit && !limits_out_of_reach(g)) {
+  const bool out_of_reach = limits_out_of_reach(g);  // infeasible: no limits dominance, no tries
+  if (o.limits_dominance && o.reductions && o.dominance && !g.limits.empty() && !g.interval_limit && !out_of_reach) {
     // solve the graph without the labels dominated in cost and usage, then map the labels back
     std::size_t removed = 0;
     const auto kept = detail::labels_within_limits(g, until, o.start, removed);
@@ -1414,7 +1415,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
   cost_t lower = std::numeric_limits<cost_t>::min();
   if (const cost_t t = detail::trivial_bound(g, extremes); !is_forbidden(t)) lower = t;
   else infeasible = true;  // some node or edge has no finite cost
-  if (limits_out_of_reach(g)) infeasible = true;
+  if (out_of_reach) infeasible = true;
   // a start at the trivial bound (every term at its least value) is optimal without further work
   // (e.g. a greedy plan without redistribution when every cost is nonnegative)
   if (!infeasible && !g.limits.empty() && o.lagrangian_share > 0 && !(!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower)) {
