@@ -240,6 +240,15 @@ TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push we
       CHECK(sd::ceil_div(last, scale) <= best);
       CHECK(sd::ceil_div(dual.bound(), scale) <= best);
     }
+    // each edge's term of the bound is its least reparametrized pair, forbidden pairs left out
+    for (const auto& e : p.edges) {
+      if (!e.alive) continue;
+      sd::fine_t least = sd::inf;
+      for (std::size_t a = 0; a < e.rc.size(); ++a)
+        for (std::size_t b = 0; b < e.cc.size(); ++b)
+          if (e.at(a, b) < sd::inf) least = std::min(least, e.at(a, b) - e.mu[a] - e.mv[b]);
+      CHECK(sd::Srmp::edge_min(e) == least);
+    }
     tight += sd::ceil_div(last, scale) == best ? 1 : 0;
   }
   CHECK(tight > test::scaled(100));  // and the bound is often exact on these small graphs
@@ -311,6 +320,29 @@ TEST_CASE("solve: fixing from stars keeps every label of every labelling within 
     const std::size_t removed = sd::fix_by_stars(p, lb, target);
     fixed_some += removed > 0 ? 1 : 0;
     emptied += p.infeasible ? 1 : 0;
+    // the edges are tidied once every node lost its labels: each pair keeps its input cost
+    // (parallel edges summed) and every class left is in use
+    for (const auto& e : p.edges) {
+      if (!e.alive || p.infeasible) continue;
+      CHECK_FALSE(e.untidy);
+      for (std::size_t a = 0; a < e.rc.size(); ++a)
+        for (std::size_t b = 0; b < e.cc.size(); ++b) {
+          const std::uint32_t la = p.nodes[e.u].label[a], lv = p.nodes[e.v].label[b];
+          cost_t want = 0;
+          for (const auto& f : g.edges) {
+            if (f.u == e.u && f.v == e.v) want = add_costs(want, f.at(la, lv));
+            if (f.u == e.v && f.v == e.u) want = add_costs(want, f.at(lv, la));
+          }
+          CHECK(e.at(a, b) == (is_forbidden(want) ? sd::inf : want * scale));
+        }
+      std::vector<char> rows(e.rows, 0), cols(e.cols, 0);
+      for (auto r : e.rc) rows[r] = 1;
+      for (auto c : e.cc) cols[c] = 1;
+      if (e.compact) {
+        CHECK(std::count(rows.begin(), rows.end(), 0) == 0);
+        CHECK(std::count(cols.begin(), cols.end(), 0) == 0);
+      }
+    }
     std::vector<std::vector<char>> kept(g.num_nodes());
     for (std::uint32_t u = 0; u < g.num_nodes(); ++u) {
       kept[u].assign(g.num_labels(u), 0);
