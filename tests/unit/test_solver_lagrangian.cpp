@@ -217,6 +217,30 @@ TEST_CASE("limits dominance: labels dominated in cost and usage go first, the op
   CHECK_THROWS_WITH(solve(g, bad), Catch::Contains("wrong size"));
 }
 
+TEST_CASE("priced rounds: the first round searches, not pruned by the unconstrained try's labelling", "[solve][lagrangian]") {
+  // the λ = 0 try's labelling breaks the limit; taken while no limit was enforced, it was the
+  // relaxation incumbent, and the first priced round (every limit enforced) pruned against it
+  // below its own bound, ended at once, and a second round did the work
+  // (no round at all when the tries' bound meets their best plan)
+  std::size_t searched = 0;
+  for (unsigned seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(seed);
+    const CostGraph g = random_graph(rng);
+    SolveOptions o;
+    o.limits_dominance = false;
+    const SolveResult r = solve(g, o);
+    INFO("seed " << seed);
+    CHECK(r.cost == brute_force_optimum(g));
+    if (!r.stats.priced_rounds) continue;
+    CHECK(r.optimal);
+    CHECK(r.stats.rounds <= 1);
+    CostGraph free = g;  // the unconstrained optimum breaks the limit: the case of the fault
+    free.limits.clear();
+    if (r.stats.rounds == 1 && solve(free).cost < r.cost) ++searched;
+  }
+  CHECK(searched > 20);
+}
+
 TEST_CASE("lagrangian bound: never above the constrained optimum on random graphs", "[solve][lagrangian]") {
   std::size_t above_unconstrained = 0;
   for (unsigned seed = 0; seed < 300; ++seed) {
