@@ -718,7 +718,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
     // Message passing in chunks of two passes; after each chunk, reduced-cost fixing removes the
     // labels that cannot be in a labelling below the incumbent, and the reductions run again on
     // what is left (smaller domains make the next passes cheaper and the bound tighter; GPT-2
-    // FSDP: 52 passes in chunks of 2, 76-116 in chunks of 8, with less work in all).
+    // FSDP: 52 passes in chunks of 2, 76-116 in chunks of 8, with less work in all). The first
+    // chunk has four passes: fixing after two removed ~8 % of the labels of GPT-2's training step
+    // on 2x2x2 for the price of a pass (StarBounds) and a compaction, in every Lagrangian try.
     auto t1 = clock::now();
     const std::size_t push_iterations = push_passes_in_range(magnitude * static_cast<long double>(scale), o.push_iterations);
     constexpr std::size_t chunk = 2;
@@ -731,7 +733,8 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       Srmp srmp(p);
       std::vector<std::uint32_t> labels, backward;
       fine_t best_lb = -inf, last_pass_lb = -inf;
-      for (std::size_t it = 0; it < chunk && total_it < o.max_dual_iterations; ++it, ++total_it) {
+      const std::size_t chunk_passes = total_it == 0 ? 2 * chunk : chunk;  // the first: four
+      for (std::size_t it = 0; it < chunk_passes && total_it < o.max_dual_iterations; ++it, ++total_it) {
         srmp.set_weights(total_it < push_iterations ? DualWeights::push : DualWeights::trws);
         const fine_t lb = srmp.iterate(labels, &backward);
         last_pass_lb = lb;
