@@ -284,12 +284,13 @@ inline std::size_t fix_by_stars(Problem& p, fine_t lb, fine_t target) {
   // the edges' matrices are compacted once, after every node has lost its labels (tidy_classes),
   // not once per end: an edge's first shrink hashes its whole matrix (Problem::compaction), and
   // edges sharing a matrix and its outcome share the copy (GPT-2's training step on 2x2x2: a
-  // Lagrangian try's first fixing and the reductions after it took 0.6-0.95 s, now 0.3-0.4 s)
+  // Lagrangian try's first fixing and the reductions after it took 0.6-0.95 s, now 0.3-0.4 s);
+  // an edge compacted before only drops its unused classes, as keep_labels did at once
   for (const auto& [u, keep] : fixes) {
     if (p.infeasible) break;
     if (p.nodes[u].alive) removed += p.keep_labels(u, keep, Problem::ClassCleanup::deferred);
   }
-  p.tidy_classes();
+  p.tidy_classes(Problem::Recompact::drop_unused);
   return removed;
 }
 

@@ -467,15 +467,27 @@ class Problem {
     return keep.size() - kept;
   }
 
+  /// What tidy_classes does with an edge compacted before: compact it again, or only drop the
+  /// classes no label uses (as keep_labels does at once: no look at the whole matrix for rows or
+  /// columns that became equal).
+  enum class Recompact { yes, drop_unused };
+
   /// Compacts every live edge that keep_labels left `untidy` (its unused classes go, and the rows
-  /// and columns that became equal merge; edges sharing a matrix and its outcome share the copy).
-  void tidy_classes() {
+  /// and columns that became equal merge; edges sharing a matrix and its outcome share the copy);
+  /// an edge compacted before only drops its unused classes with Recompact::drop_unused.
+  void tidy_classes(Recompact compacted = Recompact::yes) {
     memoise_compactions_ = true;
     for (std::uint32_t ei = 0; ei < edges.size(); ++ei) {
       WEdge& e = edges[ei];
       if (!e.untidy) continue;
       e.untidy = false;
-      if (e.alive) compact_classes(ei);
+      if (!e.alive) continue;
+      if (e.compact && compacted == Recompact::drop_unused) {
+        drop_unused_classes(ei, Side::rows);
+        drop_unused_classes(ei, Side::cols);
+      } else {
+        compact_classes(ei);
+      }
     }
     memoise_compactions_ = false;
     compactions_.clear();
