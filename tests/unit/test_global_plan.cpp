@@ -126,6 +126,17 @@ std::optional<DualCase> feasible_graph(std::uint32_t seed) {
   return c;
 }
 
+/// The input's cost of the pair (label `a` of node u, label `b` of node v): every edge of `g`
+/// between the two summed (either orientation); forbidden when one entry is.
+cost_t input_pair_cost(const CostGraph& g, std::uint32_t u, std::uint32_t v, std::uint32_t a, std::uint32_t b) {
+  cost_t sum = 0;
+  for (const auto& f : g.edges) {
+    if (f.u == u && f.v == v) sum = add_costs(sum, f.at(a, b));
+    if (f.u == v && f.v == u) sum = add_costs(sum, f.at(b, a));
+  }
+  return sum;
+}
+
 /// The objective recomputed without CostGraph::evaluate: dense loops over every edge's label pairs.
 cost_t independent_cost(const CostGraph& g, const std::vector<std::uint32_t>& x) {
   cost_t total = g.constant;
@@ -327,12 +338,7 @@ TEST_CASE("solve: fixing from stars keeps every label of every labelling within 
       CHECK_FALSE(e.untidy);
       for (std::size_t a = 0; a < e.rc.size(); ++a)
         for (std::size_t b = 0; b < e.cc.size(); ++b) {
-          const std::uint32_t la = p.nodes[e.u].label[a], lv = p.nodes[e.v].label[b];
-          cost_t want = 0;
-          for (const auto& f : g.edges) {
-            if (f.u == e.u && f.v == e.v) want = add_costs(want, f.at(la, lv));
-            if (f.u == e.v && f.v == e.u) want = add_costs(want, f.at(lv, la));
-          }
+          const cost_t want = input_pair_cost(g, e.u, e.v, p.nodes[e.u].label[a], p.nodes[e.v].label[b]);
           CHECK(e.at(a, b) == (is_forbidden(want) ? sd::inf : want * scale));
         }
       std::vector<char> rows(e.rows, 0), cols(e.cols, 0);
@@ -495,12 +501,7 @@ TEST_CASE("solve: removing labels keeps every remaining pair's cost and leaves n
         if (!e.alive) continue;
         for (std::size_t a = 0; a < e.rc.size(); ++a)
           for (std::size_t b = 0; b < e.cc.size(); ++b) {
-            const std::uint32_t la = p.nodes[e.u].label[a], lb = p.nodes[e.v].label[b];
-            cost_t want = 0;
-            for (const auto& f : g.edges) {
-              if (f.u == e.u && f.v == e.v) want = add_costs(want, f.at(la, lb));
-              if (f.u == e.v && f.v == e.u) want = add_costs(want, f.at(lb, la));
-            }
+            const cost_t want = input_pair_cost(g, e.u, e.v, p.nodes[e.u].label[a], p.nodes[e.v].label[b]);
             ++pairs;
             CHECK(e.at(a, b) == (is_forbidden(want) ? sd::inf : want));
           }
