@@ -790,7 +790,7 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       recent.push_back(lb_fine);
       if (recent.size() > stall_window) recent.pop_front();
     }
-    if (total_it == 0) lb_fine = trivial_bound_now();  // the deadline came first
+    if (lb_fine <= -inf) lb_fine = trivial_bound_now();  // no pass ran: the deadline came first
     st.dual_ms += ms_since(t1);
   }
   if (p.infeasible || bound_of(lb_fine) >= inc.upper()) {
