@@ -543,6 +543,12 @@ struct Incumbents {
   }
   /// The pruning value: no labelling at or above it is of interest.
   [[nodiscard]] cost_t upper() const noexcept { return std::min(relax_cost, feasible_cost); }
+  /// Drops the relaxation incumbent, once more limits are enforced than when it was taken (it may
+  /// break them, and would prune a round below its own bound).
+  void forget_relaxation() noexcept {
+    relax_cost = forbidden;
+    relax_labels.clear();
+  }
 };
 
 /// How the graph a round searches relates to the input graph `inc.g`: the input itself (not
@@ -1456,12 +1462,10 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
           priced.emplace(
               PricedRounds{std::move(h), mh, sh, detail::RoundPricing{true, pen.shift, static_cast<detail::fine_t>(base), pen.numerators}});
           std::fill(inc.enforced.begin(), inc.enforced.end(), 1);  // RoundPricing: every limit, from the first round
-          // a relaxation incumbent taken while no limit was enforced (the λ = 0 try's labelling,
-          // over the budget) keeps them no more: left in place, it pruned the first priced round
-          // below its own bound, and that round ended at once (GPT-2's training step on 2x2x2:
-          // 1.1 s for nothing)
-          inc.relax_cost = forbidden;
-          inc.relax_labels.clear();
+          // the relaxation incumbent was taken while no limit was enforced (the λ = 0 try's
+          // labelling, over the budget): left in place, it pruned the first priced round below its
+          // own bound, and that round ended at once (GPT-2's training step on 2x2x2: 1.1 s lost)
+          inc.forget_relaxation();
         }
       }
     }
@@ -1545,8 +1549,7 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
       for (auto& e : inc.enforced) e = 1;
     }
     r.stats.enforced_limits = static_cast<std::size_t>(std::count(inc.enforced.begin(), inc.enforced.end(), 1));
-    inc.relax_cost = forbidden;
-    inc.relax_labels.clear();
+    inc.forget_relaxation();
     if (added == 0 && r.stats.rounds > inc.limits.size() + 1) {
       timed_out = true;
       break;
