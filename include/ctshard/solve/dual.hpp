@@ -261,12 +261,21 @@ class StarBounds {
   std::vector<fine_t> rep_min_, g_, col_;
 };
 
+/// Labels fix_by_stars lists against a second target without removing them for it: every live
+/// label whose star bound exceeds `target` (fine units) goes to `out` as (node, input label id).
+/// No labelling of the problem costing at most `target` uses a listed label.
+struct StarReport {
+  fine_t target = inf;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>>* out = nullptr;  ///< null: no list
+};
+
 /// Reduced-cost fixing after a backward pass whose bound is `lb`: removes every label whose star
 /// bound (StarBounds) exceeds `target` (the incumbent minus one, fine units), so no labelling
-/// costing at most `target` loses a label. Every node is judged on the unchanged state first (a
-/// removal re-indexes its node's labels, which the neighbours' stars read), then the labels go.
-/// Returns the number removed; may leave the problem infeasible (nothing at most `target`).
-inline std::size_t fix_by_stars(Problem& p, fine_t lb, fine_t target) {
+/// costing at most `target` loses a label; `report` lists the labels above its own target, read
+/// from the same stars. Every node is judged on the unchanged state first (a removal re-indexes
+/// its node's labels, which the neighbours' stars read), then the labels go. Returns the number
+/// removed; may leave the problem infeasible (nothing at most `target`).
+inline std::size_t fix_by_stars(Problem& p, fine_t lb, fine_t target, const StarReport& report = {}) {
   std::vector<std::pair<std::uint32_t, std::vector<char>>> fixes;
   {
     StarBounds stars(p);
@@ -277,6 +286,9 @@ inline std::size_t fix_by_stars(Problem& p, fine_t lb, fine_t target) {
       std::vector<char> keep(excess.size(), 1);
       bool all = true;
       for (std::size_t a = 0; a < excess.size(); ++a) all = (keep[a] = excess[a] < inf && lb + excess[a] <= target) && all;
+      if (report.out != nullptr)
+        for (std::size_t a = 0; a < excess.size(); ++a)
+          if (excess[a] >= inf || lb + excess[a] > report.target) report.out->emplace_back(u, p.nodes[u].label[a]);
       if (!all) fixes.emplace_back(u, std::move(keep));
     }
   }

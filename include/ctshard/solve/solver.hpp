@@ -133,6 +133,12 @@ struct SolveOptions {
   /// solves would repeat the same pairwise tests (~3 s each on GPT-2's training step on 2x2x2) to
   /// find a few hundred more labels.
   bool relaxation_dominance = true;
+  /// When not forbidden (cost units of the graph): the first round's first reduced-cost fixing
+  /// also lists, in SolveResult::ruled_out, every label that no labelling costing at most this
+  /// much uses (its star bound is above it). Listed only by a round that removed nothing against
+  /// an incumbent before (no start labelling, no limits): the bounds are then those of the whole
+  /// graph. lagrangian_bound asks it with the best plan's cost in a try's penalised units.
+  cost_t rule_out_above = forbidden;
   /// With an interval limit (IOPDDL) and no feasible plan at the start: the share of the time
   /// left that the first round may use before its best labelling is repaired into a plan
   /// (repair_to_interval_limit); the Lagrangian heuristic of the steps gets the time left
@@ -192,6 +198,9 @@ struct SolveResult {
   bool feasible = false;              ///< `labels` keeps every usage limit and has a finite cost
   bool optimal = false;               ///< cost == lower_bound
   std::string status;                 ///< "optimal", "infeasible", "time_limit"
+  /// (node, label) pairs no labelling costing at most SolveOptions::rule_out_above uses; empty
+  /// when not asked or not listed.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ruled_out;
   double seconds = 0;
   double cpu_seconds = 0;  ///< processor time of the solve (this thread's process, single-threaded)
   SolveStats stats;
@@ -577,7 +586,7 @@ struct RoundPricing {
 /// under the enforced limits (forbidden when none keeps them); `complete` tells whether the round
 /// finished. `magnitude` is cost_magnitude(g).
 inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents& inc, fine_t scale, long double magnitude, const Deadline& until,
-                          SolveStats& st, bool first_round, bool& complete, const RoundPricing& pricing = {}) {
+                          SolveStats& st, bool first_round, bool& complete, const RoundPricing& pricing = {}, StarReport rule_out = {}) {
   using clock = std::chrono::steady_clock;
   const auto ms_since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   const clock::time_point deadline = until.at();
@@ -591,6 +600,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
   const std::optional<fine_t> slack = below_incumbent ? threshold_slack(g, scale, pricing.to_fine(inc.upper() - 1, scale)) : std::nullopt;
   Problem p(g, scale, &inc.enforced, &inc.limits, slack.has_value() ? std::max<fine_t>(*slack, 0) : inf);
   if (slack.has_value()) st.threshold_fixed += fix_by_threshold(p, *slack);
+  // the labels SolveOptions::rule_out_above asks for come from the first fixing's stars, and only
+  // where nothing went against an incumbent before (they bound the whole graph then)
+  if (below_incumbent) rule_out = {};
   ReduceOptions ro;
   ro.dominance = o.dominance;
   ro.eliminate = o.reductions;
@@ -764,7 +776,11 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       // with the star)
       const fine_t last_lb = last_pass_lb;
       const fine_t target = target_fine();
-      const std::size_t removed = fix_by_stars(p, last_lb, target);
+      const std::size_t removed = fix_by_stars(p, last_lb, target, rule_out);
+      // later fixings judge a problem already fixed against the round's incumbent: they list
+      // nothing (pruning every fixing at the caller's higher target instead kept the Lagrangian
+      // tries' problems large: GPT-2's 2x2x2 tries took 10-18 s each instead of 2)
+      rule_out = {};
       st.reduced_cost_fixed += removed;
       if (p.infeasible) {  // nothing below the incumbent: it is optimal for this round
         lb_fine = std::max(lb_fine, target + 1);
@@ -1014,6 +1030,26 @@ struct StepPenalty {
   return offset;
 }
 
+/// What lagrangian_bound hands back, and what it asks its caller, as its tries go (each optional).
+struct LagrangianHooks {
+  /// Receives each try's best labelling of the penalised problem (a primal candidate:
+  /// repair_to_limits moves it inside the limits).
+  std::vector<std::vector<std::uint32_t>>* labellings = nullptr;
+  LimitPenalty* best_penalty = nullptr;  ///< receives the multipliers of the best bound
+  /// Called after each try with the best bound so far, once `labellings` holds that try's
+  /// labelling (solve takes it as a plan and writes a progress line: a try can take seconds, and
+  /// its relaxation writes none).
+  std::function<void(cost_t)> on_try;
+  /// The cost of the caller's best labelling within the limits (forbidden: none), read before each
+  /// try: the labels no cheaper labelling uses are ruled out (lagrangian_bound).
+  std::function<cost_t()> plan_cost;
+  /// Receives, per node and label of g, 1 where the label was ruled out: no labelling within the
+  /// limits cheaper than the best plan the tries saw uses it (empty when none was).
+  std::vector<std::vector<char>>* ruled_out = nullptr;
+  /// Receives the cost the labels were ruled out below (that plan's; forbidden when none was).
+  cost_t* ruled_out_below = nullptr;
+};
+
 /// The Lagrangian bound of the usage limits `g.limits` (the interval limit's steps stay out:
 /// dropping a constraint only relaxes). For multipliers λ_k >= 0 (cost per usage unit), the
 /// problem without limits whose unaries are cost + Σ_k λ_k·usage (over limit k's members) and
@@ -1026,14 +1062,16 @@ struct StepPenalty {
 /// labelling minus limit_k): doubling while positive, halving the bracket after. A λ that would
 /// put a cost beyond 2^54, or the priced problem's magnitude (summed over the nodes) beyond 2^55, is clamped (to 0 at worst); a try whose clamped
 /// multipliers repeat the last ends the tries. Returns the best bound over at most `iterations` tries before `until`, or std::nullopt when none was
-/// found (or a cost exceeds 2^52, or the costs sum past 2^53: no room for λ). `labellings`, when given, receives each try's best labelling of the
-/// penalised problem (a primal candidate: repair_to_limits moves it inside the limits); `best_penalty` the multipliers of the best bound. `on_try`,
-/// when set, is called after each try with the best bound so far, once `labellings` holds that try's labelling (solve takes it as a plan and writes a
-/// progress line: a try can take seconds, and its relaxation writes none).
+/// found (or a cost exceeds 2^52, or the costs sum past 2^53: no room for λ); `hooks` (LagrangianHooks) take the tries' labellings and
+/// multipliers and give the best plan's cost.
+///
+/// Labels ruled out on the way: with a plan of cost P within the limits, a try's first reduced-cost fixing lists the labels whose star bound in the
+/// penalised graph exceeds the image of P - 1 (SolveOptions::rule_out_above). No labelling within the limits cheaper than P uses them (its
+/// penalised cost is at most that image), so the later tries and the priced rounds start without them (forbidden unaries): on GPT-2's 2x2x2
+/// training step 232 k of 513 k labels by the last try, and the priced round's dual ran on 131 k labels instead of 409 k. Their bounds then hold
+/// for labellings cheaper than P only, so a bound is capped at P (the plan's cost, which the caller holds).
 [[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
-                                                            std::size_t iterations = 12,
-                                                            std::vector<std::vector<std::uint32_t>>* labellings = nullptr,
-                                                            LimitPenalty* best_penalty = nullptr, const std::function<void(cost_t)>& on_try = {}) {
+                                                            std::size_t iterations = 12, const LagrangianHooks& hooks = {}) {
   if (g.limits.empty() || g.usage.size() != g.num_nodes()) return std::nullopt;
   __extension__ typedef __int128 wide;  // Σ λ·limit: up to 2^54 · 2^60
   constexpr long double cap = static_cast<long double>(cost_t{1} << 54);
@@ -1099,6 +1137,11 @@ struct StepPenalty {
   std::vector<cost_t> last_num;  // the last try's numerators
   SolveOptions so = detail::relaxation_options(o);
   so.deadline = until;
+  // the labels ruled out, and the cost of the plan they were ruled out against (the least so far:
+  // no labelling within the limits below it uses any of them)
+  std::vector<std::vector<char>> out;
+  std::size_t ruled = 0;
+  cost_t plan_cap = forbidden, plan = forbidden;
   // the relaxation's edges and scaled unaries, once: each try only re-prices the unaries
   CostGraph h = penalised_graph(g, LimitPenalty{{}, d});
   h.usage.clear();
@@ -1130,17 +1173,44 @@ struct StepPenalty {
     const LimitPenalty pen{num, d};
     h.unary = scaled_unary;
     price_unaries(h.unary, g, pen.numerators);
+    if (ruled > 0)
+      for (std::size_t u = 0; u < g.num_nodes(); ++u)
+        for (std::size_t a = 0; a < out[u].size(); ++a)
+          if (out[u][a]) h.unary[u][a] = forbidden;
     const wide offset = penalty_offset(g, pen);  // taken off after the solve (the constant need not hold it)
+    // the best plan's cost minus one in the penalised units: 2^d·(P - 1 - constant) + Σ n_k·limit_k
+    if (hooks.plan_cost) plan = std::min(plan, hooks.plan_cost());
+    if (m == 1 && within.seen) plan = std::min(plan, within.cost);
+    so.rule_out_above = forbidden;
+    if (!is_forbidden(plan))
+      if (const wide t = (static_cast<wide>(plan) - 1 - g.constant) * (wide{1} << d) + offset; t > -(wide{1} << 60) && t < (wide{1} << 60))
+        so.rule_out_above = static_cast<cost_t>(t);
     const SolveResult r = solve(h, so);
+    if (is_forbidden(r.lower_bound) && ruled > 0) {  // no labelling cheaper than `plan_cap` is left: that plan is optimal
+      best = std::max(best.value_or(plan_cap), plan_cap);
+      break;
+    }
     if (r.lower_bound == std::numeric_limits<cost_t>::min() || is_forbidden(r.lower_bound)) break;
     const wide total = static_cast<wide>(r.lower_bound) + static_cast<wide>(g.constant) * (wide{1} << d) - offset;
-    const cost_t b = static_cast<cost_t>(detail::ceil_shift(total, d));
+    const cost_t b = std::min(static_cast<cost_t>(detail::ceil_shift(total, d)), plan_cap);
     if (!best || b > *best) {
       best = b;
-      if (best_penalty != nullptr) *best_penalty = pen;
+      if (hooks.best_penalty != nullptr) *hooks.best_penalty = pen;
     }
-    if (r.feasible && labellings != nullptr) labellings->push_back(r.labels);
-    if (on_try) on_try(*best);
+    if (!r.ruled_out.empty() && !is_forbidden(so.rule_out_above)) {
+      if (out.empty()) {
+        out.resize(g.num_nodes());
+        for (std::size_t u = 0; u < g.num_nodes(); ++u) out[u].assign(g.num_labels(u), 0);
+      }
+      for (const auto& [u, a] : r.ruled_out)
+        if (out[u][a] == 0) {
+          out[u][a] = 1;
+          ++ruled;
+        }
+      plan_cap = plan;
+    }
+    if (r.feasible && hooks.labellings != nullptr) hooks.labellings->push_back(r.labels);
+    if (hooks.on_try) hooks.on_try(*best);
     if (!r.feasible) break;
     if (m == 1) {
       const Side found = side_of(r.labels);
@@ -1155,7 +1225,7 @@ struct StepPenalty {
         if (repair_to_limits(g, x, until))
           if (const Side repaired = side_of(x); keeps_limit(repaired)) {
             within = repaired;
-            if (labellings != nullptr) labellings->push_back(std::move(x));
+            if (hooks.labellings != nullptr) hooks.labellings->push_back(std::move(x));
           }
       }
       long double next = 0;
@@ -1189,6 +1259,8 @@ struct StepPenalty {
     }
     if (!moved) break;  // complementary slackness at the best labelling
   }
+  if (hooks.ruled_out != nullptr && ruled > 0) *hooks.ruled_out = std::move(out);
+  if (hooks.ruled_out_below != nullptr) *hooks.ruled_out_below = ruled > 0 ? plan_cap : forbidden;
   return best;
 }
 
@@ -1446,13 +1518,20 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
       consider_candidates();
       progress.tick(std::max(lower, b), inc.feasible_cost);
     };
-    if (const auto lb = lagrangian_bound(g, o, share, 12, &candidates, &pen, tick)) {
+    std::vector<std::vector<char>> ruled_out;
+    LagrangianHooks hooks{&candidates, &pen, tick, [&inc] { return inc.feasible_cost; }, &ruled_out};
+    if (const auto lb = lagrangian_bound(g, o, share, 12, hooks)) {
       lower = std::max(lower, *lb);
       r.stats.lagrangian_bound = *lb;
       if (o.priced_rounds && std::any_of(pen.numerators.begin(), pen.numerators.end(), [](cost_t n) { return n != 0; })) {
         // the rounds search the penalisation at the best multipliers (RoundPricing), when its
         // costs, the offset and the incumbent's image stay well inside the exact range
         CostGraph h = penalised_graph(g, pen);
+        // the labels the tries ruled out: no labelling within the limits cheaper than the
+        // incumbent uses them, and the priced rounds prune there
+        for (std::size_t u = 0; u < ruled_out.size(); ++u)
+          for (std::size_t a = 0; a < ruled_out[u].size(); ++a)
+            if (ruled_out[u][a]) h.unary[u][a] = forbidden;
         __extension__ typedef __int128 wide;
         const wide base = (static_cast<wide>(g.constant) << pen.shift) - penalty_offset(g, pen);
         const long double mh = detail::cost_magnitude(h);
@@ -1474,6 +1553,8 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     r.stats.lagrangian_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   }
   const bool proven_at_start = !is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower;
+  detail::StarReport rule_out;  // SolveOptions::rule_out_above in the rounds' fine units
+  if (!is_forbidden(o.rule_out_above)) rule_out = {detail::saturate(static_cast<detail::wide_t>(o.rule_out_above) * scale), &r.ruled_out};
   r.stats.priced_rounds = priced.has_value();
   // A round first builds its working copy of the graph (every distinct matrix scaled, fixed
   // against the incumbent and compacted), which no deadline poll interrupts. A round that cannot
@@ -1497,7 +1578,8 @@ inline SolveResult solve(const CostGraph& g, const SolveOptions& o) {
     const Deadline round_until = repair_after ? Deadline::after(o.interval_round_share * until.remaining_s()).earlier(until) : until;
     const cost_t lb = priced ? detail::solve_round(priced->graph, o, inc, priced->scale, priced->magnitude, round_until, r.stats, round == 0,
                                                    complete, priced->pricing)
-                             : detail::solve_round(g, o, inc, scale, magnitude, round_until, r.stats, round == 0, complete);
+                             : detail::solve_round(g, o, inc, scale, magnitude, round_until, r.stats, round == 0, complete, {},
+                                                   round == 0 ? rule_out : detail::StarReport{});
     lower = std::max(lower, lb);
     if (steps && !inc.relax_labels.empty() && !steps->keeps(inc.relax_labels)) {
       // the round's best labelling moved inside every time step (repair_to_interval_limit)
