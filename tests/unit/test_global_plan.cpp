@@ -265,6 +265,35 @@ TEST_CASE("solve: the dual's bound holds pass after pass under TRW-S and push we
   CHECK(tight > test::scaled(100));  // and the bound is often exact on these small graphs
 }
 
+TEST_CASE("solve: the min-plus kernels give the plain loops' values at every vector width", "[global][solve]") {
+  // the dispatched kernels (AVX-512, AVX2 or the baseline, whichever the processor runs) against
+  // the loops they are compiled from, on rows of every length up to 40 (vector bodies and tails),
+  // unaligned starts, negative and forbidden entries
+  namespace sd = solve::detail;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<sd::fine_t> cost(-1'000'000, 1'000'000);
+  for (std::size_t n = 0; n <= 40; ++n)
+    for (std::size_t offset = 0; offset < 3; ++offset) {
+      std::vector<sd::fine_t> row(n + offset), other(n + offset), out(n + offset), acc(n + offset);
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        row[i] = rng() % 7 == 0 ? sd::inf : cost(rng);
+        other[i] = rng() % 5 == 0 ? sd::inf : cost(rng);
+        out[i] = rng() % 6 == 0 ? sd::inf : cost(rng);
+        acc[i] = cost(rng);
+      }
+      const sd::fine_t x = cost(rng);
+      std::vector<sd::fine_t> want_out = out, got_out = out, want_acc = acc, got_acc = acc;
+      sd::min_plus_into_loop(want_out.data() + offset, row.data() + offset, x, n);
+      sd::min_plus_into(got_out.data() + offset, row.data() + offset, x, n);
+      CHECK(got_out == want_out);
+      CHECK(sd::min_plus_reduce(row.data() + offset, other.data() + offset, n, sd::inf) ==
+            sd::min_plus_reduce_loop(row.data() + offset, other.data() + offset, n, sd::inf));
+      sd::add_capped_loop(want_acc.data() + offset, other.data() + offset, n);
+      sd::add_capped(got_acc.data() + offset, other.data() + offset, n);
+      CHECK(got_acc == want_acc);
+    }
+}
+
 TEST_CASE("solve: reduced-cost fixing from stars keeps every label within the gap of its true best", "[global][solve]") {
   // after a backward pass, lb + StarBounds::excess(u)[a] is at most the cost of the best labelling
   // with x_u = a (so fixing removes no label a labelling below the incumbent uses), and at least

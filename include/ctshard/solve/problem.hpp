@@ -43,13 +43,15 @@ inline constexpr fine_t forbidden_from = inf / 2;
 [[nodiscard]] inline fine_t clamp_forbidden(fine_t x) noexcept { return x >= forbidden_from ? inf : x; }
 
 // The min-plus kernels below: each loop is written once (`*_loop`) and, on x86 with GCC or
-// Clang, also compiled into an AVX2 function (`[[gnu::target("avx2")]]`, the loop inlined into
-// it) that is called when the processor has AVX2 (`__builtin_cpu_supports`, checked once):
-// 64-bit minima only vectorize with AVX2 (GPT-2 fw+bw FSDP on 2x4, when these loops were ~1/3
-// of the solver's instructions: -7 % in time). A dispatch by hand, not `target_clones`: Clang 14
+// Clang, also compiled into an AVX2 and an AVX-512 function (`[[gnu::target(...)]]`, the loop
+// inlined into it), the widest the processor runs called (`__builtin_cpu_supports`, checked
+// once): 64-bit minima only vectorize with AVX2 (GPT-2 fw+bw FSDP on 2x4, when these loops were
+// ~1/3 of the solver's instructions: -7 % in time), and AVX-512 has them as one instruction
+// (vpminsq, 8 lanes; GPT-2's 2x2x2 training step, where they are ~half of the solve: -20 % in
+// time against AVX2). A dispatch by hand, not `target_clones`: Clang 14
 // gives the clones' resolver an external definition in every translation unit (multiple
 // definitions at link time), and the resolver needs the loader's ifunc support. Define
-// CTSHARD_NO_AVX2_DISPATCH to build the baseline only.
+// CTSHARD_NO_AVX2_DISPATCH to build the baseline only (both vector widths off).
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(CTSHARD_NO_AVX2_DISPATCH)
 #define CTSHARD_AVX2_DISPATCH 1
 #else
@@ -79,10 +81,14 @@ inline constexpr fine_t forbidden_from = inf / 2;
 }
 
 #if CTSHARD_AVX2_DISPATCH
-/// Whether the processor runs AVX2 (asked once).
-inline bool cpu_has_avx2() noexcept {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
+/// The widest kernels the processor runs, asked once: AVX-512 (F and VL: a 64-bit minimum is one
+/// instruction, vpminsq), AVX2 (a compare and a blend per minimum), or the baseline.
+enum class SimdLevel { baseline, avx2, avx512 };
+inline SimdLevel simd_level() noexcept {
+  static const SimdLevel level = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") ? SimdLevel::avx512
+                                 : __builtin_cpu_supports("avx2")                                        ? SimdLevel::avx2
+                                                                                                         : SimdLevel::baseline;
+  return level;
 }
 [[gnu::target("avx2")]] inline void min_plus_into_avx2(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
   min_plus_into_loop(out, row, x, n);
@@ -94,28 +100,51 @@ inline bool cpu_has_avx2() noexcept {
 [[gnu::target("avx2")]] inline void add_capped_avx2(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
   add_capped_loop(acc, t, n);
 }
+[[gnu::target("avx512f,avx512vl")]] inline void min_plus_into_avx512(fine_t* __restrict out, const fine_t* __restrict row, fine_t x,
+                                                                     std::size_t n) noexcept {
+  min_plus_into_loop(out, row, x, n);
+}
+[[gnu::target("avx512f,avx512vl")]] inline fine_t min_plus_reduce_avx512(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n,
+                                                                         fine_t init) noexcept {
+  return min_plus_reduce_loop(row, g, n, init);
+}
+[[gnu::target("avx512f,avx512vl")]] inline void add_capped_avx512(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
+  add_capped_loop(acc, t, n);
+}
 #endif
 
-/// min_plus_into_loop, with AVX2 where the processor has it.
+/// min_plus_into_loop, with AVX-512 or AVX2 where the processor has it.
 inline void min_plus_into(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
 #if CTSHARD_AVX2_DISPATCH
-  if (cpu_has_avx2()) return min_plus_into_avx2(out, row, x, n);
+  switch (simd_level()) {
+    case SimdLevel::avx512: return min_plus_into_avx512(out, row, x, n);
+    case SimdLevel::avx2: return min_plus_into_avx2(out, row, x, n);
+    case SimdLevel::baseline: break;
+  }
 #endif
   min_plus_into_loop(out, row, x, n);
 }
 
-/// min_plus_reduce_loop, with AVX2 where the processor has it.
+/// min_plus_reduce_loop, with AVX-512 or AVX2 where the processor has it.
 inline fine_t min_plus_reduce(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n, fine_t init) noexcept {
 #if CTSHARD_AVX2_DISPATCH
-  if (cpu_has_avx2()) return min_plus_reduce_avx2(row, g, n, init);
+  switch (simd_level()) {
+    case SimdLevel::avx512: return min_plus_reduce_avx512(row, g, n, init);
+    case SimdLevel::avx2: return min_plus_reduce_avx2(row, g, n, init);
+    case SimdLevel::baseline: break;
+  }
 #endif
   return min_plus_reduce_loop(row, g, n, init);
 }
 
-/// add_capped_loop, with AVX2 where the processor has it.
+/// add_capped_loop, with AVX-512 or AVX2 where the processor has it.
 inline void add_capped(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
 #if CTSHARD_AVX2_DISPATCH
-  if (cpu_has_avx2()) return add_capped_avx2(acc, t, n);
+  switch (simd_level()) {
+    case SimdLevel::avx512: return add_capped_avx512(acc, t, n);
+    case SimdLevel::avx2: return add_capped_avx2(acc, t, n);
+    case SimdLevel::baseline: break;
+  }
 #endif
   add_capped_loop(acc, t, n);
 }
