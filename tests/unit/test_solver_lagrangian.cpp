@@ -137,10 +137,25 @@ TEST_CASE("lagrangian bound: a label ruled out is in no labelling within the lim
     hooks.plan_cost = [plan] { return plan; };
     hooks.ruled_out = &out;
     hooks.ruled_out_below = &below;
+    LimitPenalty pen;
+    CostGraph penalised;
+    hooks.best_penalty = &pen;
+    hooks.best_penalised = &penalised;
     const auto lb = lagrangian_bound(g, o, Deadline::after(5.0), 12, hooks);
     INFO("seed " << seed << " optimum " << opt << " plan " << plan << " ruled out below " << below);
     REQUIRE(lb.has_value());
     CHECK(*lb <= opt);
+    {  // the penalisation at the best multipliers, made of the tries' matrices, has no label ruled out
+      const CostGraph want = penalised_graph(g, pen);
+      REQUIRE(penalised.num_nodes() == g.num_nodes());
+      CHECK(penalised.unary == want.unary);
+      CHECK(penalised.usage == want.usage);
+      CHECK(penalised.constant == want.constant);
+      REQUIRE(penalised.limits.size() == want.limits.size());
+      CHECK(penalised.limits[0].limit == want.limits[0].limit);
+      REQUIRE(penalised.edges.size() == want.edges.size());
+      for (std::size_t e = 0; e < want.edges.size(); ++e) CHECK(penalised.edges[e].costs() == want.edges[e].costs());
+    }
     if (out.empty()) {
       CHECK(is_forbidden(below));
       continue;
