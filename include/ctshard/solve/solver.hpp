@@ -1547,8 +1547,9 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
       progress.tick(std::max(lower, b), inc.feasible_cost);
     };
     std::vector<std::vector<char>> ruled_out;
+    cost_t ruled_out_below = forbidden;
     CostGraph best_penalised;
-    LagrangianHooks hooks{&candidates, &pen, tick, [&inc] { return inc.feasible_cost; }, &ruled_out, nullptr, &best_penalised};
+    LagrangianHooks hooks{&candidates, &pen, tick, [&inc] { return inc.feasible_cost; }, &ruled_out, &ruled_out_below, &best_penalised};
     if (const auto lb = lagrangian_bound(g, o, share, 12, hooks)) {
       lower = std::max(lower, *lb);
       r.stats.lagrangian_bound = *lb;
@@ -1557,7 +1558,11 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
         // costs, the offset and the incumbent's image stay well inside the exact range
         CostGraph h = best_penalised.num_nodes() == g.num_nodes() ? std::move(best_penalised) : penalised_graph(g, pen);
         // the labels the tries ruled out: no labelling within the limits cheaper than the
-        // incumbent uses them, and the priced rounds prune there
+        // incumbent uses them, and the priced rounds prune there (a labelling the tries took as
+        // the plan keeps the usage limits, but it may break an interval limit: then the
+        // incumbent is dearer, and the labels stay)
+        consider_candidates();
+        if (is_forbidden(inc.feasible_cost) || inc.feasible_cost > ruled_out_below) ruled_out.clear();
         for (std::size_t u = 0; u < ruled_out.size(); ++u)
           for (std::size_t a = 0; a < ruled_out[u].size(); ++a)
             if (ruled_out[u][a]) h.unary[u][a] = forbidden;
