@@ -90,27 +90,25 @@ inline SimdLevel simd_level() noexcept {
                                                                                                          : SimdLevel::baseline;
   return level;
 }
-[[gnu::target("avx2")]] inline void min_plus_into_avx2(fine_t* __restrict out, const fine_t* __restrict row, fine_t x, std::size_t n) noexcept {
-  min_plus_into_loop(out, row, x, n);
-}
-[[gnu::target("avx2")]] inline fine_t min_plus_reduce_avx2(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n,
-                                                           fine_t init) noexcept {
-  return min_plus_reduce_loop(row, g, n, init);
-}
-[[gnu::target("avx2")]] inline void add_capped_avx2(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
-  add_capped_loop(acc, t, n);
-}
-[[gnu::target("avx512f,avx512vl")]] inline void min_plus_into_avx512(fine_t* __restrict out, const fine_t* __restrict row, fine_t x,
-                                                                     std::size_t n) noexcept {
-  min_plus_into_loop(out, row, x, n);
-}
-[[gnu::target("avx512f,avx512vl")]] inline fine_t min_plus_reduce_avx512(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n,
-                                                                         fine_t init) noexcept {
-  return min_plus_reduce_loop(row, g, n, init);
-}
-[[gnu::target("avx512f,avx512vl")]] inline void add_capped_avx512(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {
-  add_capped_loop(acc, t, n);
-}
+// The three kernels compiled for one instruction set `isa`, named `*_<suffix>`: each the loop
+// inlined into a function built for it.
+// clang-format off
+#define CTSHARD_MIN_PLUS_KERNELS(suffix, isa)                                                                                          \
+  [[gnu::target(isa)]] inline void min_plus_into_##suffix(fine_t* __restrict out, const fine_t* __restrict row, fine_t x,             \
+                                                          std::size_t n) noexcept {                                                    \
+    min_plus_into_loop(out, row, x, n);                                                                                                \
+  }                                                                                                                                    \
+  [[gnu::target(isa)]] inline fine_t min_plus_reduce_##suffix(const fine_t* __restrict row, const fine_t* __restrict g, std::size_t n, \
+                                                              fine_t init) noexcept {                                                  \
+    return min_plus_reduce_loop(row, g, n, init);                                                                                      \
+  }                                                                                                                                    \
+  [[gnu::target(isa)]] inline void add_capped_##suffix(fine_t* __restrict acc, const fine_t* __restrict t, std::size_t n) noexcept {   \
+    add_capped_loop(acc, t, n);                                                                                                        \
+  }
+// clang-format on
+CTSHARD_MIN_PLUS_KERNELS(avx2, "avx2")
+CTSHARD_MIN_PLUS_KERNELS(avx512, "avx512f,avx512vl")
+#undef CTSHARD_MIN_PLUS_KERNELS
 #endif
 
 /// min_plus_into_loop, with AVX-512 or AVX2 where the processor has it.
