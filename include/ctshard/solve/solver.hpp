@@ -112,8 +112,9 @@ struct SolveOptions {
   /// With usage limits (not the interval limit): the share of the time budget the Lagrangian
   /// bound (lagrangian_bound) may use before the rounds start; 0 turns it off. The tries of one
   /// limit stop by themselves once converged (lagrangian_tolerance); where they are slow the
-  /// bound is what a time-limited run ends with: GPT-2's training step on 2x2x2 in 10 s ends at
-  /// gap 0.0018 with 0.8 and 0.050 with 0.5 (one try instead of three).
+  /// bound is what a time-limited run ends with: GPT-2's training step on 2x2x2 in 10 s ended at
+  /// gap 0.0018 with 0.8 and 0.050 with 0.5 (one try instead of three), when its tries were
+  /// slower than now (it is proven in ~8 s).
   double lagrangian_share = 0.8;
   /// With one usage limit: the Lagrangian tries stop once no multiplier can raise the bound by
   /// more than this share of it (the labellings found over and within the limit give two lines
