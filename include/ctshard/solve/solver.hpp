@@ -930,6 +930,14 @@ inline void price_unaries(std::vector<std::vector<cost_t>>& unary, const CostGra
   }
 }
 
+/// Makes every label marked in `mask` (per node and label; may be empty) forbidden in `unary`:
+/// the labels the Lagrangian tries ruled out (LagrangianHooks::ruled_out).
+inline void forbid_labels(std::vector<std::vector<cost_t>>& unary, const std::vector<std::vector<char>>& mask) {
+  for (std::size_t u = 0; u < mask.size(); ++u)
+    for (std::size_t a = 0; a < mask[u].size(); ++a)
+      if (mask[u][a]) unary[u][a] = forbidden;
+}
+
 /// The penalisation of `g` under `pen`: unaries 2^shift·cost + Σ_k n_k·usage (over limit k's
 /// members; forbidden stays forbidden), edges 2^shift·cost, constant 0, usages and limits kept.
 /// Its cost of x is 2^shift·L(x) - 2^shift·g.constant + Σ_k n_k·limit_k, where
@@ -1154,8 +1162,7 @@ struct LagrangianHooks {
   std::vector<std::vector<char>> out;
   std::size_t ruled = 0;
   cost_t plan_cap = forbidden, plan = forbidden;
-  std::vector<cost_t> best_num;  // the numerators of the best bound, found by try `best_pen_at` (-1: none)
-  std::ptrdiff_t best_pen_at = -1;
+  std::optional<LimitPenalty> best_pen;  // the multipliers of the best bound
   // the relaxation's edges and scaled unaries, once: each try only re-prices the unaries
   CostGraph h = penalised_graph(g, LimitPenalty{{}, d});
   h.usage.clear();
@@ -1188,10 +1195,7 @@ struct LagrangianHooks {
     const LimitPenalty pen{num, d};
     h.unary = scaled_unary;
     price_unaries(h.unary, g, pen.numerators);
-    if (ruled > 0)
-      for (std::size_t u = 0; u < g.num_nodes(); ++u)
-        for (std::size_t a = 0; a < out[u].size(); ++a)
-          if (out[u][a]) h.unary[u][a] = forbidden;
+    forbid_labels(h.unary, out);
     const wide offset = penalty_offset(g, pen);  // taken off after the solve (the constant need not hold it)
     // the best plan's cost minus one in the penalised units: 2^d·(P - 1 - constant) + Σ n_k·limit_k
     if (hooks.plan_cost) plan = std::min(plan, hooks.plan_cost());
@@ -1210,9 +1214,7 @@ struct LagrangianHooks {
     const cost_t b = std::min(static_cast<cost_t>(detail::ceil_shift(total, d)), plan_cap);
     if (!best || b > *best) {
       best = b;
-      if (hooks.best_penalty != nullptr) *hooks.best_penalty = pen;
-      best_num = pen.numerators;
-      best_pen_at = static_cast<std::ptrdiff_t>(it);
+      best_pen = pen;
     }
     if (!r.ruled_out.empty() && !is_forbidden(so.rule_out_above)) {
       if (out.empty()) {
@@ -1277,9 +1279,10 @@ struct LagrangianHooks {
     if (!moved) break;  // complementary slackness at the best labelling
   }
   if (hooks.ruled_out != nullptr && ruled > 0) *hooks.ruled_out = std::move(out);
-  if (hooks.best_penalised != nullptr && best && best_pen_at >= 0) {  // penalised_graph(g, best multipliers)
+  if (hooks.best_penalty != nullptr && best_pen) *hooks.best_penalty = *best_pen;
+  if (hooks.best_penalised != nullptr && best_pen) {  // penalised_graph(g, *best_pen)
     h.unary = scaled_unary;
-    price_unaries(h.unary, g, best_num);
+    price_unaries(h.unary, g, best_pen->numerators);
     h.usage = g.usage;
     h.limits = g.limits;
     h.constant = 0;
@@ -1564,9 +1567,7 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
         // incumbent is dearer, and the labels stay)
         consider_candidates();
         if (is_forbidden(inc.feasible_cost) || inc.feasible_cost > ruled_out_below) ruled_out.clear();
-        for (std::size_t u = 0; u < ruled_out.size(); ++u)
-          for (std::size_t a = 0; a < ruled_out[u].size(); ++a)
-            if (ruled_out[u][a]) h.unary[u][a] = forbidden;
+        forbid_labels(h.unary, ruled_out);
         __extension__ typedef __int128 wide;
         const wide base = (static_cast<wide>(g.constant) << pen.shift) - penalty_offset(g, pen);
         const long double mh = detail::cost_magnitude(h);
