@@ -1050,7 +1050,8 @@ struct StepPenalty {
 /// What lagrangian_bound hands back, and what it asks its caller, as its tries go (each optional).
 struct LagrangianHooks {
   /// Receives each try's best labelling of the penalised problem (a primal candidate:
-  /// repair_to_limits moves it inside the limits).
+  /// repair_to_limits moves it inside the limits; with one limit, a labelling over it comes
+  /// already moved, when the repair keeps it).
   std::vector<std::vector<std::uint32_t>>* labellings = nullptr;
   LimitPenalty* best_penalty = nullptr;  ///< receives the multipliers of the best bound
   /// Called after each try with the best bound so far, once `labellings` holds that try's
@@ -1079,7 +1080,8 @@ struct LagrangianHooks {
 /// λ_k = n_k / 2^d (n_k integer, 2^d chosen so the scaled costs stay within 2^54): the scaled
 /// problem 2^d·cost + Σ n_k·usage has integer costs, its dual bound B gives ceil((B - Σ n_k·limit_k)
 /// / 2^d). λ_k is tuned per limit by bisection on the subgradient (usage of the dual's best
-/// labelling minus limit_k): doubling while positive, halving the bracket after. A λ that would
+/// labelling minus limit_k): doubling while positive, halving the bracket after (one limit: Kelley's cutting planes over every
+/// labelling seen, see the body). A λ that would
 /// put a cost beyond 2^54, or the priced problem's magnitude (summed over the nodes) beyond 2^55, is clamped (to 0 at worst); a try whose clamped
 /// multipliers repeat the last ends the tries. Returns the best bound over at most `iterations` tries before `until`, or std::nullopt when none was
 /// found (or a cost exceeds 2^52, or the costs sum past 2^53: no room for λ); `hooks` (LagrangianHooks) take the tries' labellings and
@@ -1128,13 +1130,17 @@ struct LagrangianHooks {
   // first try: λ at the cost per usage unit of a typical node
   const long double lambda0 = std::max(1.0L / den, cost_sum / std::max<std::size_t>(1, g.num_nodes()) / usage_scale);
   std::vector<long double> lambda(m, lambda0), lo(m, 0), hi(m, -1);
-  // One limit (a memory budget): the multiplier moves between breakpoints. Start at λ = 0 (the
+  // One limit (a memory budget): Kelley's cutting planes on the dual. Start at λ = 0 (the
   // unconstrained optimum; within the limit it is the answer), then double λ0 until a labelling
-  // keeps the limit; with x1 over it and x2 within it, λ = (c(x2) - c(x1)) / (u(x1) - u(x2)) is
-  // where both cost the same penalised; the labelling found there replaces x1 or x2 by its side,
-  // until λ repeats (the dual optimum when the tries are exact: the dual is concave and piecewise
-  // linear, and each step lands on a new breakpoint). GPT-2's training step needed 5-12
-  // subgradient tries from λ0 for what this finds in 3-5.
+  // keeps the limit. Every labelling x seen (each try's, its repair inside the limit, the
+  // labelling of least usage) gives a line c(x) + λ·(u(x) - limit) above the dual function; the
+  // next λ is where their lower envelope peaks (an over line crossing a within line), until λ
+  // repeats (the dual optimum when the tries are exact: the dual is concave and piecewise linear,
+  // and each try adds the line that touches it there). GPT-2's training step needed 5-12
+  // subgradient tries from λ0 for what this finds in 4. With only the last labelling of each
+  // side, and no repair once one within the limit was known, the Llama shape's training step on
+  // 2x4 took 6 tries instead of 4 (1.8-2.5 s instead of 1.5-1.9, the same bound): the labelling of least
+  // usage put the second try at 25x the multiplier the budget needs.
   struct Side {
     bool seen = false;
     cost_t cost = 0;
@@ -1148,10 +1154,37 @@ struct LagrangianHooks {
     return Side{!is_forbidden(c), c, usage};
   };
   const auto keeps_limit = [&](const Side& x) { return x.seen && x.usage <= g.limits[0].limit; };
+  // every labelling seen (cost, usage): each line cost + λ·(usage - limit) lies above the dual
+  // function, so their lower envelope is a model of it (Kelley's cutting planes) whose maximum
+  // caps the bound; the next λ is where that maximum is
+  std::vector<Side> lines;
+  const auto see = [&](const Side& x) {
+    if (!x.seen) return;
+    lines.push_back(x);
+    if (keeps_limit(x) && (!within.seen || x.cost < within.cost)) within = x;
+  };
+  // the model's maximum over λ >= 0 and where it is (valid when some line keeps the limit and some
+  // breaks it: the maximum is where an increasing line crosses a non-increasing one, or at 0)
+  const auto model_top = [&]() -> std::pair<long double, long double> {
+    const long double limit = static_cast<long double>(g.limits[0].limit);
+    const auto at = [&](long double lam) {
+      long double v = std::numeric_limits<long double>::max();
+      for (const Side& x : lines) v = std::min(v, static_cast<long double>(x.cost) + lam * (static_cast<long double>(x.usage) - limit));
+      return v;
+    };
+    std::pair<long double, long double> top{at(0), 0};  // (value, λ)
+    for (const Side& a : lines)
+      for (const Side& b : lines)
+        if (a.usage > g.limits[0].limit && b.usage <= g.limits[0].limit) {
+          const long double lam = std::max(0.0L, static_cast<long double>(b.cost - a.cost) / static_cast<long double>(a.usage - b.usage));
+          if (const long double v = at(lam); v > top.first) top = {v, lam};
+        }
+    return top;
+  };
   if (m == 1) {
     lambda[0] = 0;
-    // the labelling of least usage, when finite and within the limit, is the first x2
-    if (const Side x = side_of(least_usage_labels(g)); keeps_limit(x)) within = x;
+    // the labelling of least usage, when finite and within the limit, is the first within it
+    if (const Side x = side_of(least_usage_labels(g)); keeps_limit(x)) see(x);
   }
   std::optional<cost_t> best;
   std::vector<cost_t> last_num;  // the last try's numerators
@@ -1228,37 +1261,44 @@ struct LagrangianHooks {
         }
       plan_cap = plan;
     }
-    if (r.feasible && hooks.labellings != nullptr) hooks.labellings->push_back(r.labels);
-    if (hooks.on_try) hooks.on_try(*best);
-    if (!r.feasible) break;
-    if (m == 1) {
-      const Side found = side_of(r.labels);
-      if (!found.seen) break;
-      (keeps_limit(found) ? within : over) = found;
-      if (!over.seen) break;  // the relaxation's optimum keeps the limit: nothing to price
-      if (!within.seen) {
-        // no labelling within the limit yet: the over one moved inside it (repair_to_limits) is
-        // one, and the next λ a breakpoint between the two instead of λ0 doubled (GPT-2's
-        // training step on 2x2x2: λ0 overshot ~130x, and three more tries came back down)
+    // with one limit: the try's labelling is a line of the model; one over the limit is moved
+    // inside it (repair_to_limits) — a plan, and a line near the budget (GPT-2's training step on
+    // 2x2x2: without one, λ0 overshot ~130x and three more tries came back down) — and the caller
+    // gets the repaired labelling instead (solve would repair it again)
+    Side found;
+    std::vector<std::uint32_t> candidate = r.labels;
+    if (m == 1 && r.feasible) {
+      found = side_of(r.labels);
+      see(found);
+      if (found.seen && !keeps_limit(found)) {
+        over = found;
         std::vector<std::uint32_t> x = r.labels;
         if (repair_to_limits(g, x, until))
           if (const Side repaired = side_of(x); keeps_limit(repaired)) {
-            within = repaired;
-            if (hooks.labellings != nullptr) hooks.labellings->push_back(std::move(x));
+            see(repaired);
+            candidate = std::move(x);
           }
       }
+    }
+    if (r.feasible && hooks.labellings != nullptr) hooks.labellings->push_back(std::move(candidate));
+    if (hooks.on_try) hooks.on_try(*best);
+    if (!r.feasible) break;
+    if (m == 1) {
+      if (!found.seen) break;
+      if (!over.seen) break;  // the relaxation's optimum keeps the limit: nothing to price
       long double next = 0;
-      if (within.seen) next = std::max(0.0L, static_cast<long double>(within.cost - over.cost) / static_cast<long double>(over.usage - within.usage));
-      else next = lambda[0] == 0 ? lambda0 : 2 * lambda[0];
-      if (std::llround(std::min(next * den, cap)) == num[0]) break;  // λ repeats
-      if (within.seen && best) {
-        // the dual function lies below the line of each labelling found (cost + λ·(usage -
-        // limit)): its maximum is at most their value where they cross (at `next`), and at most
-        // the cost of the one within the limit (λ >= 0)
-        const long double top = std::min(static_cast<long double>(within.cost),
-                                         static_cast<long double>(over.cost) + next * static_cast<long double>(over.usage - g.limits[0].limit));
-        if (top - static_cast<long double>(*best) <= o.lagrangian_tolerance * std::abs(static_cast<long double>(*best))) break;
+      if (within.seen) {
+        const auto [top, at] = model_top();
+        next = at;
+        // the model's maximum caps the dual's, and the cost of a labelling within the limit caps
+        // the optimum: close enough to the best bound, no multiplier can raise it by much
+        if (best && std::min(top, static_cast<long double>(within.cost)) - static_cast<long double>(*best) <=
+                        o.lagrangian_tolerance * std::abs(static_cast<long double>(*best)))
+          break;
+      } else {
+        next = lambda[0] == 0 ? lambda0 : 2 * lambda[0];
       }
+      if (std::llround(std::min(next * den, cap)) == num[0]) break;  // λ repeats
       lambda[0] = next;
       continue;
     }
