@@ -1189,7 +1189,7 @@ struct LagrangianHooks {
   std::optional<cost_t> best;
   std::vector<cost_t> last_num;  // the last try's numerators
   SolveOptions so = detail::relaxation_options(o);
-  so.deadline = until;
+  constexpr double first_try_share = 0.5;
   // the labels ruled out, and the cost of the plan they were ruled out against (the least so far:
   // no labelling within the limits below it uses any of them)
   std::vector<std::vector<char>> out;
@@ -1237,6 +1237,11 @@ struct LagrangianHooks {
     if (!is_forbidden(plan))
       if (const wide t = (static_cast<wide>(plan) - 1 - g.constant) * (wide{1} << d) + offset; t > -(wide{1} << 60) && t < (wide{1} << 60))
         so.rule_out_above = static_cast<cost_t>(t);
+    // the λ = 0 try of one limit gets at most half the time left: its bound is the unconstrained
+    // optimum's, the weakest of the tries, and where its dual creeps it left no time for the
+    // multipliers that price the budget (the Llama shape's 2x2x2 training step: 0.05 % gained in
+    // 36 passes, the whole 6.8 s of the tries)
+    so.deadline = m == 1 && it == 0 ? Deadline::after(first_try_share * until.remaining_s()).earlier(until) : until;
     const SolveResult r = detail::solve_validated(h, so, &h_extremes);
     if (is_forbidden(r.lower_bound) && ruled > 0) {  // no labelling cheaper than `plan_cap` is left: that plan is optimal
       best = std::max(best.value_or(plan_cap), plan_cap);
