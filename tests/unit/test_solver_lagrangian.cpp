@@ -122,7 +122,7 @@ TEST_CASE("lagrangian bound: a label ruled out is in no labelling within the lim
   // denser graphs without reductions, so the tries' duals run and fix labels; the plan's cost is
   // the optimum or above it (any cost: the rule holds below it)
   std::size_t ruled = 0, graphs_ruling = 0, capped = 0, checked = 0;
-  for (unsigned seed = 0; seed < 300; ++seed) {
+  for (unsigned seed = 0; seed < 400; ++seed) {
     std::mt19937 rng(seed);
     const CostGraph g = random_graph(rng, 7, 8, 2);
     const cost_t opt = brute_force_optimum(g);
@@ -183,7 +183,7 @@ TEST_CASE("lagrangian bound: a label ruled out is in no labelling within the lim
                                    << capped);
   CHECK(graphs_ruling >= 20);
   CHECK(ruled >= 100);
-  CHECK(checked >= 80);  // 92 on these seeds
+  CHECK(checked >= 100);
 }
 
 TEST_CASE("lagrangian bound: on_try comes once the try's labelling is in `labellings`", "[solve][lagrangian]") {

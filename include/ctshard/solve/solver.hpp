@@ -1080,12 +1080,11 @@ struct LagrangianHooks {
 /// λ_k = n_k / 2^d (n_k integer, 2^d chosen so the scaled costs stay within 2^54): the scaled
 /// problem 2^d·cost + Σ n_k·usage has integer costs, its dual bound B gives ceil((B - Σ n_k·limit_k)
 /// / 2^d). λ_k is tuned per limit by bisection on the subgradient (usage of the dual's best
-/// labelling minus limit_k): doubling while positive, halving the bracket after (one limit: Kelley's cutting planes over every
-/// labelling seen, see the body). A λ that would
-/// put a cost beyond 2^54, or the priced problem's magnitude (summed over the nodes) beyond 2^55, is clamped (to 0 at worst); a try whose clamped
-/// multipliers repeat the last ends the tries. Returns the best bound over at most `iterations` tries before `until`, or std::nullopt when none was
-/// found (or a cost exceeds 2^52, or the costs sum past 2^53: no room for λ); `hooks` (LagrangianHooks) take the tries' labellings and
-/// multipliers and give the best plan's cost.
+/// labelling minus limit_k): doubling while positive, halving the bracket after (one limit:
+/// Kelley's cutting planes over every labelling seen, see the body). A λ that would put a cost beyond 2^54, or the priced problem's magnitude (summed
+/// over the nodes) beyond 2^55, is clamped (to 0 at worst); a try whose clamped multipliers repeat the last ends the tries. Returns the best bound
+/// over at most `iterations` tries before `until`, or std::nullopt when none was found (or a cost exceeds 2^52, or the costs sum past 2^53: no room
+/// for λ); `hooks` (LagrangianHooks) take the tries' labellings and multipliers and give the best plan's cost.
 ///
 /// Labels ruled out on the way: with a plan of cost P within the limits, a try's first reduced-cost fixing lists the labels whose star bound in the
 /// penalised graph exceeds the image of P - 1 (SolveOptions::rule_out_above). No labelling within the limits cheaper than P uses them (its
@@ -1145,7 +1144,8 @@ struct LagrangianHooks {
     bool seen = false;
     cost_t cost = 0;
     wide usage = 0;
-  } over, within;
+  } within;                // the cheapest labelling seen within the limit
+  bool seen_over = false;  // some try's labelling broke the limit
   // a labelling's cost and usage of the one limit (seen: its cost is finite)
   const auto side_of = [&](const std::vector<std::uint32_t>& x) {
     wide usage = 0;
@@ -1276,7 +1276,7 @@ struct LagrangianHooks {
       found = side_of(r.labels);
       see(found);
       if (found.seen && !keeps_limit(found)) {
-        over = found;
+        seen_over = true;
         std::vector<std::uint32_t> x = r.labels;
         if (repair_to_limits(g, x, until))
           if (const Side repaired = side_of(x); keeps_limit(repaired)) {
@@ -1290,7 +1290,7 @@ struct LagrangianHooks {
     if (!r.feasible) break;
     if (m == 1) {
       if (!found.seen) break;
-      if (!over.seen) break;  // the relaxation's optimum keeps the limit: nothing to price
+      if (!seen_over) break;  // the relaxation's optimum keeps the limit: nothing to price
       long double next = 0;
       if (within.seen) {
         const auto [top, at] = model_top();
