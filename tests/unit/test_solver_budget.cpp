@@ -1,14 +1,17 @@
 // The solver under its budgets: limit propagation by worklist against the restarting sweep it
 // replaced (same reduced domains on random instances), a tiny time limit on a real IOPDDL
 // instance (status, a valid bound, the start labelling returned), the progress lines and the peak
-// memory in the stats.
+// memory in the stats; a usage limit listing a node twice refused, "stopped" against
+// "time_limit", and the dual's pass polling its deadline.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -218,5 +221,92 @@ TEST_CASE("propagate: edges sharing a matrix that lose the same labels share the
         const cost_t in = m[p.nodes[e.u].label[a] * 4 + p.nodes[e.v].label[b]];
         CHECK(e.at(a, b) == (is_forbidden(in) ? inf : in * p.scale));
       }
+  }
+}
+
+TEST_CASE("validate: a usage limit listing a node twice is refused, naming the limit and the node", "[global][solve]") {
+  // solve() and feasible() read such a limit differently: "optimal" at cost 19 while {1, 0, 0}
+  // costs 7 and keeps the limit under either reading
+  CostGraph g;
+  g.add_node({19, 7, 25, 0});
+  g.add_node({0, 18, 0});
+  g.add_node({0, 0});
+  g.usage = {{0, 13, 0, 19}, {8, 0, 13}, {16, 17}};
+  g.limits.push_back({{0, 1, 2}, 59});
+  g.limits.push_back({{0, 0, 1, 2}, 59});
+  CHECK_THROWS_WITH(g.validate(), Catch::Contains("usage limit 1 lists node 0 twice"));
+  CHECK_THROWS_WITH(solve::solve(g, SolveOptions{}), Catch::Contains("usage limit 1 lists node 0 twice"));
+  g.limits.pop_back();
+  const SolveResult r = solve::solve(g, SolveOptions{});
+  cost_t least = forbidden;  // by enumeration
+  for (std::uint32_t a = 0; a < 4; ++a)
+    for (std::uint32_t b = 0; b < 3; ++b)
+      for (std::uint32_t c = 0; c < 2; ++c)
+        if (const std::vector<std::uint32_t> x{a, b, c}; g.feasible(x)) least = std::min(least, g.evaluate(x));
+  REQUIRE(r.optimal);
+  CHECK(r.cost == least);
+  CHECK(least == 0);  // {3, 0, 0}: usage 19 + 8 + 16 = 43
+}
+
+TEST_CASE("status: a solve ended by a limit of the options is \"stopped\", by the deadline \"time_limit\"", "[global][solve]") {
+  std::mt19937 rng(7);
+  CostGraph g;
+  constexpr int n = 60, labels = 8;
+  for (int u = 0; u < n; ++u) {
+    std::vector<cost_t> c(labels);
+    for (auto& x : c) x = static_cast<cost_t>(rng() % 100);
+    g.add_node(c);
+  }
+  for (int u = 1; u < n; ++u)
+    for (int k = 0; k < 4; ++k) {
+      std::vector<cost_t> c(labels * labels);
+      for (auto& x : c) x = static_cast<cost_t>(rng() % 100);
+      g.add_dense_edge(static_cast<std::uint32_t>(rng() % static_cast<unsigned>(u)), static_cast<std::uint32_t>(u), c);
+    }
+  SolveOptions o;
+  o.time_limit_s = 300;
+  o.elimination_work = 0;
+  o.search = false;  // the dual alone does not prove this graph
+  const SolveResult stopped = solve::solve(g, o);
+  REQUIRE(!stopped.optimal);
+  CHECK(stopped.status == "stopped");
+  CHECK(stopped.seconds < 60);
+  o.search = true;
+  o.node_limit = 1;
+  CHECK(solve::solve(g, o).status == "stopped");
+  o.node_limit = static_cast<std::size_t>(-1);
+  o.time_limit_s = 0;
+  const SolveResult timed = solve::solve(g, o);
+  CHECK(timed.status == "time_limit");
+}
+
+TEST_CASE("dual: a pass polls its deadline; a pass it interrupts gives no bound, one it does not the same as iterate", "[global][solve]") {
+  std::mt19937 rng(11);
+  CostGraph g;
+  constexpr int n = 300, labels = 5;
+  for (int u = 0; u < n; ++u) {
+    std::vector<cost_t> c(labels);
+    for (auto& x : c) x = static_cast<cost_t>(rng() % 50);
+    g.add_node(c);
+  }
+  for (int u = 1; u < n; ++u) {
+    std::vector<cost_t> c(labels * labels);
+    for (auto& x : c) x = static_cast<cost_t>(rng() % 50);
+    g.add_dense_edge(static_cast<std::uint32_t>(rng() % static_cast<unsigned>(u)), static_cast<std::uint32_t>(u), c);
+  }
+  Problem timed(g, 16), plain(g, 16);
+  detail::Srmp a(timed), b(plain);
+  std::vector<std::uint32_t> la, ba, lb, bb;
+  const auto passed = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  CHECK(!a.iterate_until(la, &ba, passed).has_value());  // polled within the pass (300 nodes)
+  Problem fresh(g, 16);
+  detail::Srmp c(fresh);
+  for (int pass = 0; pass < 3; ++pass) {
+    const std::optional<fine_t> until_max = c.iterate_until(la, &ba, std::chrono::steady_clock::time_point::max());
+    const fine_t full = b.iterate(lb, &bb);
+    REQUIRE(until_max.has_value());
+    CHECK(*until_max == full);
+    CHECK(la == lb);
+    CHECK(ba == bb);
   }
 }

@@ -72,7 +72,8 @@ struct CostEdge {
 };
 
 /// A linear limit over node usages: the sum, over `nodes`, of the usage of each node's label is at
-/// most `limit` (IOPDDL: the nodes alive at one time step).
+/// most `limit` (IOPDDL: the nodes alive at one time step). `nodes` is a set: a node listed twice
+/// is an error (CostGraph::validate).
 struct UsageLimit {
   std::vector<std::uint32_t> nodes;
   std::int64_t limit = 0;
@@ -204,9 +205,15 @@ struct CostGraph {
     for (std::size_t u = 0; u < usage.size(); ++u)
       if (usage[u].size() != num_labels(u))
         throw error("ctshard::solve::CostGraph: node " + std::to_string(u) + ": usage row size differs from its label count");
-    for (const auto& l : limits)
-      for (auto u : l.nodes)
+    std::vector<std::size_t> listed(limits.empty() ? 0 : num_nodes(), 0);  // per node: 1 + the last limit listing it
+    for (std::size_t k = 0; k < limits.size(); ++k)
+      for (auto u : limits[k].nodes) {
         if (u >= num_nodes()) throw error("ctshard::solve::CostGraph: a usage limit names node " + std::to_string(u) + ", out of range");
+        if (listed[u] == k + 1)
+          throw error("ctshard::solve::CostGraph: usage limit " + std::to_string(k) + " lists node " + std::to_string(u) +
+                      " twice (a limit is a set of nodes; to count a usage twice, double it in the usage row)");
+        listed[u] = k + 1;
+      }
     if (interval_limit && (intervals.size() != num_nodes() || usage.size() != num_nodes()))
       throw error("ctshard::solve::CostGraph: an interval limit needs an interval and a usage row per node");
     validate_numbers();

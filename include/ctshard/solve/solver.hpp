@@ -198,7 +198,9 @@ struct SolveResult {
   cost_t lower_bound = 0;             ///< proven: no feasible labelling costs less (forbidden: infeasible)
   bool feasible = false;              ///< `labels` keeps every usage limit and has a finite cost
   bool optimal = false;               ///< cost == lower_bound
-  std::string status;                 ///< "optimal", "infeasible", "time_limit"
+  /// "optimal", "infeasible", "time_limit" (the deadline ended it unproven) or "stopped" (a limit
+  /// of the options did: node_limit, max_dual_iterations, search or dual off)
+  std::string status;
   /// (node, label) pairs no labelling costing at most SolveOptions::rule_out_above uses; empty
   /// when not asked or not listed.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ruled_out;
@@ -754,7 +756,9 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       const std::size_t chunk_passes = total_it == 0 ? 2 * chunk : chunk;  // the first: four
       for (std::size_t it = 0; it < chunk_passes && total_it < o.max_dual_iterations; ++it, ++total_it) {
         srmp.set_weights(total_it < push_iterations ? DualWeights::push : DualWeights::trws);
-        const fine_t lb = srmp.iterate(labels, &backward);
+        const std::optional<fine_t> pass_lb = srmp.iterate_until(labels, &backward, deadline);
+        if (!pass_lb) break;  // the deadline, inside the pass: nothing of it is used
+        const fine_t lb = *pass_lb;
         last_pass_lb = lb;
         ++st.dual_iterations;
         best_lb = std::max(best_lb, lb);
@@ -813,15 +817,21 @@ inline cost_t solve_round(const CostGraph& g, const SolveOptions& o, Incumbents&
       recent.push_back(lb_fine);
       if (recent.size() > stall_window) recent.pop_front();
     }
-    if (lb_fine <= -inf) lb_fine = trivial_bound_now();  // no pass ran: the deadline came first
     st.dual_ms += ms_since(t1);
+    if (lb_fine <= -inf) {  // no pass ran (the deadline, or max_dual_iterations 0)
+      // past the deadline the trivial bound (a scan of every matrix) would overrun it: the
+      // caller's bound of the whole graph stands
+      if (clock::now() > deadline) return std::numeric_limits<cost_t>::min();
+      lb_fine = trivial_bound_now();
+    }
   }
   if (p.infeasible || bound_of(lb_fine) >= inc.upper()) {
     complete = true;
     return inc.upper();
   }
   live_count(st.core_nodes, st.core_labels, live_edges);
-  if (!o.search) return bound_of(lb_fine);
+  // (a search set up after the deadline would scan every edge's matrix before its first poll)
+  if (!o.search || clock::now() > deadline) return bound_of(lb_fine);
   auto t2 = clock::now();
   fine_t least_leaf = inf;
   BranchAndBound bb(
@@ -1094,6 +1104,11 @@ struct LagrangianHooks {
 [[nodiscard]] inline std::optional<cost_t> lagrangian_bound(const CostGraph& g, const SolveOptions& o, const Deadline& until,
                                                             std::size_t iterations = 12, const LagrangianHooks& hooks = {}) {
   if (g.limits.empty() || g.usage.size() != g.num_nodes()) return std::nullopt;
+  // the relaxation's copy of the graph, then a try's working copy: not started when the time left
+  // cannot cover a round's setup (solve; a 190 MB graph took 0.45 s past a passed deadline)
+  if (until.passed() ||
+      (until.is_set() && until.remaining_s() < static_cast<double>(g.memory_bytes()) / sizeof(cost_t) * round_setup_ns_per_cell * 1e-9))
+    return std::nullopt;
   __extension__ typedef __int128 wide;  // Σ λ·limit: up to 2^54 · 2^60
   constexpr long double cap = static_cast<long double>(cost_t{1} << 54);
   long double max_cost = 1;
@@ -1686,7 +1701,9 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
     }
     if (!is_forbidden(inc.feasible_cost) && inc.feasible_cost <= lower) break;  // proven
     if ((!complete && !repair_after) || until.passed()) {                       // (a first round's share running out is not the end)
-      timed_out = true;
+      // the deadline, or else a limit of the options (node_limit, max_dual_iterations, search or
+      // dual off): "stopped", not "time_limit"
+      timed_out = until.passed();
       break;
     }
     // the round's optimum breaks some limits: enforce them and go again
@@ -1714,7 +1731,7 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
     r.stats.enforced_limits = static_cast<std::size_t>(std::count(inc.enforced.begin(), inc.enforced.end(), 1));
     inc.forget_relaxation();
     if (added == 0 && r.stats.rounds > inc.limits.size() + 1) {
-      timed_out = true;
+      timed_out = until.passed();
       break;
     }
   }
