@@ -20,6 +20,7 @@
 #include "ctshard/report/plan_report.hpp"
 #include "ctshard/report/rules_file.hpp"
 #include "ctshard/report/summary_report.hpp"
+#include "ctshard/solve/budget.hpp"
 #include "ctshard/solve/iopddl.hpp"
 
 namespace ctshard::tool {
@@ -71,7 +72,8 @@ void print_summary_header(const nlohmann::json& doc, std::ostream& out) {
   }
   out << '\n';
   if (number(doc, "min_memory_gib"))
-    out << "infeasible memory budget: the smallest footprint of any plan is " << doc.at("min_memory_gib").get<double>() << " GiB per device\n";
+    out << "infeasible memory budget: the smallest footprint of any plan is " << solve::number_text(doc.at("min_memory_gib").get<double>())
+        << " GiB per device\n";  // (every digit: a budget of the printed value fits it)
   const auto step = [&](const nlohmann::json& j) {
     if (number(j, "step_time_us")) out << "step time " << j.at("step_time_us").get<double>() << " us";
     if (j.contains("memory") && number(j.at("memory"), "total")) out << ", memory per device " << j.at("memory").at("total").get<double>() << " GiB";

@@ -153,7 +153,8 @@ class GlobalOptions:
     time_limit_ms: bound on the whole call (reading the graph, the greedy plan, the cost graph and
         the search; at most 10^9 ms): the best plan so far is returned with its gap; when it runs
         out while the cost graph is built, the greedy plan comes back with ``status``
-        ``"time_limit"`` and ``solver["build_complete"]`` False.
+        ``"time_limit"`` and ``solver["build_complete"]`` False; when it runs out before the
+        greedy plan is complete (a limit of a few ms), there is no plan: RuntimeError.
     free_inputs: unpinned inputs become variables; the objective adds each op's compute time at
         ``device_tflops`` / ``device_gbps``, and ``memory_budget_gib`` bounds the per-device bytes
         of the inputs.
@@ -342,7 +343,7 @@ def plan(
         over 1 s (elapsed time, lower bound, incumbent, gap; as ``ctshard plan --global`` without
         ``--quiet``). Off by default.
     global_options: the global plan's options as one ``GlobalOptions`` (every field, defaults
-        included, counts as given: none of the eight keywords above may be given with it) or a
+        included, counts as given: none of the twelve keywords above may be given with it) or a
         dict of some of its fields (the others come from the keywords). A field given both ways
         raises ValueError naming it, a dict key that is not a field ValueError, anything else
         TypeError; these checks hold for every ``algo``, but the values, as the keywords', are

@@ -765,7 +765,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     optimizer: ``"adam"`` (2 states per parameter), ``"sgd"`` (none) or ``"sgd_momentum"`` (1).
     place: pins, FQN of a parameter or ``"inputs[i]"`` (example input i) -> spec text or DTensor
         placements (``(Shard(0), Replicate())``); another name raises ValueError listing the valid ones.
-    time_limit_s: the planner's time limit (s); the best plan so far comes with its gap.
+    time_limit_s: the planner's time limit (s); the best plan so far comes with its gap (a limit
+        that ends before the first, greedy, plan is complete raises RuntimeError).
     hand_plans: also price DDP, FSDP (ZeRO-3) and Megatron TP + FSDP in the same model, each
         with its own time limit (``ParallelPlan.hand_plans``; the request then takes up to four
         limits).
@@ -788,9 +789,10 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     if optimizer not in _OPTIMIZER_STATES:
         raise ValueError(f"ctshard.torch.auto_parallel: optimizer must be one of {', '.join(map(repr, _OPTIMIZER_STATES))}, "
                          f"got {optimizer!r}")
-    if memory_budget_gib is not None and not (isinstance(memory_budget_gib, (int, float)) and memory_budget_gib > 0
-                                              and math.isfinite(memory_budget_gib)):
-        raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib must be a positive number of GiB, got {memory_budget_gib!r}")
+    if memory_budget_gib is not None and not (isinstance(memory_budget_gib, (int, float)) and not isinstance(memory_budget_gib, bool)
+                                              and memory_budget_gib > 0 and math.isfinite(memory_budget_gib)):
+        raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib must be a finite positive number of GiB (or None), "
+                         f"got {memory_budget_gib!r}")
     if not (isinstance(time_limit_s, (int, float)) and 0 < time_limit_s <= 1e6):
         raise ValueError(f"ctshard.torch.auto_parallel: time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
     sizes, device_mesh = _mesh_sizes(mesh)
@@ -835,7 +837,7 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         least = result.get("min_memory_gib")
         if isinstance(least, (int, float)):
             raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib={memory_budget_gib} is below the least "
-                             f"budget of this model on mesh {sizes}: {float(least):.6g} GiB")
+                             f"budget of this model on mesh {sizes}: {float(least)!r} GiB")  # every digit: that budget fits
         # no least footprint: no plan meets the placements it must keep (place=, the gradient ties),
         # or the time limit ended the search for it
         raise ValueError(f"ctshard.torch.auto_parallel: no plan meets memory_budget_gib={memory_budget_gib} and the "

@@ -123,7 +123,8 @@ def header_lines(plan: Mapping[str, Any]) -> list[str]:
             head += ")"
     lines = [head]
     if _is_number(plan.get("min_memory_gib")):
-        lines.append(f"infeasible memory budget: the smallest footprint of any plan is {plan['min_memory_gib']:g} GiB per device")
+        # every digit (repr): a budget of the printed value fits that footprint
+        lines.append(f"infeasible memory budget: the smallest footprint of any plan is {plan['min_memory_gib']!r} GiB per device")
 
     def step(j: Mapping[str, Any]) -> str:
         out = f"step time {j['step_time_us']:g} us" if _is_number(j.get("step_time_us")) else ""

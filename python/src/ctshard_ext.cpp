@@ -663,7 +663,7 @@ std::optional<graph::GlobalOptions> global_options_of(nb::handle global) {
     } else if (key == "hand_plans") {
       o.hand_plans = flag(v, what);
     } else if (key == "optimizer") {
-      o.training.optimizer = graph::parse_optimizer(text_of(v, what));
+      o.training.optimizer = graph::parse_optimizer(text_of(v, what), "ctshard.plan");
     } else if (key == "gradients") {
       if (!nb::isinstance<nb::dict>(v)) throw error("ctshard.plan: gradients must map gradient value names to parameter input names");
       for (auto [gk, gv] : nb::borrow<nb::dict>(v))

@@ -1319,7 +1319,7 @@ class Builder {
 
   void add_budget() {
     if (!global_.free_inputs || global_.memory_budget_gib <= 0) return;
-    // memory_budget_gib <= 2^30 (check_global_options): the limit fits 2^60
+    // memory_budget_gib <= 2^30 (check_global_options): the limit fits 64 bits
     std::int64_t limit = static_cast<std::int64_t>(std::min(global_.memory_budget_gib, max_memory_budget_gib) * 1073741824.0);
     solve::UsageLimit l;
     cg_.usage.assign(cg_.num_nodes(), {});
@@ -1331,7 +1331,7 @@ class Builder {
       }
       fixed_usage_ = static_cast<std::int64_t>(fixed_memory_.total());
       l.limit = limit - fixed_usage_;
-      cg_.limits.push_back(std::move(l));
+      push_budget_limit(std::move(l));
       return;
     }
     for (const auto& name : sources_order_) {
@@ -1349,6 +1349,16 @@ class Builder {
       }
     }
     l.limit = limit - fixed_usage_;
+    push_budget_limit(std::move(l));
+  }
+
+  /// Adds the budget's usage limit `l`, its limit lowered to what its members can use together
+  /// at most when it is above (such a budget cannot bind, and the solver needs the limit plus the
+  /// members' largest usages within 2^60: a budget of 2^30 GiB was refused there).
+  void push_budget_limit(solve::UsageLimit l) {
+    std::int64_t most = 0;
+    for (const auto v : l.nodes) most += *std::max_element(cg_.usage[v].begin(), cg_.usage[v].end());
+    l.limit = std::min(l.limit, most);
     cg_.limits.push_back(std::move(l));
   }
 
@@ -1809,11 +1819,11 @@ int optimizer_states(Optimizer o) noexcept {
   return 0;
 }
 
-Optimizer parse_optimizer(const std::string& text) {
+Optimizer parse_optimizer(const std::string& text, std::string_view api) {
   if (text == "adam") return Optimizer::adam;
   if (text == "sgd") return Optimizer::sgd;
   if (text == "sgd_momentum") return Optimizer::sgd_momentum;
-  throw error("ctshard plan: unknown optimizer '" + text + "' (expected adam, sgd or sgd_momentum)");
+  throw error(std::string(api) + ": unknown optimizer '" + text + "' (expected adam, sgd or sgd_momentum)");
 }
 
 std::string to_string(Optimizer o) {
@@ -1872,6 +1882,7 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   std::optional<DataParallelInputs> dp;
   const PlanOptions options = resolve_inputs(graph, unresolved, dp);  // the builder counts the data-parallel inputs as pinned
   GlobalOptions global = global_in;
+  check_free_input_options(global, "ctshard plan --global", OptionNames::cli);
   // one deadline for the request: the caller's (set at start-up), else the time limit from now
   global.deadline = solve::Deadline::after(checked_time_limit_ms(global.time_limit_ms, "ctshard plan --global", "time_limit_ms") / 1000.0)
                         .earlier(global_in.deadline);

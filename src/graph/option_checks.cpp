@@ -66,6 +66,16 @@ void check_global_options(GlobalOptions& o, std::string_view api, OptionNames na
   if (!std::isfinite(o.memory_budget_gib) || o.memory_budget_gib < 0 || o.memory_budget_gib > max_memory_budget_gib)
     refuse(api, "memory_budget_gib", names, o.memory_budget_gib, "a finite number of GiB in [0, 2^30] (0: no budget)");
   (void)checked_memory_budget(o.max_memory_mib, api, names);
+  check_free_input_options(o, api, names);
+}
+
+void check_free_input_options(const GlobalOptions& o, std::string_view api, OptionNames names) {
+  const std::string free_inputs = names == OptionNames::python ? "free_inputs=True" : "--free-inputs";
+  if (o.memory_budget_gib > 0 && !o.free_inputs)
+    throw error(std::string(api) + ": " + field_name("memory_budget_gib", names) + " needs " + free_inputs +
+                " (the budget bounds the bytes of the inputs the plan places)");
+  if (o.hand_plans && !o.free_inputs)
+    throw error(std::string(api) + ": " + field_name("hand_plans", names) + " needs " + free_inputs + " and the training step");
 }
 
 std::size_t checked_memory_budget(double max_memory_mib, std::string_view api, OptionNames names) {

@@ -11,6 +11,7 @@
 #include "ctshard/graph/option_checks.hpp"
 #include "ctshard/report/commands.hpp"
 #include "ctshard/report/plan_report.hpp"
+#include "ctshard/solve/budget.hpp"
 
 namespace ctshard::report {
 
@@ -166,7 +167,8 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
     out << '\n';
   }
   if (g.result.status == "infeasible" && g.min_memory_bytes > 0)
-    out << "infeasible memory budget: the smallest footprint of any plan is " << g.min_memory_bytes / bytes_per_gib << " GiB per device\n";
+    out << "infeasible memory budget: the smallest footprint of any plan is " << solve::number_text(g.min_memory_bytes / bytes_per_gib)
+        << " GiB per device\n";  // (every digit: a budget of the printed value fits it)
   for (const HandPlan& h : g.hand_plans) {
     out << "hand plan " << h.name << ": step " << std::fixed << std::setprecision(3) << h.step_time_us << " us (redistribution "
         << h.redistribution_us << " us), memory ";

@@ -74,6 +74,9 @@ TEST_CASE("issue 22 cli: every number of plan --global and iopddl is checked, na
            Case{"plan --global --free-inputs --memory-budget-gib -1", "--memory-budget-gib must be a finite number of GiB in [0, 2^30]"},
            Case{"plan --global --free-inputs --memory-budget-gib 1e300", "got 1e+300"},
            Case{"plan --global --max-memory-mib -5", "--max-memory-mib must be 0"},
+           // what only free inputs use: an error without them (the budget was dropped silently)
+           Case{"plan --global --memory-budget-gib 0.1", "ctshard plan: --memory-budget-gib needs --free-inputs"},
+           Case{"plan --global --hand-plans", "ctshard plan: --hand-plans needs --free-inputs"},
            Case{"plan --global --free-inputs --device-tflops 1e-300", "the compute term of node 'native_layer_norm'"},
            Case{"iopddl /dev/null --time-limit-s nan", "--time-limit-s must be a number of seconds >= 0, got nan"},
            Case{"iopddl /dev/null --max-memory-mib nan", "--max-memory-mib must be 0"},

@@ -12,6 +12,7 @@ requiring grad, autocast, outputs not requiring grad, re-planning an applied mod
 from __future__ import annotations
 
 import pathlib
+import re
 import sys
 
 import pytest
@@ -498,8 +499,13 @@ def test_pin_is_kept():
 
 def test_budget_below_minimum():
     model, inputs = _mlp()
-    with pytest.raises(ValueError, match=r"memory_budget_gib=1e-09 is below the least budget .*: [0-9.e-]+ GiB"):
+    with pytest.raises(ValueError, match=r"memory_budget_gib=1e-09 is below the least budget .*: [0-9.e-]+ GiB") as e:
         ct.auto_parallel(model, inputs, [2, 2], memory_budget_gib=1e-9)
+    # the least budget is printed with every digit: that budget fits (it was rounded to 6 digits,
+    # below the footprint, and refused with the same message)
+    least = float(re.search(r"least budget .*: ([0-9.e-]+) GiB", str(e.value)).group(1))
+    plan = ct.auto_parallel(model, inputs, [2, 2], memory_budget_gib=least, time_limit_s=5.0)
+    assert plan.memory_gib["total"] <= least
 
 
 def test_budget_with_a_time_limit_too_short_is_a_clear_error():

@@ -120,3 +120,23 @@ def test_other_algos_ignore_them_as_they_ignore_the_keywords():
     assert ctshard.plan(algo="enumerate", global_options={"free_inputs": True}) == ctshard.plan(algo="enumerate")
     with pytest.raises(ValueError, match="given both"):  # the checks of global_options itself still apply
         ctshard.plan(time_limit_ms=1, global_options={"time_limit_ms": 1})
+
+
+def test_what_only_free_inputs_use_needs_them():
+    """A memory budget or hand plans without free inputs would be dropped silently (the plan came
+    back "optimal" with no budget in it): a ValueError naming the keyword, as from the CLI."""
+    for field, value in [("memory_budget_gib", 0.1), ("hand_plans", True)]:
+        with pytest.raises(ValueError, match=rf"ctshard.plan: {field} needs free_inputs=True"):
+            ctshard.plan(algo="global", **{field: value})
+        with pytest.raises(ValueError, match=rf"ctshard.plan: {field} needs free_inputs=True"):
+            ctshard.plan(algo="global", global_options=GlobalOptions(**{field: value}))
+
+
+def test_the_largest_budget_is_accepted_and_does_not_bind():
+    """The documented range of memory_budget_gib ends at 2^30: such a budget cannot bind (it was
+    refused by the solver's usage range, in a message naming no option)."""
+    free = ctshard.plan(algo="global", free_inputs=True, time_limit_ms=5000)
+    for budget in (2.0 ** 30, 2.0 ** 30 - 1):
+        r = ctshard.plan(algo="global", free_inputs=True, memory_budget_gib=budget, time_limit_ms=5000)
+        assert r["status"] == "optimal"
+        assert r["objective_us"] == free["objective_us"]

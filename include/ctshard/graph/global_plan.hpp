@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,8 +36,9 @@ enum class Optimizer {
 /// Optimizer states per parameter element (sgd 0, sgd_momentum 1, adam 2).
 [[nodiscard]] int optimizer_states(Optimizer o) noexcept;
 
-/// "adam", "sgd", "sgd_momentum" -> Optimizer. Throws ctshard::error naming `text` otherwise.
-[[nodiscard]] Optimizer parse_optimizer(const std::string& text);
+/// "adam", "sgd", "sgd_momentum" -> Optimizer. Throws ctshard::error naming `text` otherwise, the
+/// message starting with `api` ("ctshard plan", "ctshard.plan").
+[[nodiscard]] Optimizer parse_optimizer(const std::string& text, std::string_view api = "ctshard plan");
 
 /// The name of an optimizer ("adam", ...).
 [[nodiscard]] std::string to_string(Optimizer o);
@@ -178,7 +180,8 @@ struct GlobalPlan {
 /// solve::time_limit_reached when the deadline passes before the greedy plan is complete. With a
 /// training step (GlobalOptions::training): ctshard::error for a gradient or parameter that is not
 /// in the graph, a parameter with two gradients, `enabled` on a graph without gradients, or no
-/// free inputs; `hand_plans` without a training step is an error too.
+/// free inputs; `hand_plans` without a training step, and a memory budget or `hand_plans`
+/// without free inputs (check_free_input_options), are errors too.
 GlobalPlan global_plan(const Graph& graph, const PlanOptions& options, const GlobalOptions& global, const OpRegistry& registry);
 
 /// Only the cost graph (for `--export-costgraph`): variables in graph order. Bounded by

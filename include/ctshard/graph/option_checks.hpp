@@ -20,8 +20,9 @@ enum class OptionNames { cli, python };
 
 /// The largest memory budget accepted (MiB): 2^40 MiB (1 EiB), so the byte count fits 64 bits.
 inline constexpr double max_memory_mib_limit = 1099511627776.0;
-/// The largest memory budget of --memory-budget-gib (GiB): 2^30 GiB, 2^60 bytes (the usage
-/// range of the solver, solve::max_usage_total).
+/// The largest memory budget of --memory-budget-gib (GiB): 2^30 GiB, 2^60 bytes. A budget above
+/// what the graph's values can use together is lowered to that (it cannot bind), so the limit and
+/// the usages stay within the solver's usage range (solve::max_usage_total).
 inline constexpr double max_memory_budget_gib = 1073741824.0;
 
 /// The default --max-memory-mib: a quarter of the machine's memory (the smaller of the physical
@@ -41,8 +42,13 @@ double checked_time_limit_ms(double ms, std::string_view api, std::string_view f
 /// - time_limit_ms: a number >= 0 (clamped to 10^9 ms);
 /// - device_tflops, device_gbps: finite and > 0;
 /// - memory_budget_gib: finite, >= 0 and at most 2^30;
-/// - max_memory_mib: finite, 0 (the default) or in [1, 2^40].
+/// - max_memory_mib: finite, 0 (the default) or in [1, 2^40];
+/// - check_free_input_options.
 void check_global_options(GlobalOptions& o, std::string_view api, OptionNames names);
+
+/// What only free inputs use is an error without them, not silently dropped: memory_budget_gib > 0
+/// and hand_plans need free_inputs. Throws ctshard::error naming the field (under `names`).
+void check_free_input_options(const GlobalOptions& o, std::string_view api, OptionNames names);
 
 /// The memory budget of `ctshard iopddl --max-memory-mib` (checked as in check_global_options).
 std::size_t checked_memory_budget(double max_memory_mib, std::string_view api, OptionNames names);

@@ -34,12 +34,14 @@ namespace ctshard::solve {
 /// are clamped to it.
 inline constexpr double max_time_limit_s = 1e6;
 
-/// Checks a user's time limit `seconds` (named `field` in the message, e.g. "--time-limit-s"):
-/// returns it clamped to [0, max_time_limit_s]. Throws ctshard::error naming the field and the
-/// value when it is NaN or negative.
+/// Checks a user's time limit `seconds` (named `field` in the message: the caller and the field,
+/// e.g. "ctshard iopddl: --time-limit-s"; a bare field gets "ctshard: " before it): returns it
+/// clamped to [0, max_time_limit_s]. Throws ctshard::error naming the field and the value when
+/// it is NaN or negative.
 [[nodiscard]] inline double checked_time_limit_s(double seconds, std::string_view field) {
   if (std::isnan(seconds) || seconds < 0)
-    throw error("ctshard: " + std::string(field) + " must be a number of seconds >= 0, got " + number_text(seconds));
+    throw error((field.starts_with("ctshard") ? "" : "ctshard: ") + std::string(field) + " must be a number of seconds >= 0, got " +
+                number_text(seconds));
   return seconds > max_time_limit_s ? max_time_limit_s : seconds;
 }
 
