@@ -248,21 +248,31 @@ TEST_CASE("validate: a usage limit listing a node twice is refused, naming the l
   CHECK(least == 0);  // {3, 0, 0}: usage 19 + 8 + 16 = 43
 }
 
-TEST_CASE("status: a solve ended by a limit of the options is \"stopped\", by the deadline \"time_limit\"", "[global][solve]") {
-  std::mt19937 rng(7);
+namespace {
+
+/// `n` nodes of `labels` labels, each node after the first joined to `fan_in` earlier ones by
+/// dense edges; every cost uniform in [0, `range`).
+CostGraph random_graph(unsigned seed, int n, int labels, int fan_in, unsigned range) {
+  std::mt19937 rng(seed);
   CostGraph g;
-  constexpr int n = 60, labels = 8;
-  for (int u = 0; u < n; ++u) {
-    std::vector<cost_t> c(labels);
-    for (auto& x : c) x = static_cast<cost_t>(rng() % 100);
-    g.add_node(c);
-  }
+  const auto costs = [&](int count) {
+    std::vector<cost_t> c(static_cast<std::size_t>(count));
+    for (auto& x : c) x = static_cast<cost_t>(rng() % range);
+    return c;
+  };
+  for (int u = 0; u < n; ++u) g.add_node(costs(labels));
   for (int u = 1; u < n; ++u)
-    for (int k = 0; k < 4; ++k) {
-      std::vector<cost_t> c(labels * labels);
-      for (auto& x : c) x = static_cast<cost_t>(rng() % 100);
-      g.add_dense_edge(static_cast<std::uint32_t>(rng() % static_cast<unsigned>(u)), static_cast<std::uint32_t>(u), c);
+    for (int k = 0; k < fan_in; ++k) {
+      const auto from = static_cast<std::uint32_t>(rng() % static_cast<unsigned>(u));
+      g.add_dense_edge(from, static_cast<std::uint32_t>(u), costs(labels * labels));
     }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("status: a solve ended by a limit of the options is \"stopped\", by the deadline \"time_limit\"", "[global][solve]") {
+  const CostGraph g = random_graph(7, 60, 8, 4, 100);
   SolveOptions o;
   o.time_limit_s = 300;
   o.elimination_work = 0;
@@ -281,19 +291,7 @@ TEST_CASE("status: a solve ended by a limit of the options is \"stopped\", by th
 }
 
 TEST_CASE("dual: a pass polls its deadline; a pass it interrupts gives no bound, one it does not the same as iterate", "[global][solve]") {
-  std::mt19937 rng(11);
-  CostGraph g;
-  constexpr int n = 300, labels = 5;
-  for (int u = 0; u < n; ++u) {
-    std::vector<cost_t> c(labels);
-    for (auto& x : c) x = static_cast<cost_t>(rng() % 50);
-    g.add_node(c);
-  }
-  for (int u = 1; u < n; ++u) {
-    std::vector<cost_t> c(labels * labels);
-    for (auto& x : c) x = static_cast<cost_t>(rng() % 50);
-    g.add_dense_edge(static_cast<std::uint32_t>(rng() % static_cast<unsigned>(u)), static_cast<std::uint32_t>(u), c);
-  }
+  const CostGraph g = random_graph(11, 300, 5, 1, 50);
   Problem timed(g, 16), plain(g, 16);
   detail::Srmp a(timed), b(plain);
   std::vector<std::uint32_t> la, ba, lb, bb;
