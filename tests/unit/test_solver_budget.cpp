@@ -288,6 +288,11 @@ TEST_CASE("status: a solve ended by a limit of the options is \"stopped\", by th
   o.time_limit_s = 0;
   const SolveResult timed = solve::solve(g, o);
   CHECK(timed.status == "time_limit");
+  // nothing found in the time and no usage limit: the least unary label of every node, not none
+  REQUIRE(timed.feasible);
+  for (std::size_t u = 0; u < g.num_nodes(); ++u) CHECK(g.unary[u][timed.labels[u]] == *std::min_element(g.unary[u].begin(), g.unary[u].end()));
+  CHECK(timed.cost == g.evaluate(timed.labels));
+  CHECK(timed.lower_bound <= timed.cost);
 }
 
 TEST_CASE("dual: a pass polls its deadline; a pass it interrupts gives no bound, one it does not the same as iterate", "[global][solve]") {

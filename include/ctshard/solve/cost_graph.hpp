@@ -41,7 +41,8 @@ inline constexpr cost_t forbidden = std::numeric_limits<cost_t>::max() / 4;
 /// The solver's exact range: every finite cost lies in [-max_exact_cost, max_exact_cost] (2^56),
 /// and so does the sum of their magnitudes (the fixed-point scale multiplies them and the dual's
 /// messages add them in 64-bit integers). CostGraph::validate refuses a cost outside it, naming
-/// the node or edge and the value.
+/// the node or edge and the value; solve refuses a graph whose magnitudes sum beyond it
+/// (ctshard::error).
 inline constexpr cost_t max_exact_cost = cost_t{1} << 56;
 
 /// The usage range: per limit (and per time step of an interval limit), |limit| plus the sum of

@@ -1739,6 +1739,15 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
   r.stats.peak_memory_bytes = std::max(2 * bytes, rss_end - std::min(rss_start, rss_end));
   r.seconds = std::chrono::duration<double>(clock::now() - start).count();
   r.cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  // nothing found in the time (a limit of a few ms on a large graph): without usage limits, the
+  // least unary label of every node is a labelling when no pair of it is forbidden (an O(edges)
+  // check), rather than none
+  if (is_forbidden(inc.feasible_cost) && !infeasible && g.limits.empty() && !g.interval_limit) {
+    std::vector<std::uint32_t> least(g.num_nodes(), 0);
+    for (std::size_t u = 0; u < g.num_nodes(); ++u)
+      least[u] = static_cast<std::uint32_t>(std::min_element(g.unary[u].begin(), g.unary[u].end()) - g.unary[u].begin());
+    inc.consider(least);
+  }
   if (!is_forbidden(inc.feasible_cost)) {
     r.labels = inc.feasible_labels;
     r.cost = inc.feasible_cost;
