@@ -34,14 +34,11 @@ namespace ctshard::solve {
 /// are clamped to it.
 inline constexpr double max_time_limit_s = 1e6;
 
-/// Checks a user's time limit `seconds` (named `field` in the message: the caller and the field,
-/// e.g. "ctshard iopddl: --time-limit-s"; a bare field gets "ctshard: " before it): returns it
-/// clamped to [0, max_time_limit_s]. Throws ctshard::error naming the field and the value when
-/// it is NaN or negative.
+/// Checks a user's time limit `seconds` (named `field` in the message, the caller included, e.g.
+/// "ctshard iopddl: --time-limit-s"): returns it clamped to [0, max_time_limit_s]. Throws
+/// ctshard::error naming the field and the value when it is NaN or negative.
 [[nodiscard]] inline double checked_time_limit_s(double seconds, std::string_view field) {
-  if (std::isnan(seconds) || seconds < 0)
-    throw error((field.starts_with("ctshard") ? "" : "ctshard: ") + std::string(field) + " must be a number of seconds >= 0, got " +
-                number_text(seconds));
+  if (std::isnan(seconds) || seconds < 0) throw error(std::string(field) + " must be a number of seconds >= 0, got " + number_text(seconds));
   return seconds > max_time_limit_s ? max_time_limit_s : seconds;
 }
 
@@ -65,7 +62,7 @@ class Deadline {
 
   /// `seconds` from now (checked_time_limit_s: NaN and negative values throw ctshard::error
   /// naming `field`; values above max_time_limit_s are clamped).
-  [[nodiscard]] static Deadline after(double seconds, std::string_view field = "time limit") {
+  [[nodiscard]] static Deadline after(double seconds, std::string_view field = "ctshard: time limit") {
     const double s = checked_time_limit_s(seconds, field);
     return Deadline(clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s)));
   }

@@ -73,6 +73,12 @@ struct SolveTrace {
 /// round that cannot get through it in the time left is not started (solve).
 inline constexpr double round_setup_ns_per_cell = 15;
 
+/// The estimated time (s) a round takes to build its working copy of a graph of `graph_bytes`
+/// (CostGraph::memory_bytes) at round_setup_ns_per_cell.
+[[nodiscard]] inline double round_setup_s(std::size_t graph_bytes) noexcept {
+  return static_cast<double>(graph_bytes) / static_cast<double>(sizeof(cost_t)) * round_setup_ns_per_cell * 1e-9;
+}
+
 /// What the solver may use, and for how long.
 struct SolveOptions {
   /// Wall-clock budget from the call (checked_time_limit_s: NaN or negative is an error, more
@@ -1106,9 +1112,7 @@ struct LagrangianHooks {
   if (g.limits.empty() || g.usage.size() != g.num_nodes()) return std::nullopt;
   // the relaxation's copy of the graph, then a try's working copy: not started when the time left
   // cannot cover a round's setup (solve; a 190 MB graph took 0.45 s past a passed deadline)
-  if (until.passed() ||
-      (until.is_set() && until.remaining_s() < static_cast<double>(g.memory_bytes()) / sizeof(cost_t) * round_setup_ns_per_cell * 1e-9))
-    return std::nullopt;
+  if (until.passed() || (until.is_set() && until.remaining_s() < round_setup_s(g.memory_bytes()))) return std::nullopt;
   __extension__ typedef __int128 wide;  // Σ λ·limit: up to 2^54 · 2^60
   constexpr long double cap = static_cast<long double>(cost_t{1} << 54);
   long double max_cost = 1;
@@ -1523,7 +1527,7 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const std::clock_t cpu_start = std::clock();
-  const Deadline until = Deadline::after(o.time_limit_s, "SolveOptions::time_limit_s").earlier(o.deadline);
+  const Deadline until = Deadline::after(o.time_limit_s, "ctshard::solve: SolveOptions::time_limit_s").earlier(o.deadline);
   if (!o.start.empty()) {
     if (o.start.size() != g.num_nodes()) throw error("ctshard::solve: the start labelling has the wrong size");
     (void)g.evaluate(o.start);  // a label out of range: ctshard::error naming it
@@ -1659,9 +1663,9 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
   // its pages were new to the process; now that the builder's cost tables are freed first, 2-7
   // ns (0.3-0.9 s for the 0.75-1.3 GB graphs of the 2x2x2x2 data-parallel runs): 15 ns keeps a
   // margin (overrun 2-3 % at 8-9 s limits there).
-  const double round_setup_s = static_cast<double>(bytes) / static_cast<double>(sizeof(cost_t)) * round_setup_ns_per_cell * 1e-9;
+  const double setup_s = round_setup_s(bytes);
   for (std::size_t round = 0; !proven_at_start && !infeasible; ++round) {
-    if (until.passed() || (until.is_set() && until.remaining_s() < round_setup_s)) {
+    if (until.passed() || (until.is_set() && until.remaining_s() < setup_s)) {
       timed_out = true;
       break;
     }
