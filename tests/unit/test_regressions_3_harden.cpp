@@ -114,6 +114,20 @@ TEST_CASE("issue 22: costs outside the solver's exact range are errors naming th
   CHECK(solve::solve(g).cost == -max_exact_cost);
   g.constant = max_exact_cost + 1;
   CHECK_THROWS_WITH(solve::solve(g), Contains("the constant"));
+  // a forbidden constant forbids every labelling: infeasible, not a magnitude refused
+  g.constant = forbidden;
+  const SolveResult r = solve::solve(g);
+  CHECK(r.status == "infeasible");
+  CHECK_FALSE(r.feasible);
+  CHECK(is_forbidden(r.lower_bound));
+  CostGraph h;  // and with a usage limit (its dominance and Lagrangian phases)
+  h.add_node({0, 1});
+  h.add_node({0, 1});
+  h.add_dense_edge(0, 1, {0, 1, 1, 0});
+  h.usage = {{1, 1}, {2, 1}};
+  h.limits = {UsageLimit{{0, 1}, 2}};
+  h.constant = forbidden;
+  CHECK(solve::solve(h).status == "infeasible");
 }
 
 TEST_CASE("issue 22: usage sums that could wrap are errors, not a feasible answer", "[harden][solve]") {
@@ -123,6 +137,13 @@ TEST_CASE("issue 22: usage sums that could wrap are errors, not a feasible answe
     "costs": [[0], [0], [0], [0]], "usages": [[4611686018427387904], [4611686018427387904], [4611686018427387904], [4611686018427387904]]},
     "edges": {"nodes": [], "costs": []}, "usage_limit": 10}})";
   CHECK_THROWS_WITH(read_iopddl(text), Contains("nodes.usages[0][0] = 4611686018427387904 is outside [-2^60, 2^60]"));
+  // a value past 64 bits reads as the maximum: the message says so instead of naming that value
+  std::string past = text;
+  past.replace(past.find("4611686018427387904"), 19, "18446744073709551626");
+  CHECK_THROWS_WITH(read_iopddl(past), Contains("nodes.usages[0][0] = 9223372036854775807 or more is outside [-2^60, 2^60]"));
+  std::string limit = text;
+  limit.replace(limit.find("\"usage_limit\": 10"), 17, "\"usage_limit\": 1e300");
+  CHECK_THROWS_WITH(read_iopddl(limit), Contains("usage_limit 9223372036854775807 or more is outside [0, 2^60]"));
   // within the per-usage range, but their sum at one step is not
   CostGraph g;
   for (int u = 0; u < 4; ++u) g.add_node({0});
@@ -281,7 +302,7 @@ TEST_CASE("issue 22: the IOPDDL reader bounds the nesting of skipped values and 
   // memory: the parsed arrays and the graph are counted against the budget
   IopddlReadOptions ro;
   ro.max_memory_bytes = 4096;
-  CHECK_THROWS_WITH(read_iopddl(staircase_text(2000, 10), ro), Contains("MiB of memory"));
+  CHECK_THROWS_WITH(read_iopddl(staircase_text(2000, 10), ro), Contains("needs more than 4096 bytes of memory"));
   ro.max_memory_bytes = std::size_t{1} << 30;
   CHECK(read_iopddl(staircase_text(2000, 10), ro).graph.num_nodes() == 2000);
   // a deadline already passed: the reader stops
@@ -296,6 +317,14 @@ TEST_CASE("issue 22: the solver refuses a graph above its memory budget", "[hard
   SolveOptions o;
   o.max_memory_bytes = g.memory_bytes();  // the working copy does not fit beside it
   CHECK_THROWS_AS(solve::solve(g, o), memory_limit_reached);
+  // amounts below 1 MiB in bytes: a budget of 0 read "0 MiB", as did a small graph
+  o.max_memory_bytes = 0;
+  CHECK_THROWS_WITH(solve::solve(g, o),
+                    Contains("the graph (8 MiB) and the solver's working copy need about 24 MiB, above the memory budget of 0 bytes"));
+  CHECK(memory_text(0) == "0 bytes");
+  CHECK(memory_text((std::size_t{1} << 20) - 1) == "1048575 bytes");
+  CHECK(memory_text(std::size_t{1} << 20) == "1 MiB");
+  CHECK(memory_text((std::size_t{1} << 20) + 1) == "2 MiB");
   o.max_memory_bytes = 4 * g.memory_bytes();
   CHECK(solve::solve(g, o).optimal);
   MemoryBudget b(1000);

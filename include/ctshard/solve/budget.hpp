@@ -129,6 +129,14 @@ class memory_limit_reached : public error {
   explicit memory_limit_reached(const std::string& what) : error(what) {}
 };
 
+/// An amount of memory for messages: "512 bytes" below 1 MiB, else whole MiB rounded up
+/// ("3 MiB"), so a small budget or graph never reads as "0 MiB".
+[[nodiscard]] inline std::string memory_text(std::size_t bytes) {
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  if (bytes < mib) return std::to_string(bytes) + " bytes";
+  return std::to_string(bytes / mib + (bytes % mib != 0 ? 1 : 0)) + " MiB";
+}
+
 /// Bytes a request may hold (estimated by the code that allocates: the cost graph's matrices,
 /// candidate rows, memo tables). `charge` before allocating; the default budget is unbounded.
 class MemoryBudget {
@@ -136,12 +144,12 @@ class MemoryBudget {
   MemoryBudget() = default;
   explicit MemoryBudget(std::size_t limit_bytes) : limit_(limit_bytes) {}
 
-  /// Counts `bytes` more; throws memory_limit_reached ("<what> needs ... MiB, above the memory
-  /// budget of ... MiB") when the total would pass the limit (nothing is counted then).
+  /// Counts `bytes` more; throws memory_limit_reached ("<what> needs ... more (... in use), above
+  /// the memory budget of ...", amounts as memory_text) when the total would pass the limit (nothing is counted then).
   void charge(std::size_t bytes, std::string_view what) {
     if (bytes > limit_ || used_ > limit_ - bytes)
-      throw memory_limit_reached(std::string(what) + " needs " + text(bytes) + " more (" + text(used_) + " in use), above the memory budget of " +
-                                 text(limit_) + " (--max-memory-mib)");
+      throw memory_limit_reached(std::string(what) + " needs " + memory_text(bytes) + " more (" + memory_text(used_) +
+                                 " in use), above the memory budget of " + memory_text(limit_) + " (--max-memory-mib)");
     used_ += bytes;
   }
   /// Counts `bytes` less (memory given back).
@@ -150,11 +158,6 @@ class MemoryBudget {
   [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
 
  private:
-  /// "512 bytes", "3 MiB" (rounded up).
-  static std::string text(std::size_t b) {
-    if (b < (std::size_t{1} << 20)) return std::to_string(b) + " bytes";
-    return std::to_string((b >> 20) + ((b & ((std::size_t{1} << 20) - 1)) != 0 ? 1 : 0)) + " MiB";
-  }
   std::size_t limit_ = static_cast<std::size_t>(-1);
   std::size_t used_ = 0;
 };

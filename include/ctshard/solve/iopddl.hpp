@@ -112,6 +112,11 @@ class JsonCursor {
     ++pos_;
     return out;
   }
+  /// An integer as integer() read it, for messages: its maximum stands for any value at or above
+  /// it ("9223372036854775807 or more"), not for the file's text.
+  [[nodiscard]] static std::string integer_text(std::int64_t x) {
+    return std::to_string(x) + (x == std::numeric_limits<std::int64_t>::max() ? " or more" : "");
+  }
   /// An integer; a float when integral. Values above int64 read as its maximum (at or above
   /// IOPDDL's infinity: forbidden as a cost, out of range elsewhere); values below it are an
   /// error naming the text.
@@ -213,8 +218,8 @@ class JsonCursor {
   void charge(std::size_t bytes) {
     bytes_ += bytes;
     if (bytes_ > max_bytes_)
-      throw error("ctshard iopddl: the instance needs more than " + std::to_string(max_bytes_ >> 20) + " MiB of memory to read (at byte " +
-                  std::to_string(pos_) + "; --max-memory-mib)");
+      throw error("ctshard iopddl: the instance needs more than " + memory_text(max_bytes_) + " of memory to read (at byte " + std::to_string(pos_) +
+                  "; --max-memory-mib)");
   }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 
@@ -304,7 +309,7 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
   j.end();
   if (!has_problem) throw error("ctshard iopddl: no \"problem\" object");
   if (has_limit && (inst.usage_limit < 0 || inst.usage_limit > max_usage_total))
-    throw error("ctshard iopddl: usage_limit " + std::to_string(inst.usage_limit) + " is outside [0, 2^60]");
+    throw error("ctshard iopddl: usage_limit " + detail::JsonCursor::integer_text(inst.usage_limit) + " is outside [0, 2^60]");
   const std::size_t n = node_costs.size();
   if (!usages.empty() && usages.size() != n)
     throw error("ctshard iopddl: " + std::to_string(usages.size()) + " usage rows for " + std::to_string(n) + " nodes");
@@ -325,8 +330,8 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
   const auto charge = [&](std::size_t bytes) {
     graph_bytes += bytes;
     if (j.bytes() + graph_bytes > options.max_memory_bytes)
-      throw error("ctshard iopddl: the instance needs more than " + std::to_string(options.max_memory_bytes >> 20) + " MiB of memory (" +
-                  std::to_string(n) + " nodes, " + std::to_string(edge_nodes.size()) + " edges; --max-memory-mib)");
+      throw error("ctshard iopddl: the instance needs more than " + memory_text(options.max_memory_bytes) + " of memory (" + std::to_string(n) +
+                  " nodes, " + std::to_string(edge_nodes.size()) + " edges; --max-memory-mib)");
   };
   DeadlinePoll poll(options.deadline, 4096);
   for (std::size_t u = 0; u < n; ++u) {
@@ -345,7 +350,7 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
       for (std::size_t a = 0; a < usages[u].size(); ++a) {
         const std::int64_t x = usages[u][a];
         if (x > max_usage_total || x < -max_usage_total)
-          throw error("ctshard iopddl: nodes.usages[" + std::to_string(u) + "][" + std::to_string(a) + "] = " + std::to_string(x) +
+          throw error("ctshard iopddl: nodes.usages[" + std::to_string(u) + "][" + std::to_string(a) + "] = " + detail::JsonCursor::integer_text(x) +
                       " is outside [-2^60, 2^60]");
       }
     }

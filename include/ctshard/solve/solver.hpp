@@ -253,9 +253,11 @@ struct EdgeExtremes {
 }
 
 /// The largest magnitude an objective can reach: |constant| plus every node's and edge's largest
-/// finite |cost| (cost units).
+/// finite |cost| (cost units). A forbidden constant counts 0: every labelling is forbidden, and
+/// the solve answers "infeasible" (the trivial bound is forbidden) rather than refusing its
+/// magnitude.
 inline long double cost_magnitude(const CostGraph& g, const EdgeExtremes& x) {
-  long double total = std::abs(static_cast<long double>(g.constant));
+  long double total = is_forbidden(g.constant) ? 0 : std::abs(static_cast<long double>(g.constant));
   for (const auto& u : g.unary) {
     cost_t m = 0;
     for (auto c : u)
@@ -1557,9 +1559,8 @@ inline SolveResult detail::solve_validated(const CostGraph& g, const SolveOption
   }
   const std::size_t bytes = g.memory_bytes();
   if (bytes > o.max_memory_bytes / 3)
-    throw memory_limit_reached("ctshard::solve: the graph (" + std::to_string(bytes >> 20) + " MiB) and the solver's working copy need about " +
-                               std::to_string((3 * bytes) >> 20) + " MiB, above the memory budget of " + std::to_string(o.max_memory_bytes >> 20) +
-                               " MiB");
+    throw memory_limit_reached("ctshard::solve: the graph (" + memory_text(bytes) + ") and the solver's working copy need about " +
+                               memory_text(3 * bytes) + ", above the memory budget of " + memory_text(o.max_memory_bytes));
   SolveResult r;
   r.stats.nodes = g.num_nodes();
   r.stats.labels = g.total_labels();
