@@ -280,6 +280,7 @@ TEST_CASE("issue 22: limits_from_intervals lists maximal sets in O(n log n + out
   // the reference answers of the explicit construction
   const auto limits = limits_from_intervals({{0, 3}, {1, 2}, {2, 5}, {4, 5}}, 10, false);
   std::vector<std::vector<std::uint32_t>> sets;
+  sets.reserve(limits.size());
   for (const auto& l : limits) sets.push_back(l.nodes);
   CHECK(sets == std::vector<std::vector<std::uint32_t>>{{0, 1}, {0, 2}, {2, 3}});
   // a set that recurs ({0} at [0,1) and [2,3)) is listed once with all_sets

@@ -341,7 +341,7 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
     c.reserve(node_costs[u].size());
     for (std::size_t a = 0; a < node_costs[u].size(); ++a)
       c.push_back(cost_of(node_costs[u][a], [&] { return "nodes.costs[" + std::to_string(u) + "][" + std::to_string(a) + "]"; }));
-    charge(sizeof(c) + c.size() * sizeof(cost_t));
+    charge(sizeof(std::vector<cost_t>) + c.size() * sizeof(cost_t));  // the row's header and its costs
     g.add_node(std::move(c));
     if (!usages.empty()) {
       if (usages[u].size() != node_costs[u].size())
@@ -391,7 +391,7 @@ inline cost_t iopddl_cost(std::int64_t c) { return c >= iopddl_infinity ? forbid
   }
   if (has_limit && !usages.empty()) {
     if (g.intervals.size() != n) throw error("ctshard iopddl: a usage limit needs an interval per node");
-    charge(usages.size() * sizeof(usages[0]));
+    charge(usages.size() * sizeof(std::vector<std::int64_t>));  // the rows' headers (their elements were counted as read)
     g.usage = std::move(usages);
     g.interval_limit = inst.usage_limit;
     // one time step holds every other (every nonempty interval contains the latest start, no
