@@ -760,8 +760,9 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         sequence, mesh dim 0 first; one int; text ``"2x4"``), then a DeviceMesh over the current
         world, whose size must equal their product, else ValueError; without a process group the
         plan is made and ``apply`` builds the mesh.
-    memory_budget_gib: per-device bound (GiB) on parameters + gradients + optimizer state + saved
-        activations (the planner's training-step memory, docs/global_plan.md); None: no bound.
+    memory_budget_gib: per-device bound (GiB, in (0, 2^30]) on parameters + gradients + optimizer
+        state + saved activations (the planner's training-step memory, docs/global_plan.md); None:
+        no bound.
     optimizer: ``"adam"`` (2 states per parameter), ``"sgd"`` (none) or ``"sgd_momentum"`` (1).
     place: pins, FQN of a parameter or ``"inputs[i]"`` (example input i) -> spec text or DTensor
         placements (``(Shard(0), Replicate())``); another name raises ValueError listing the valid ones.
@@ -775,7 +776,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     plan within the budget among restricted candidates (a model whose cost graph is too large) or
     within ``time_limit_s`` (the greedy plan, all the time allowed, breaks the budget), a
     mesh whose size differs from the world size, a pin naming no parameter or input, a pin
-    making a parameter Partial, container inputs, an applied model, and a model that cannot be
+    making a parameter Partial or sharding a dim its tensor lacks (naming the pin as given), a
+    model without trainable parameters, container inputs, an applied model, and a model that cannot be
     traced (naming its class); TypeError for a model that is not an
     ``nn.Module`` or a mesh of the wrong type."""
     import sys
@@ -790,8 +792,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         raise ValueError(f"ctshard.torch.auto_parallel: optimizer must be one of {', '.join(map(repr, _OPTIMIZER_STATES))}, "
                          f"got {optimizer!r}")
     if memory_budget_gib is not None and not (isinstance(memory_budget_gib, (int, float)) and not isinstance(memory_budget_gib, bool)
-                                              and memory_budget_gib > 0 and math.isfinite(memory_budget_gib)):
-        raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib must be a finite positive number of GiB (or None), "
+                                              and 0 < memory_budget_gib <= 2**30):
+        raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib must be a number of GiB in (0, 2^30] (or None), "
                          f"got {memory_budget_gib!r}")
     if not (isinstance(time_limit_s, (int, float)) and 0 < time_limit_s <= 1e6):
         raise ValueError(f"ctshard.torch.auto_parallel: time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
@@ -813,6 +815,9 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         raise ValueError(f"ctshard.torch.auto_parallel: {type(model).__name__} is already distributed (applied): "
                          f"{applied[:3]} are DTensors; plan the model with plain tensors (before apply)")
     cap = _capture(model, example_inputs)
+    if not cap.params:
+        raise ValueError(f"ctshard.torch.auto_parallel: {type(model).__name__} has no trainable parameter (none with "
+                         "requires_grad): a training step has nothing to place")
 
     pinned = {ph: "R" * len(sizes) for ph in cap.buffers.values()}
     names = GraphNames([], {**cap.params, **{f"inputs[{i}]": ph for i, ph in enumerate(cap.inputs) if ph}})
@@ -831,8 +836,15 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     memory_opts = _plan_memory_options(cap, memory_budget_gib, optimizer)
     if hand_plans:
         memory_opts["hand_plans"] = True
-    result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
-                                             time_limit_ms=float(time_limit_s) * 1000, **memory_opts))
+    try:
+        result = _plan_once(lambda: ctshard_plan(cap.gm, mesh=sizes, algo="global", free_inputs=True, place=pinned,
+                                                 time_limit_ms=float(time_limit_s) * 1000, **memory_opts))
+    except ValueError as e:  # a pin the graph refuses (a dim the tensor lacks): named as the caller named it
+        text = str(e)
+        for name, ph in names.aliases.items():
+            if f"--place {ph}:" in text:
+                raise ValueError(text.replace(f"ctshard plan: --place {ph}:", f"ctshard.torch.auto_parallel: place[{name!r}]:")) from None
+        raise
     if result.get("status") == "infeasible":
         least = result.get("min_memory_gib")
         if isinstance(least, (int, float)):

@@ -12,6 +12,7 @@ dim, re-planning an applied model).
 
 from __future__ import annotations
 
+import math
 import pathlib
 import re
 import sys
@@ -616,6 +617,36 @@ def test_mesh_text_and_placement_pins():
     assert by_text.parameter_placements["up.weight"] == "S(0)R"
     assert by_text.dtensor_placements()["up.weight"] == (Shard(0), Replicate())
     assert by_text.parameter_placements == by_specs.parameter_placements
+
+
+class _NoParams(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+@pytest.mark.parametrize("budget", [1e300, 2.0**30 * 2, math.inf])
+def test_budget_above_the_range_names_auto_parallel(budget):
+    """A budget past 2^30 GiB was accepted here and refused by ctshard.plan under its own name
+    and range (which allows 0, which this refuses)."""
+    model, inputs = _mlp()
+    with pytest.raises(ValueError, match=r"ctshard.torch.auto_parallel: memory_budget_gib must be a number of GiB in \(0, 2\^30\]"):
+        ct.auto_parallel(model, inputs, [2, 2], memory_budget_gib=budget)
+
+
+def test_model_without_parameters():
+    """Was a bare KeyError('memory')."""
+    with pytest.raises(ValueError, match="_NoParams has no trainable parameter"):
+        ct.auto_parallel(_NoParams(), (torch.randn(4, 8),), [2, 2])
+
+
+def test_pin_of_a_dim_the_tensor_lacks_names_the_pin():
+    """The planner's message named the graph's placeholder and the CLI's --place."""
+    model, inputs = _mlp()
+    with pytest.raises(ValueError, match=r"^ctshard.torch.auto_parallel: place\['up.weight'\]: spec 'S\(5\)R' shards tensor dim 5 "
+                                         r"of a 2-d tensor$"):
+        ct.auto_parallel(model, inputs, [2, 2], place={"up.weight": "S(5)R"})
+    with pytest.raises(ValueError, match=r"place\['inputs\[0\]'\]: spec 'RS\(3\)'"):
+        ct.auto_parallel(model, inputs, [2, 2], place={"inputs[0]": "RS(3)"})
 
 
 def test_unknown_pin():
