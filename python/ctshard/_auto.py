@@ -229,13 +229,16 @@ def _capture(model: nn.Module, example_inputs: tuple) -> _Capture:
 
 
 def _local_bytes(shape: Sequence[int], spec: str, sizes: Sequence[int], itemsize: int) -> int:
-    """Bytes of the largest local shard of a tensor of global ``shape`` at ``spec`` (a Shard
-    splits its dim in ceil-sized chunks; Replicate and Partial keep it whole)."""
+    """Bytes of the largest local shard of a tensor of global ``shape`` at ``spec``, as the
+    planner's memory model counts it: a Shard splits its dim in ceil-sized chunks, a
+    ``_StridedShard(d, sf)`` in ``sf * n`` of them, ``sf`` per rank (at most ``sf * ceil(size /
+    (sf * n))``); Replicate and Partial keep it whole."""
     local = list(shape)
     for mesh_dim, p in enumerate(to_placements(spec)):
         dim = getattr(p, "dim", None)
         if dim is not None and dim < len(local):
-            local[dim] = -(-local[dim] // sizes[mesh_dim])
+            n, groups = sizes[mesh_dim], getattr(p, "split_factor", 1)
+            local[dim] = min(local[dim], groups * -(-local[dim] // (groups * n))) if groups > 1 else -(-local[dim] // n)
     return math.prod(local) * itemsize
 
 
@@ -444,7 +447,8 @@ class ParallelPlan:
         (docs/auto_parallel.md, "Random ops").
 
         Raises ValueError when ``execute`` is neither ``"plan"`` nor ``"propagate"``, the model's
-        parameters differ from the planned ones or no process group of the mesh's size exists."""
+        parameters differ from the planned ones (names, shapes or dtypes) or no process group of the
+        mesh's size exists."""
         from torch.distributed.tensor import DTensor, Replicate, distribute_tensor
 
         if execute not in _EXECUTE:
@@ -454,6 +458,13 @@ class ParallelPlan:
         if names != set(self.parameter_placements):
             raise ValueError(f"ctshard.torch.ParallelPlan.apply: model {type(model).__name__} has other parameters "
                              f"than the plan: {sorted(names ^ set(self.parameter_placements))[:5]}")
+        traced = {n.name: n.meta.get("val") for n in self.graph.graph.nodes if n.op == "placeholder"}
+        for fqn, t in [*model.named_parameters(), *model.named_buffers()]:
+            val = traced.get({**self._capture.params, **self._capture.buffers}.get(fqn, ""))
+            if isinstance(val, torch.Tensor) and (tuple(val.shape) != tuple(t.shape) or val.dtype != t.dtype):
+                raise ValueError(f"ctshard.torch.ParallelPlan.apply: {fqn} of model {type(model).__name__} is "
+                                 f"{list(t.shape)} {t.dtype}, the plan's was {list(val.shape)} {val.dtype} "
+                                 "(plan the model apply is given)")
         if self._device_mesh is None:
             self._device_mesh = _device_mesh(self.mesh, "ctshard.torch.ParallelPlan.apply")
         mesh = self._device_mesh
@@ -767,7 +778,8 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     place: pins, FQN of a parameter or ``"inputs[i]"`` (example input i) -> spec text or DTensor
         placements (``(Shard(0), Replicate())``); another name raises ValueError listing the valid ones.
     time_limit_s: the planner's time limit (s); the best plan so far comes with its gap (a limit
-        that ends before the first, greedy, plan is complete raises RuntimeError).
+        that ends before the first, greedy, plan is complete, or before it is priced, raises
+        RuntimeError).
     hand_plans: also price DDP, FSDP (ZeRO-3) and Megatron TP + FSDP in the same model, each
         with its own time limit (``ParallelPlan.hand_plans``; the request then takes up to four
         limits).
@@ -777,7 +789,7 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
     within ``time_limit_s`` (the greedy plan, all the time allowed, breaks the budget), a
     mesh whose size differs from the world size, a pin naming no parameter or input, a pin
     making a parameter Partial or sharding a dim its tensor lacks (naming the pin as given), a
-    model without trainable parameters, container inputs, an applied model, and a model that cannot be
+    model no parameter of which gets a gradient, container inputs, an applied model, and a model that cannot be
     traced (naming its class); TypeError for a model that is not an
     ``nn.Module`` or a mesh of the wrong type."""
     import sys
@@ -795,7 +807,7 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
                                               and 0 < memory_budget_gib <= 2**30):
         raise ValueError(f"ctshard.torch.auto_parallel: memory_budget_gib must be a number of GiB in (0, 2^30] (or None), "
                          f"got {memory_budget_gib!r}")
-    if not (isinstance(time_limit_s, (int, float)) and 0 < time_limit_s <= 1e6):
+    if not (isinstance(time_limit_s, (int, float)) and not isinstance(time_limit_s, bool) and 0 < time_limit_s <= 1e6):
         raise ValueError(f"ctshard.torch.auto_parallel: time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
     sizes, device_mesh = _mesh_sizes(mesh)
     if isinstance(example_inputs, torch.Tensor):
@@ -815,9 +827,10 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         raise ValueError(f"ctshard.torch.auto_parallel: {type(model).__name__} is already distributed (applied): "
                          f"{applied[:3]} are DTensors; plan the model with plain tensors (before apply)")
     cap = _capture(model, example_inputs)
-    if not cap.params:
-        raise ValueError(f"ctshard.torch.auto_parallel: {type(model).__name__} has no trainable parameter (none with "
-                         "requires_grad): a training step has nothing to place")
+    if not cap.grads:  # (the planner's training step is made of the gradients: without one it has no memory model)
+        raise ValueError(f"ctshard.torch.auto_parallel: no parameter of {type(model).__name__} gets a gradient from its "
+                         "outputs (none requires grad, or no output depends on one differentiably): a training step has "
+                         "nothing to place")
 
     pinned = {ph: "R" * len(sizes) for ph in cap.buffers.values()}
     names = GraphNames([], {**cap.params, **{f"inputs[{i}]": ph for i, ph in enumerate(cap.inputs) if ph}})
@@ -869,6 +882,13 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         raise ValueError(f"ctshard.torch.auto_parallel: no plan within memory_budget_gib={memory_budget_gib} was found "
                          f"within time_limit_s={time_limit_s} on mesh {sizes} (status {result.get('status')!r}; the "
                          f"plan found needs {memory['total']:.6g} GiB per device); a larger time_limit_s may find one")
+    step_us = result.get("objective_us")
+    if not isinstance(step_us, (int, float)) or math.isnan(step_us):
+        # the limit ended inside the cost-graph build: the greedy plan came back without the
+        # objective's compute and gradient terms (the cost graph prices them)
+        raise RuntimeError(f"ctshard.torch.auto_parallel: the time limit was reached before the plan was priced "
+                           f"(time_limit_s={time_limit_s}, status {result.get('status')!r}, the cost graph unfinished); "
+                           "a larger time_limit_s prices it")
     specs = _specs(cap.gm, result)
     placements = {fqn: specs[ph][0] for fqn, ph in {**cap.params, **cap.buffers}.items()}
     return ParallelPlan(
@@ -876,7 +896,7 @@ def auto_parallel(model: nn.Module, example_inputs: Any, mesh: MeshLike, *, memo
         input_placements=[specs[ph][0] if ph else None for ph in cap.inputs],
         output_placements=[specs[o][0] for o in cap.outputs],
         module_output_placements={fqn: specs[n][0] for fqn, n in cap.module_outputs.items() if n in specs},
-        step_time_us=float(result.get("objective_us", result["total_cost_us"])),
+        step_time_us=float(step_us),
         communication_us=float(result["total_cost_us"]),
         memory_gib=memory,
         proven_optimal=bool(result.get("proven_optimal", False)),

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +86,28 @@ TEST_CASE("training step: the DDP plan pays the gradient all-reduce and holds th
   CHECK(p.memory.optimizer == 2 * weights);
   const Spec relu = node(p.plan, "relu").outputs.at(0);
   CHECK(p.memory.activations == 64 * 16 * 4 / 4.0 + 64 * 32 * 4.0 / static_cast<double>(num_shards(relu, mesh.sizes)));
+}
+
+TEST_CASE("training step: a sharded parameter of uneven size holds rank 0's chunk, the largest") {
+  // the joint MLP with 33 hidden units: primals_1 [33, 16] at S(0)S(0) is chunked 33 -> 17 -> 9
+  // rows on rank 0 (torch.chunk's ceil-sized chunks, as DTensor splits), not 33 / 4 = 8.25
+  std::string text;
+  {
+    const graph::Graph even = joint_mlp();  // (read for its path: the same file as text)
+    std::ifstream in(even.source_name);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"[32, ", "[33, "}, {", 32]", ", 33]"}})
+    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  const graph::Graph g = fx::parse_fx_graph(text, "joint_mlp_33");
+  graph::PlanOptions o = mesh_2x2();
+  o.placements = {{"primals_1", parse_spec("S(0)S(0)")}, {"primals_2", parse_spec("S(1)S(1)")}};
+  const graph::GlobalPlan p = graph::global_plan(g, o, training(), builtin_registry());
+  REQUIRE(p.training);
+  const double weights = (9 * 16 + 16 * 9) * 4.0;  // the average would be (33 * 16 * 2) * 4 / 4 = 1056
+  CHECK(p.memory.parameters == weights);
+  CHECK(p.memory.gradients == weights);
+  CHECK(p.memory.optimizer == 2 * weights);
 }
 
 TEST_CASE("training step: the optimizer's states per parameter element") {

@@ -633,10 +633,64 @@ def test_budget_above_the_range_names_auto_parallel(budget):
         ct.auto_parallel(model, inputs, [2, 2], memory_budget_gib=budget)
 
 
-def test_model_without_parameters():
-    """Was a bare KeyError('memory')."""
-    with pytest.raises(ValueError, match="_NoParams has no trainable parameter"):
-        ct.auto_parallel(_NoParams(), (torch.randn(4, 8),), [2, 2])
+class _ArgmaxOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.a(x).argmax(-1)
+
+
+@pytest.mark.parametrize("make", [_NoParams, lambda: nn.Linear(8, 8).requires_grad_(False), _ArgmaxOut])
+def test_model_without_a_gradient(make):
+    """No parameters, all frozen, or no differentiable output: was a bare KeyError('memory')."""
+    model = make()
+    with pytest.raises(ValueError, match=f"no parameter of {type(model).__name__} gets a gradient from its outputs"):
+        ct.auto_parallel(model, (torch.randn(4, 8),), [2, 2])
+
+
+def test_time_limit_is_a_number_not_a_bool():
+    model, inputs = _mlp()
+    with pytest.raises(ValueError, match="time_limit_s must be a positive number of seconds, got True"):
+        ct.auto_parallel(model, inputs, [2, 2], time_limit_s=True)
+
+
+def test_time_limit_too_short_to_price_the_plan():
+    """A limit that ends inside the cost-graph build returned the greedy plan with step_time_us NaN
+    (its compute and gradient terms unpriced): now the planner's RuntimeError or a priced plan."""
+    model, inputs = _mlp()
+    limit, plans = 1e-4, 0
+    while limit < 2.0 and plans < 2:
+        try:
+            plan = ct.auto_parallel(model, inputs, [2, 4], time_limit_s=limit)
+            assert math.isfinite(plan.step_time_us) and plan.step_time_us > 0, (limit, plan.step_time_us)
+            plans += 1
+        except RuntimeError as e:
+            assert "the time limit was reached" in str(e), str(e)
+        limit *= 1.5
+    assert plans == 2
+
+
+class _Widths(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.a, self.b = nn.Linear(16, h), nn.Linear(h, 8)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_apply_checks_the_parameters_shapes():
+    """A plan applied to a model with the same names and other shapes failed at its first call,
+    deep in the planned graph."""
+    x = torch.randn(8, 16)
+    plan = ct.auto_parallel(_Widths(32), (x,), [2, 2], time_limit_s=2.0)
+    with pytest.raises(ValueError, match=r"apply: a.weight of model _Widths is \[64, 16\] torch.float32, the plan's was "
+                                         r"\[32, 16\] torch.float32"):
+        plan.apply(_Widths(64))
+    with pytest.raises(ValueError, match=r"a.weight of model _Widths is \[32, 16\] torch.float64"):
+        plan.apply(_Widths(32).double())
 
 
 def test_pin_of_a_dim_the_tensor_lacks_names_the_pin():
