@@ -459,8 +459,9 @@ class ParallelPlan:
             raise ValueError(f"ctshard.torch.ParallelPlan.apply: model {type(model).__name__} has other parameters "
                              f"than the plan: {sorted(names ^ set(self.parameter_placements))[:5]}")
         traced = {n.name: n.meta.get("val") for n in self.graph.graph.nodes if n.op == "placeholder"}
+        placeholder = {**self._capture.params, **self._capture.buffers}
         for fqn, t in [*model.named_parameters(), *model.named_buffers()]:
-            val = traced.get({**self._capture.params, **self._capture.buffers}.get(fqn, ""))
+            val = traced.get(placeholder.get(fqn, ""))
             if isinstance(val, torch.Tensor) and (tuple(val.shape) != tuple(t.shape) or val.dtype != t.dtype):
                 raise ValueError(f"ctshard.torch.ParallelPlan.apply: {fqn} of model {type(model).__name__} is "
                                  f"{list(t.shape)} {t.dtype}, the plan's was {list(val.shape)} {val.dtype} "

@@ -1308,24 +1308,14 @@ class Builder {
     }
   }
 
-  /// Bytes of the largest local shard of `meta` at `spec` (rank 0's), within the usage range;
-  /// `what` names the value. A Shard splits its dim into ceil-sized chunks (torch.chunk, as
-  /// DTensor does); a StridedShard(d, sf) into sf·n of them, sf per rank (at most sf·ceil(size /
-  /// (sf·n)), exact when sf·n divides the size); Replicate and Partial keep it whole. The average (bytes / shards) let an uneven shape pass a budget
-  /// that rank 0 breaks: Linear(17, 33) and (33, 8) on 2x2 counted 866 bytes of parameters, rank 0 holds 944.
+  /// Bytes of the largest local shard of `meta` at `spec` (rank 0's: largest_local_shape), within
+  /// the usage range; `what` names the value. The average (bytes / shards) let an uneven shape pass
+  /// a budget that rank 0 breaks: Linear(17, 33) and (33, 8) on 2x2 counted 866 bytes of
+  /// parameters, rank 0 holds 944.
   std::int64_t local_bytes(const TensorMeta& meta, const Spec& spec, const std::string& what) const {
-    std::array<double, max_tensor_dims> local{};
-    for (std::size_t d = 0; d < meta.shape.rank; ++d) local[d] = static_cast<double>(meta.shape.dims[d]);
-    for (std::size_t m = 0; m < spec.size() && m < mesh_.size(); ++m) {
-      const Placement& p = spec[m];
-      if (!p.is_any_shard() || p.dim < 0 || static_cast<std::size_t>(p.dim) >= meta.shape.rank) continue;
-      double& x = local[static_cast<std::size_t>(p.dim)];
-      const auto n = static_cast<double>(mesh_.sizes[m]);
-      const double groups = p.is_strided_shard() ? static_cast<double>(p.split_factor) : 1.0;
-      x = groups > 1 ? std::min(x, groups * std::ceil(x / (groups * n))) : std::ceil(x / n);
-    }
+    const TensorShape local = largest_local_shape(meta.shape, spec, mesh_.sizes);
     double b = static_cast<double>(meta.itemsize);
-    for (std::size_t d = 0; d < meta.shape.rank; ++d) b *= local[d];
+    for (std::size_t d = 0; d < local.rank; ++d) b *= static_cast<double>(local.dims[d]);
     if (!(b <= static_cast<double>(solve::max_usage_total) / 8))
       throw error("ctshard plan --global: " + what + " has " + solve::number_text(b) + " bytes per device as " + to_string(spec) +
                   ", beyond the usage range of 2^57 bytes");

@@ -14,6 +14,13 @@ static_assert(shard_pieces(Shard(0), 4) == 4 && shard_pieces(StridedShard(0, 2),
 static_assert(num_shards_on_dim("S(0)S(0)"_spec, mesh_2x3, 0) == 6);
 static_assert(num_shards_on_dim("S(0)S(1)"_spec, mesh_2x3, 1) == 3 && num_shards_on_dim("S(0)S(1)"_spec, mesh_2x3, 2) == 1);
 static_assert(num_shards_on_dim("_S(0, 2)"_spec, mesh_4, 0) == 8);
+// the largest local shard (rank 0's torch.chunk pieces): 33 -> 17 -> 9 rows; a StridedShard
+// keeps split_factor pieces of its mesh dim's cut, at most the whole dim
+static_assert(largest_local_shape(TensorShape{33, 16}, "S(0)S(0)"_spec, mesh_2x2).dims[0] == 9);
+static_assert(largest_local_shape(TensorShape{33, 16}, "S(0)S(0)"_spec, mesh_2x2).dims[1] == 16);
+static_assert(largest_local_shape(TensorShape{10}, "_S(0, 3)"_spec, std::array<std::int64_t, 1>{2}).dims[0] == 6);  // pieces of 2
+static_assert(largest_local_shape(TensorShape{2}, "_S(0, 3)"_spec, std::array<std::int64_t, 1>{2}).dims[0] == 2);
+static_assert(largest_local_shape(TensorShape{8, 4}, "RP(sum)"_spec, mesh_2x2).dims[0] == 8);
 // FSDP2 + TP: the split factor stands for the later mesh dim's split, counted once
 static_assert(num_shards_on_dim("_S(0, 2)S(0)"_spec, mesh_2x2, 0) == 4);
 static_assert(num_shards_on_dim("S(0)_S(0, 2)"_spec, mesh_2x2, 0) == 8);

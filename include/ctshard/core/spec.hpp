@@ -107,6 +107,27 @@ template <class Sizes>
   return shards;
 }
 
+/// The largest local shard of a tensor of `shape` placed as `spec` on a mesh of `mesh_sizes` (rank
+/// 0's: the first torch.chunk piece is the largest): per tensor dim, each mesh dim sharding it in
+/// order cuts the local size into `shard_pieces` ceil-sized pieces and keeps as many as one device
+/// holds (1 for Shard, `split_factor` for StridedShard, capped at the size). `[33]` at `S(0)S(0)`
+/// on 2x2: 17, then 9. Replicate and Partial keep the dim whole. Per-device memory of a plan
+/// (docs/global_plan.md, "Memory per device") counts this, not the average.
+template <class Sizes>
+[[nodiscard]] constexpr TensorShape largest_local_shape(const TensorShape& shape, const Spec& spec, const Sizes& mesh_sizes) noexcept {
+  TensorShape local = shape;
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    const Placement& p = spec[i];
+    if (!p.is_any_shard() || p.dim < 0 || static_cast<std::size_t>(p.dim) >= shape.rank) continue;
+    std::int64_t& x = local.dims[static_cast<std::size_t>(p.dim)];
+    const std::int64_t pieces = shard_pieces(p, static_cast<std::int64_t>(mesh_sizes[i]));
+    const std::int64_t held = p.is_strided_shard() ? p.split_factor : 1;
+    const std::int64_t chunk = x / pieces + (x % pieces != 0 ? 1 : 0);
+    x = chunk > x / held ? x : held * chunk;  // held * chunk capped at x, without overflow
+  }
+  return local;
+}
+
 namespace detail {
 [[noreturn]] inline void invalid_placement_text(std::string_view api, std::string_view text, std::size_t column) {
   throw error(std::string(api) + ": cannot parse a placement at column " + std::to_string(column + 1) + " of '" + std::string(text) +
