@@ -238,12 +238,17 @@ graph::PlanOptions PlanCommand::plan_options() const {
     options.batch_size = batch_size_;
   }
   if (!(repair_limit_ms_ >= 0) || !std::isfinite(repair_limit_ms_))
-    throw error("ctshard plan: --repair-time-limit-ms must be a finite number >= 0, got " + std::to_string(repair_limit_ms_));
+    throw error("ctshard plan: --repair-time-limit-ms must be a finite number >= 0, got " + solve::number_text(repair_limit_ms_));
   options.repair_time_limit_ms = repair_limit_ms_;
   return options;
 }
 
 int PlanCommand::run() {
+  // the whole-graph options mean nothing to the greedy plan: refused rather than ignored
+  if (!global_ && export_path_.empty())
+    for (const char* name : {"--free-inputs", "--every-candidate", "--device-tflops", "--device-gbps", "--tie", "--training", "--no-training",
+                             "--optimizer", "--gradient", "--hand-plans", "--memory-budget-gib"})
+      if (cmd_->count(name) > 0) throw error(std::string("ctshard plan: ") + name + " needs --global (or --export-costgraph)");
   graph::PlanOptions options = plan_options();
   graph::check_global_options(global_options_, "ctshard plan", graph::OptionNames::cli);
   if (global_) global_options_.deadline = deadline_after(started_, global_options_.time_limit_ms / 1000.0);

@@ -1367,6 +1367,27 @@ class Builder {
     cg_.limits.push_back(std::move(l));
   }
 
+  enum class GradientSource { given, detected };
+
+  /// A gradient has its parameter's shape (both annotated: a value without a type is not
+  /// checked). Throws ctshard::error naming both values and types; for pairs read from the AOT
+  /// format (`detected`) the message says so and how to give them instead.
+  void check_gradient_shape(const std::string& g, const std::string& p, GradientSource source) const {
+    const auto type = [&](const std::string& name) -> const TensorType* {
+      const Node* n = graph_.find(name);
+      return n != nullptr && n->outputs.size() == 1 && n->outputs[0].known() ? &n->outputs[0] : nullptr;
+    };
+    const TensorType* gt = type(g);
+    const TensorType* pt = type(p);
+    if (gt == nullptr || pt == nullptr || (gt->shape == pt->shape && gt->dim_exprs == pt->dim_exprs)) return;
+    throw error("ctshard plan --global: the gradient '" + g + "' (" + gt->to_string() + ") does not have the shape of its parameter '" + p + "' (" +
+                pt->to_string() + ")" +
+                (source == GradientSource::detected ? "; these pairs were read from the AOT format of " + graph_.source_name +
+                                                          " (training_gradients): give them with --gradient GRAD=PARAM, or plan without the "
+                                                          "training step (--no-training)"
+                                                    : ""));
+  }
+
   /// The training step's parameters, gradients and saved activations (docs/global_plan.md,
   /// "Training step"): explicit gradients, else the AOT joint format's.
   void setup_training() {
@@ -1402,6 +1423,8 @@ class Builder {
       if (graph_.find(g) == nullptr)
         throw error("ctshard plan --global: the gradient '" + g + "' (of '" + p + "') is not a node of " + graph_.source_name);
       if (!params_.insert(p).second) throw error("ctshard plan --global: the parameter '" + p + "' has two gradients");
+      if (g == p) throw error("ctshard plan --global: the parameter '" + p + "' is named as its own gradient");
+      check_gradient_shape(g, p, t.gradients.empty() ? GradientSource::detected : GradientSource::given);
       grads_.emplace_back(value_named(g), p);
       grad_names_.emplace_back(g, p);
     }
@@ -1841,22 +1864,38 @@ std::string to_string(Optimizer o) {
 }
 
 std::vector<std::pair<std::string, std::string>> training_gradients(const Graph& graph) {
-  std::vector<std::string> primals;
-  bool tangents = false;
+  // primals_k by k; other placeholders (a partitioned backward's saved activations)
+  std::map<std::size_t, std::string> primals;
+  bool tangents = false, others = false;
   for (const Node& n : graph.nodes) {
     if (n.kind != "placeholder") continue;
-    if (n.name.rfind("primals_", 0) == 0) primals.push_back(n.name);
-    else if (n.name.rfind("tangents_", 0) == 0) tangents = true;
+    std::size_t k = 0;
+    if (n.name.rfind("primals_", 0) == 0 && n.name.size() > 8 &&
+        std::all_of(n.name.begin() + 8, n.name.end(), [](char c) { return c >= '0' && c <= '9'; }) && n.name.size() < 8 + 10) {
+      k = std::stoul(n.name.substr(8));
+      if (k > 0) primals.emplace(k, n.name);
+    }
+    if (k > 0) continue;
+    if (n.name.rfind("tangents_", 0) == 0) tangents = true;
+    else others = true;
   }
   std::vector<std::pair<std::string, std::string>> out;
-  if (!tangents || primals.empty() || graph.outputs.size() < primals.size()) return out;
-  const std::size_t first = graph.outputs.size() - primals.size();
-  for (std::size_t i = 0; i < primals.size(); ++i)
-    if (!graph.outputs[first + i].empty()) out.emplace_back(graph.outputs[first + i], primals[i]);
+  if (!tangents || primals.empty()) return out;
+  const std::size_t size = graph.outputs.size(), last = primals.rbegin()->first;
+  // the joint graph: inputs primals_1..primals_N and tangents only, outputs the forward's then
+  // one gradient per primal; else a partitioned backward: one output per forward input, in
+  // order (the gradient of primals_k is output k - 1), whose inputs are the primals it saved
+  const bool joint = !others && last == primals.size();
+  if (size < last) return out;
+  const std::size_t first = joint ? size - last : 0;
+  for (const auto& [k, name] : primals)
+    if (!graph.outputs[first + k - 1].empty()) out.emplace_back(graph.outputs[first + k - 1], name);
   return out;
 }
 
-solve::CostGraph build_cost_graph(const Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global, const OpRegistry& registry) {
+solve::CostGraph build_cost_graph(const Graph& graph, const PlanOptions& unresolved, const GlobalOptions& global_in, const OpRegistry& registry) {
+  GlobalOptions global = global_in;
+  check_global_options(global, "ctshard plan --export-costgraph", OptionNames::cli);
   std::optional<DataParallelInputs> dp;
   const PlanOptions options = resolve_inputs(graph, unresolved, dp);
   Builder b(graph, options, global, registry);
@@ -1887,7 +1926,9 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   std::optional<DataParallelInputs> dp;
   const PlanOptions options = resolve_inputs(graph, unresolved, dp);  // the builder counts the data-parallel inputs as pinned
   GlobalOptions global = global_in;
-  check_free_input_options(global, "ctshard plan --global", OptionNames::cli);
+  // every number checked here too, not only by the front ends: a C++ caller's NaN budget reached
+  // the budget's integer conversion
+  check_global_options(global, "ctshard plan --global", OptionNames::cli);
   // one deadline for the request: the caller's (set at start-up), else the time limit from now
   global.deadline = solve::Deadline::after(checked_time_limit_ms(global.time_limit_ms, "ctshard plan --global", "time_limit_ms") / 1000.0)
                         .earlier(global_in.deadline);
@@ -1984,6 +2025,7 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
       HandPlan h;
       h.name = kind;
       h.inputs = b.hand_pins(kind);
+      for (const auto& [name, spec] : unresolved.placements) h.inputs[name] = spec;  // the caller's pins hold in every plan
       PlanOptions pinned = unresolved;
       pinned.data_parallel = false;
       pinned.placements = h.inputs;

@@ -149,7 +149,13 @@ void print_global_plan(const GlobalPlan& g, const PlanOptions& options, const Gl
   std::vector<std::string_view> marks(g.plan.nodes.size());
   for (std::size_t i = 0; i < marks.size() && i < g.changed.size(); ++i)
     if (g.changed[i]) marks[i] = "   [changed]";
-  print_plan(g.plan, options, out, marks);
+  if (global.free_inputs) {  // the inputs' placements are the plan's, not only the pins
+    Plan shown = g.plan;
+    shown.placements = g.inputs;
+    print_plan(shown, options, out, marks);
+  } else {
+    print_plan(g.plan, options, out, marks);
+  }
   std::size_t changed = 0;
   for (bool c : g.changed) changed += c ? 1 : 0;
   out << std::fixed << std::setprecision(3);

@@ -77,6 +77,11 @@ TEST_CASE("issue 22 cli: every number of plan --global and iopddl is checked, na
            // what only free inputs use: an error without them (the budget was dropped silently)
            Case{"plan --global --memory-budget-gib 0.1", "ctshard plan: --memory-budget-gib needs --free-inputs"},
            Case{"plan --global --hand-plans", "ctshard plan: --hand-plans needs --free-inputs"},
+           // the whole-graph options without --global: refused (the greedy plan ignored them)
+           Case{"plan --free-inputs", "ctshard plan: --free-inputs needs --global (or --export-costgraph)"},
+           Case{"plan --gradient a=b", "ctshard plan: --gradient needs --global (or --export-costgraph)"},
+           Case{"plan --optimizer sgd", "ctshard plan: --optimizer needs --global (or --export-costgraph)"},
+           Case{"plan --repair-time-limit-ms -1", "--repair-time-limit-ms must be a finite number >= 0, got -1"},
            Case{"plan --global --free-inputs --device-tflops 1e-300", "the compute term of node 'native_layer_norm'"},
            Case{"iopddl /dev/null --time-limit-s nan", "--time-limit-s must be a number of seconds >= 0, got nan"},
            Case{"iopddl /dev/null --max-memory-mib nan", "--max-memory-mib must be 0"},

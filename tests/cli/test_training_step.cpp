@@ -62,6 +62,32 @@ TEST_CASE("training step: an AOT joint graph's gradients, one per differentiable
   REQUIRE(grads == std::vector<std::pair<std::string, std::string>>{{"mm_4", "primals_1"}, {"mm_2", "primals_2"}});
 }
 
+TEST_CASE("training step: a partitioned backward graph's gradients, output k - 1 for primals_k") {
+  // the joint graph's rule (the last #primals outputs) would pair primals_2 with output 2 (None)
+  // and primals_3, the batch [64, 16], with output 3, the bias's gradient [16]
+  const graph::Graph g = fx::read_fx_graph_file(std::string(CTSHARD_TEST_DATA_DIR) + "/backward_mlp.fx.txt");
+  const auto grads = graph::training_gradients(g);
+  REQUIRE(grads == std::vector<std::pair<std::string, std::string>>{{"mm_2", "primals_2"}});
+  graph::PlanOptions o = mesh_2x2();
+  o.placements = {{"primals_2", parse_spec("RR")}, {"primals_3", parse_spec("S(0)S(0)")}};
+  const graph::GlobalPlan p = graph::global_plan(g, o, training(), builtin_registry());
+  REQUIRE(p.training);
+  REQUIRE(p.gradients == grads);
+  CHECK(p.memory.parameters == 16 * 32 * 4.0);  // primals_2 whole; primals_3 is no parameter
+  CHECK(p.memory.optimizer == 2 * 16 * 32 * 4.0);
+}
+
+TEST_CASE("training step: a gradient must have its parameter's shape") {
+  graph::GlobalOptions o = training();
+  o.training.gradients = {{"mm_4", "primals_2"}};  // [32, 16] for a [16, 32] weight
+  CHECK_THROWS_WITH(graph::global_plan(joint_mlp(), mesh_2x2(), o, builtin_registry()),
+                    "ctshard plan --global: the gradient 'mm_4' (f32[32, 16]) does not have the shape of its parameter 'primals_2' "
+                    "(f32[16, 32])");
+  o.training.gradients = {{"primals_1", "primals_1"}};
+  CHECK_THROWS_WITH(graph::global_plan(joint_mlp(), mesh_2x2(), o, builtin_registry()),
+                    Catch::Contains("the parameter 'primals_1' is named as its own gradient"));
+}
+
 TEST_CASE("training step: the DDP plan pays the gradient all-reduce and holds the hand-computed bytes") {
   const graph::Graph g = joint_mlp();
   graph::PlanOptions o = mesh_2x2();
@@ -286,6 +312,25 @@ TEST_CASE("training step: the proven optimum is never worse than a hand plan wit
   CHECK(p.hand_plans[1].memory.parameters == (32 * 16 + 16 * 32) * 4.0 / 4);
 }
 
+TEST_CASE("training step: the caller's pins hold in every hand plan, so none beats the proven plan") {
+  // before, the hand plans replaced the pins: FSDP sharded the pinned primals_1 and the batch,
+  // and priced a plan the caller had ruled out
+  graph::PlanOptions pins = mesh_2x2();
+  pins.placements = {{"primals_1", parse_spec("RR")}, {"primals_3", parse_spec("S(0)R")}};
+  graph::GlobalOptions o = training();
+  o.hand_plans = true;
+  const graph::GlobalPlan p = graph::global_plan(joint_mlp(), pins, o, builtin_registry());
+  REQUIRE(p.result.optimal);
+  REQUIRE(p.hand_plans.size() == 3);
+  for (const graph::HandPlan& h : p.hand_plans) {
+    INFO(h.name);
+    CHECK(to_string(h.inputs.at("primals_1")) == "RR");
+    CHECK(to_string(h.inputs.at("primals_3")) == "S(0)R");
+    CHECK(p.objective_us <= h.step_time_us);
+  }
+  CHECK(to_string(p.hand_plans[1].inputs.at("primals_2")) == "S(0)S(0)");  // FSDP shards the free weight
+}
+
 TEST_CASE("training step: the command line's memory, hand_plans and optimizer fields") {
   const std::string graph = std::string(CTSHARD_TEST_DATA_DIR) + "/joint_mlp.fx.txt";
   const auto j = nlohmann::json::parse(
@@ -301,6 +346,11 @@ TEST_CASE("training step: the command line's memory, hand_plans and optimizer fi
   // linear(16 -> 32) column-parallel, linear(32 -> 16) row-parallel on the last mesh dim
   CHECK(j.at("hand_plans")[2].at("input_placements").at("primals_1") == "S(0)S(0)");
   CHECK(j.at("hand_plans")[2].at("input_placements").at("primals_2") == "S(0)S(1)");
+  // the text names the plan's input placements, not only the pins ("all Replicate" before)
+  const std::string text = run_tool("plan " + graph + " --global --free-inputs --mesh 2x2 --optimizer sgd_momentum --quiet --time-limit-ms 20000");
+  const auto& inputs = j.at("input_placements");
+  CHECK_THAT(text, Catch::Contains("input placements: primals_1=" + inputs.at("primals_1").get<std::string>() + " primals_2=" +
+                                   inputs.at("primals_2").get<std::string>() + " primals_3=" + inputs.at("primals_3").get<std::string>()));
   int status = 0;
   const std::string bad = run_tool_status("plan " + graph + " --global --free-inputs --optimizer lamb", status);
   CHECK(status != 0);

@@ -54,7 +54,9 @@ struct TrainingStep {
   /// Read the gradients of an AOT joint graph when none are given (with free inputs); false
   /// (`--no-training`, Python `training=False`): no training step unless `gradients` are given.
   bool detect = true;
-  /// Gradient value -> parameter input (graph names); empty: read from the AOT joint format.
+  /// Gradient value -> parameter input (graph names); empty: read from the AOT format
+  /// (training_gradients). A pair whose annotated shapes differ, or a parameter named as its own
+  /// gradient, is a ctshard::error naming both.
   std::vector<std::pair<std::string, std::string>> gradients;
   Optimizer optimizer = Optimizer::adam;
 };
@@ -94,14 +96,20 @@ struct GlobalOptions {
   /// null: none (`--quiet`). Not owned.
   std::ostream* progress = nullptr;
   TrainingStep training;  ///< the training-step model (off by default)
-  /// Also price the hand-written plans (DDP, FSDP, Megatron TP + FSDP) in the same model.
+  /// Also price the hand-written plans (DDP, FSDP, Megatron TP + FSDP) in the same model; the
+  /// inputs pinned by PlanOptions::placements keep their pins in each.
   bool hand_plans = false;
 };
 
-/// The gradients of an AOT joint graph (inputs `primals_*` then `tangents_*`; the outputs end with
-/// one gradient per primal, in primal order, `None` for non-differentiable ones): (gradient value,
-/// parameter) pairs, empty when the graph is not in that format (no `tangents_*` placeholder, or
-/// fewer outputs than primals).
+/// The gradients of an AOT graph, as (gradient value, parameter) pairs in primal order, `None`
+/// outputs (non-differentiable primals) left out. Two formats, both with `tangents_*` inputs:
+/// a *joint* graph (inputs `primals_1`..`primals_N` and `tangents_*` only; the outputs end with
+/// one gradient per primal, primal i's being output `size - N + i - 1`) and a *partitioned
+/// backward* graph (inputs the primals it saved, other saved values and `tangents_*`; one output
+/// per forward input, so primals_k's gradient is output k - 1: resnet50_bw, vit_b16_bw). Empty
+/// when the graph is in neither (no `tangents_*` or `primals_*` placeholder, or fewer outputs
+/// than the format needs). The names only: the planner checks each pair's shapes
+/// (GlobalOptions::training).
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> training_gradients(const Graph& graph);
 
 /// A hand-written plan priced in the planner's model (`--hand-plans`).
@@ -174,7 +182,9 @@ struct GlobalPlan {
 };
 
 /// Builds the cost graph of `graph` and solves it, within one deadline (GlobalOptions::deadline,
-/// else time_limit_ms from the call). Throws like plan_graph, ctshard::error for a bad tie or
+/// else time_limit_ms from the call). Every number of `global` is checked first
+/// (check_global_options: a NaN or negative rate, budget or limit is a ctshard::error naming the
+/// field as its command-line option). Throws like plan_graph, ctshard::error for a bad tie or
 /// budget or a cost outside the solver's exact range (naming the node and the value),
 /// solve::memory_limit_reached when the problem needs more than max_memory_mib, and
 /// solve::time_limit_reached when the deadline passes before the greedy plan is complete. With a
