@@ -1050,11 +1050,7 @@ class TextReader {
 // ---- parse_error ------------------------------------------------------------------------
 
 parse_error::parse_error(std::string source, std::size_t line, const std::string& problem, std::string text)
-    : std::runtime_error(format_error(source, line, problem, text)),
-      source_(std::move(source)),
-      line_(line),
-      text_(std::move(text)),
-      problem_(problem) {}
+    : ctshard::error(format_error(source, line, problem, text)), source_(std::move(source)), line_(line), text_(std::move(text)), problem_(problem) {}
 
 Graph parse_fx_graph(std::string_view text, std::string_view source_name) { return TextReader(text, source_name).build(); }
 

@@ -654,6 +654,7 @@ DataParallelInputs data_parallel_inputs(const Graph& graph, const PlanOptions& o
 }
 
 PlanOptions resolve_inputs(const Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp) {
+  check_graph(graph, "ctshard plan");  // (every planner's entry point resolves its inputs first)
   dp.reset();
   if (!options.data_parallel) return options;
   PlanOptions out = options;

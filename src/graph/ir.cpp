@@ -491,6 +491,24 @@ const Node* Graph::find(std::string_view name) const noexcept {
   return nullptr;
 }
 
+void check_graph(const Graph& graph, std::string_view api) {
+  std::unordered_set<std::string_view> defined;
+  const auto where = [&] { return " of " + graph.source_name; };
+  for (const Node& node : graph.nodes) {
+    if (node.name.empty()) throw error(std::string(api) + ": a node" + where() + " has no name");
+    const auto check = [&](const auto& self, const Arg& a) -> void {
+      if (a.is_node() && !defined.count(a.text))
+        throw error(std::string(api) + ": node '" + node.name + "'" + where() + " reads '" + a.text + "', which is not defined before it");
+      for (const Arg& item : a.items) self(self, item);
+    };
+    for (const Arg& a : node.args) check(check, a);
+    for (const auto& kv : node.kwargs) check(check, kv.second);
+    if (!defined.insert(node.name).second) throw error(std::string(api) + ": two nodes" + where() + " are named '" + node.name + "'");
+  }
+  for (const std::string& out : graph.outputs)
+    if (!out.empty() && !defined.count(out)) throw error(std::string(api) + ": the output '" + out + "'" + where() + " is not a node");
+}
+
 const Submodule* Graph::submodule(std::string_view name) const noexcept {
   for (const Submodule& s : submodules)
     if (s.name == name) return &s;
@@ -561,6 +579,19 @@ TensorType type_of(std::string_view text, std::string_view name) {
   if (!type) throw error("graph builder: the type '" + std::string(text) + "' of '" + std::string(name) + "' does not read: " + problem);
   return *std::move(type);
 }
+
+/// A type built by the program, checked as the text reader checks an annotation: a known (or
+/// empty: unknown) dtype, sizes >= 0 (-1 only for a symbolic dim, with its expression).
+void check_type(const TensorType& t, std::string_view name) {
+  if (!t.dtype.empty() && !is_known_dtype(t.dtype))
+    throw error("graph builder: the type of '" + std::string(name) + "' has an unknown dtype '" + t.dtype + "'");
+  if (!t.dim_exprs.empty() && t.dim_exprs.size() != t.shape.size())
+    throw error("graph builder: the type of '" + std::string(name) + "' has " + std::to_string(t.dim_exprs.size()) + " size expressions for " +
+                std::to_string(t.shape.size()) + " dims");
+  for (std::size_t d = 0; d < t.shape.size(); ++d)
+    if (t.shape[d] < 0 && (t.shape[d] != -1 || t.dim_exprs.empty() || !t.dim_exprs[d]))
+      throw error("graph builder: the type of '" + std::string(name) + "' has size " + std::to_string(t.shape[d]) + " at dim " + std::to_string(d));
+}
 }  // namespace
 
 GraphBuilder& GraphBuilder::input(std::string name, std::string_view type) {
@@ -569,6 +600,7 @@ GraphBuilder& GraphBuilder::input(std::string name, std::string_view type) {
 }
 
 GraphBuilder& GraphBuilder::input(std::string name, TensorType type) {
+  check_type(type, name);
   Node node;
   node.kind = "placeholder";
   node.target = name;
@@ -587,6 +619,7 @@ GraphBuilder& GraphBuilder::call(std::string name, std::string op, std::vector<A
 GraphBuilder& GraphBuilder::call(std::string name, std::string op, std::vector<Arg> args, std::vector<TensorType> types,
                                  std::vector<std::pair<std::string, Arg>> kwargs) {
   if (op.empty()) throw error("graph builder: node '" + name + "' needs an op name");
+  for (const TensorType& t : types) check_type(t, name);
   Node node;
   node.kind = "call_function";
   node.name = std::move(name);

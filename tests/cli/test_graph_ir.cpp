@@ -2,7 +2,9 @@
 // record (what the cost-graph builder takes as input), and each rule factory run once per call.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "ctshard/fx/reader.hpp"
 #include "ctshard/graph/global_plan.hpp"
@@ -58,6 +60,60 @@ TEST_CASE("graph: GraphBuilder refuses duplicate names, unknown references and b
   CHECK_THROWS_WITH(b.call("y", "aten.relu.default", {graph::Arg::make_node("nosuch")}, "f32[4, 4]"), Catch::Contains("reads 'nosuch'"));
   CHECK_THROWS_WITH(b.input("z", "q32[4]"), Catch::Contains("'q32[4]'"));
   CHECK_THROWS_WITH(b.item("g", "x", 3, "f32[4, 4]"), Catch::Contains("result 3 of 'x'"));
+  // a type built by the program is checked as an annotation is (an unknown dtype was a
+  // std::invalid_argument from the planner)
+  CHECK_THROWS_WITH(b.input("t", graph::TensorType{"zz", {8, 4}}), "graph builder: the type of 't' has an unknown dtype 'zz'");
+  CHECK_THROWS_WITH(b.input("u", graph::TensorType{"f32", {8, -4}}), "graph builder: the type of 'u' has size -4 at dim 1");
+  CHECK_THROWS_WITH(b.call("v", "aten.relu.default", {b.ref("x")}, std::vector<graph::TensorType>{graph::TensorType{"zz", {4, 4}}}),
+                    Catch::Contains("unknown dtype 'zz'"));
+}
+
+TEST_CASE("graph: a Graph filled in field by field is checked by every planner", "[graph]") {
+  // the fields are public: a cycle, a dangling reference, a repeated name or an output that is
+  // no node was planned (the node fell back, the global plan "optimal"); now check_graph refuses
+  graph::Graph good = two_mm_graph();
+  const graph::PlanOptions o;
+  CHECK_NOTHROW(graph::check_graph(good, "test"));
+  graph::Graph cycle = good;  // mm reads relu, defined after it
+  cycle.nodes[2].args[0] = graph::Arg::make_node("relu");
+  CHECK_THROWS_WITH(graph::plan_graph(cycle, o, builtin_registry()),
+                    "ctshard plan: node 'mm' of two_mm reads 'relu', which is not defined before it");
+  graph::GlobalOptions g;
+  CHECK_THROWS_WITH(graph::global_plan(cycle, o, g, builtin_registry()), Catch::Contains("reads 'relu', which is not defined before it"));
+  graph::Graph dangling = good;
+  dangling.nodes[4].args[1] = graph::Arg::make_node("ghost");
+  CHECK_THROWS_WITH(graph::plan_graph(dangling, o, builtin_registry()), Catch::Contains("node 'mm_1' of two_mm reads 'ghost'"));
+  graph::Graph twice = good;
+  twice.nodes[3].name = "mm";
+  CHECK_THROWS_WITH(graph::plan_graph(twice, o, builtin_registry()), "ctshard plan: two nodes of two_mm are named 'mm'");
+  graph::Graph nowhere = good;
+  nowhere.outputs = {"nowhere"};
+  CHECK_THROWS_WITH(graph::plan_graph(nowhere, o, builtin_registry()), "ctshard plan: the output 'nowhere' of two_mm is not a node");
+}
+
+TEST_CASE("graph: global_plan checks its numbers itself, not only through the front ends", "[graph]") {
+  graph::PlanOptions o;
+  graph::GlobalOptions g;
+  g.free_inputs = true;
+  g.memory_budget_gib = std::numeric_limits<double>::quiet_NaN();  // was undefined behaviour in the budget's integer conversion
+  CHECK_THROWS_WITH(graph::global_plan(two_mm_graph(), o, g, builtin_registry()), Catch::Contains("--memory-budget-gib must be a finite number"));
+  g.memory_budget_gib = 0;
+  g.device_tflops = 0;  // was "infeasible" with an infinite objective
+  CHECK_THROWS_WITH(graph::global_plan(two_mm_graph(), o, g, builtin_registry()),
+                    Catch::Contains("--device-tflops must be a finite number > 0, got 0"));
+  g.device_tflops = 100;
+  g.max_memory_mib = -1;
+  CHECK_THROWS_WITH(graph::build_cost_graph(two_mm_graph(), o, g, builtin_registry()), Catch::Contains("--max-memory-mib must be 0"));
+}
+
+TEST_CASE("graph: a reader's parse_error is a ctshard::error", "[graph]") {
+  try {
+    (void)fx::parse_fx_graph("def forward(self, x: \"f32[4]\"):\n    y = torch.ops.aten.relu.default(\n", "broken");
+    FAIL("parsed");
+  } catch (const ctshard::error& e) {  // (fx::parse_error derives from it)
+    CHECK_THAT(e.what(), Catch::Contains("broken:"));
+    CHECK(dynamic_cast<const fx::parse_error*>(&e) != nullptr);
+  }
 }
 
 TEST_CASE("graph: the greedy record holds every source and op node, typed, and each factory runs once per distinct call", "[graph]") {

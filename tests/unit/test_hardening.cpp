@@ -112,6 +112,29 @@ TEST_CASE("hardening: checked size arithmetic", "[hardening]") {
   CHECK_THROWS_WITH(RuleSet(70000, 1), "ctshard::RuleSet: 70000 outputs + 1 inputs exceed max_rule_operands (65536)");
 }
 
+TEST_CASE("hardening: a link model whose costs would be negative, NaN or infinite is refused", "[hardening]") {
+  const std::vector<std::int64_t> mesh{2, 4};
+  const auto with = [](auto set) {
+    LinkModel l;
+    set(l);
+    return l;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(MeshTopology::build(mesh, 8, with([](LinkModel& l) { l.intra_host_bandwidth_gbps = 0; })),
+                    "ctshard::LinkModel: intra_host_bandwidth_gbps must be finite and > 0, got 0");
+  CHECK_THROWS_WITH(MeshTopology::build(mesh, 8, with([&](LinkModel& l) { l.intra_host_bandwidth_gbps = nan; })),
+                    "ctshard::LinkModel: intra_host_bandwidth_gbps must be finite and > 0, got nan");
+  CHECK_THROWS_WITH(MeshTopology::build(mesh, 8, with([](LinkModel& l) { l.inter_host_bandwidth_factor = -0.22; })),
+                    "ctshard::LinkModel: inter_host_bandwidth_factor must be finite and > 0, got -0.22");
+  CHECK_THROWS_WITH(MeshTopology::build(mesh, 8, with([](LinkModel& l) { l.base_latency_us = -100; })),
+                    "ctshard::LinkModel: base_latency_us must be finite and >= 0, got -100");
+  CHECK_THROWS_WITH(MeshTopology::build(mesh, 8, with([&](LinkModel& l) { l.inter_host_latency_us = inf; })),
+                    "ctshard::LinkModel: inter_host_latency_us must be finite and >= 0, got inf");
+  // the defaults, and a free link (latency 0), are accepted
+  CHECK(MeshTopology::build(mesh).bandwidth_gbps[0] == 87.7);
+  CHECK(MeshTopology::build(mesh, 8, with([](LinkModel& l) { l.base_latency_us = l.intra_host_latency_us = 0; })).latency_us[1] == 0);
+}
+
 TEST_CASE("hardening: chunk counts of sizes near 2^63 do not wrap (found by fuzz_rules)", "[hardening]") {
   // torch.chunk of 7776568577364674889 rows over 2 devices: pieces of 3888284288682337445, two of
   // them; ceil((size + chunk - 1) / chunk) overflowed int64 here.

@@ -105,6 +105,24 @@ TEST_CASE("enumerator: wrong input counts and mesh ranks raise errors", "[enumer
   CHECK_THROWS_WITH(e.choose(metas, bad_rank), Catch::Contains("'S(0)' has 1 placements for a 2-dim mesh"));
   const Spec one[] = {parse_spec("RR")};
   CHECK_THROWS_WITH(e.choose(std::span<const TensorMeta>(metas, 1), one), Catch::Contains("takes 2 tensor inputs"));
+  // an input of another rank than the einsum's labels give it (a 1-d tensor was priced as an mm
+  // operand, with rows naming dims it lacks)
+  StrategyEnumerator mm(einsum_strategy_v<"mk,kn->mn">.to_rule_set(), MeshTopology::build(sizes), UnevenInputs::reject);
+  const TensorMeta vector_first[] = {{{512}, 4}, {{512, 2048}, 4}};
+  const Spec specs[] = {parse_spec("S(0)R"), parse_spec("RS(1)")};
+  CHECK_THROWS_WITH(mm.choose(vector_first, specs), "ctshard::StrategyEnumerator: input 0 has rank 1 but the rules give it 2 dims");
+  CHECK_THROWS_WITH(mm.count(vector_first, specs), Catch::Contains("input 0 has rank 1"));
+  const TensorMeta good[] = {{{512, 512}, 4}, {{512, 2048}, 4}};
+  const Choice mine = mm.choose(good, specs);
+  CHECK(to_string(mm.spec_of(mine, 1)) == "S(0)R");
+  // a Choice of another enumerator is refused, not decoded with this one's table (it read as
+  // P(sum)R, a row of mm's table, for bmm's S(0)R)
+  StrategyEnumerator other(einsum_strategy_v<"mk,kn->mn">.to_rule_set(), MeshTopology::build(sizes), UnevenInputs::reject);
+  const Choice theirs = other.choose(good, specs);
+  CHECK_THROWS_WITH(mm.spec_of(theirs, 1), "ctshard::StrategyEnumerator::spec_of: the Choice does not come from this enumerator");
+  CHECK_THROWS_WITH(mm.index_of(good, specs, theirs), Catch::Contains("does not come from this enumerator"));
+  const StrategyEnumerator copy = mm;  // a copy holds the same tables
+  CHECK(to_string(copy.spec_of(mine, 1)) == "S(0)R");
 }
 
 TEST_CASE("regressions: bug reports against DTensor-style propagation", "[regression]") {

@@ -5,8 +5,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "ctshard/config.hpp"
 #include "ctshard/core/checked.hpp"
@@ -22,6 +25,28 @@ struct LinkModel {
   double inter_host_latency_us = 2.7;         ///< µs per hop across hosts
   double base_latency_us = 6.6;               ///< fixed cost of every collective, even on a size-1 mesh dim
   double shard_to_shard_penalty_us = 1.0;     ///< DTensor's +1.0 on an all-to-all (Shard(i) -> Shard(j))
+
+  /// Checks the constants (MeshTopology::build calls it): bandwidths finite and > 0, latencies and
+  /// the penalty finite and >= 0, so no redistribute cost is negative, NaN or infinite. Throws
+  /// ctshard::error naming the field and the value.
+  constexpr void check() const {
+    constexpr double most = std::numeric_limits<double>::max();
+    const auto refuse = [](const char* field, double v, const char* want) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%g", v);
+      throw error(std::string("ctshard::LinkModel: ") + field + " must be " + want + ", got " + text);
+    };
+    if (!(intra_host_bandwidth_gbps > 0 && intra_host_bandwidth_gbps <= most))
+      refuse("intra_host_bandwidth_gbps", intra_host_bandwidth_gbps, "finite and > 0");
+    if (!(inter_host_bandwidth_factor > 0 && inter_host_bandwidth_factor <= most))
+      refuse("inter_host_bandwidth_factor", inter_host_bandwidth_factor, "finite and > 0");
+    if (!(intra_host_bandwidth_gbps * inter_host_bandwidth_factor > 0 && intra_host_bandwidth_gbps * inter_host_bandwidth_factor <= most))
+      refuse("intra_host_bandwidth_gbps * inter_host_bandwidth_factor", intra_host_bandwidth_gbps * inter_host_bandwidth_factor, "finite and > 0");
+    for (const auto& [field, v] :
+         {std::pair{"intra_host_latency_us", intra_host_latency_us}, std::pair{"inter_host_latency_us", inter_host_latency_us},
+          std::pair{"base_latency_us", base_latency_us}, std::pair{"shard_to_shard_penalty_us", shard_to_shard_penalty_us}})
+      if (!(v >= 0 && v <= most)) refuse(field, v, "finite and >= 0");
+  }
 };
 
 /// How redistributions are priced (`redistribute_cost`).
@@ -68,12 +93,15 @@ struct MeshTopology {
   }
 
   /// Builds the topology. Throws ctshard::error for an empty mesh, more than max_mesh_dims dims, a
-  /// size < 1, devices_per_host < 1, or sizes whose product overflows int64.
+  /// size < 1, devices_per_host < 1, sizes whose product overflows int64, or a bad `link`
+  /// (LinkModel::check: a bandwidth that is not finite and > 0, a latency that is negative or not
+  /// finite).
   [[nodiscard]] static constexpr MeshTopology build(std::span<const std::int64_t> mesh_sizes, std::int64_t devices_per_host = 8,
                                                     const LinkModel& link = {}, CostModel cost_model = CostModel::dtensor) {
     if (mesh_sizes.empty() || mesh_sizes.size() > max_mesh_dims)
       throw error("ctshard::MeshTopology: mesh must have 1.." + std::to_string(max_mesh_dims) + " dims, got " + std::to_string(mesh_sizes.size()));
     if (devices_per_host < 1) throw error("ctshard::MeshTopology: devices per host must be >= 1, got " + std::to_string(devices_per_host));
+    link.check();
     MeshTopology t;
     t.ndim = static_cast<std::uint8_t>(mesh_sizes.size());
     t.devices_per_host = devices_per_host;

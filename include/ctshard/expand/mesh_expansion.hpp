@@ -15,9 +15,12 @@
 
 namespace ctshard {
 
-/// Largest table `expand_to_mesh` materialises at compile time (rows); bigger products are the
-/// run-time enumerator's or the search's job.
-inline constexpr std::size_t max_constexpr_table_rows = std::size_t{1} << 20;
+/// Largest table `expand_to_mesh` materialises at compile time (rows, 2^15); bigger products are
+/// the run-time enumerator's or the search's job. It is what the compilers' default
+/// constant-evaluation limits allow: g++ 12 evaluates mm's 8^5 = 32,768 rows with their laws
+/// checked within its default `-fconstexpr-ops-limit` (8^6 exceeds it); clang 14 needs
+/// `-fconstexpr-steps=16777216` above ~4,096 rows (mm at N = 5; its default is 2^20 steps).
+inline constexpr std::size_t max_constexpr_table_rows = std::size_t{1} << 15;
 
 /// base^exp, saturating at max_constexpr_table_rows + 1.
 [[nodiscard]] constexpr std::size_t table_rows(std::size_t base, std::size_t exp) noexcept {
@@ -98,6 +101,41 @@ template <std::size_t R, std::size_t W>
   return R;
 }
 
+/// Index of the first rule row equal to an earlier one, or R (repeated rules give repeated rows).
+template <std::size_t R, std::size_t W>
+[[nodiscard]] constexpr std::size_t first_repeated_row(const SingleDimStrategy<R, W>& s) noexcept {
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < r; ++q)
+      if (s.rows[q] == s.rows[r]) return r;
+  return R;
+}
+
+/// Index of the first rule row with a Shard of a tensor dim its operand lacks (the operand's rank
+/// known), or R.
+template <std::size_t R, std::size_t W>
+[[nodiscard]] constexpr std::size_t first_row_beyond_rank(const SingleDimStrategy<R, W>& s) noexcept {
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t k = 0; k < W; ++k)
+      if (const Placement& p = s.rows[r][k]; p.is_any_shard() && s.ranks[k] >= 0 && p.dim >= s.ranks[k]) return r;
+  return R;
+}
+
+/// mesh_expansion_v's diagnostic for a rule row equal to an earlier one (row `Row`).
+template <std::size_t Row>
+struct rule_repeats_row_diagnostic {
+  static_assert(Row != Row,  // NOLINT(misc-redundant-expression): false for every Row, checked only once instantiated
+                "ctshard::mesh_expansion_v: a single-dim rule row repeats an earlier row; list each rule once");
+  static constexpr bool value = false;
+};
+
+/// mesh_expansion_v's diagnostic for a rule row sharding a tensor dim its operand lacks (row `Row`).
+template <std::size_t Row>
+struct rule_shards_missing_dim_diagnostic {
+  static_assert(Row != Row,  // NOLINT(misc-redundant-expression): false for every Row, checked only once instantiated
+                "ctshard::mesh_expansion_v: a single-dim rule row shards a tensor dim beyond its operand's rank");
+  static constexpr bool value = false;
+};
+
 /// mesh_expansion_v's diagnostic for a rule that lists the all-Replicate row (row `Row`):
 /// instantiated only then, its one failing static_assert names the problem.
 template <std::size_t Row>
@@ -107,23 +145,55 @@ struct rule_lists_replicate_row_diagnostic {
   static constexpr bool value = false;
 };
 
-/// mesh_expansion_v's value, validated once at the entry point: the expanded table, or for a rule
-/// listing the all-Replicate row only the diagnostic and an empty table (nothing else reports).
+/// mesh_expansion_v's diagnostic for a mesh rank outside [1, max_mesh_dims].
+template <std::size_t N>
+struct mesh_rank_diagnostic {
+  static_assert(N != N,  // NOLINT(misc-redundant-expression): false for every N, checked only once instantiated
+                "ctshard::mesh_expansion_v: the mesh rank N must be in [1, max_mesh_dims]");
+  static constexpr bool value = false;
+};
+
+/// mesh_expansion_v's diagnostic for a table of more than max_constexpr_table_rows rows.
+template <std::size_t Rows>
+struct table_too_large_diagnostic {
+  static_assert(Rows != Rows,  // NOLINT(misc-redundant-expression): false for every Rows, checked only once instantiated
+                "ctshard::mesh_expansion_v: (rules+1)^N rows exceed max_constexpr_table_rows (2^15); use the run-time "
+                "StrategyEnumerator");
+  static constexpr bool value = false;
+};
+
+/// mesh_expansion_v's value, validated once at the entry point: the expanded table, or for a mesh
+/// rank out of range, a table above max_constexpr_table_rows, a rule listing the all-Replicate
+/// row, a rule row repeated or a Shard beyond its operand's rank (the laws table_laws_hold checks
+/// on the rules), only that diagnostic and an empty table (nothing else reports).
 template <auto Strategy, std::size_t N>
 consteval auto checked_mesh_expansion() {
   constexpr std::size_t bad = first_replicate_row(Strategy);
-  if constexpr (bad == Strategy.size()) {
-    return expand_to_mesh<N>(Strategy);
-  } else {
+  if constexpr (N < 1 || N > max_mesh_dims) {
+    [[maybe_unused]] constexpr bool valid = mesh_rank_diagnostic<N>::value;
+    return StrategyTable<1, Strategy.width(), 1>{};
+  } else if constexpr (table_rows(Strategy.size() + 1, N) > max_constexpr_table_rows) {
+    [[maybe_unused]] constexpr bool valid = table_too_large_diagnostic<table_rows(Strategy.size() + 1, N)>::value;
+    return StrategyTable<1, Strategy.width(), N>{};
+  } else if constexpr (bad != Strategy.size()) {
     [[maybe_unused]] constexpr bool valid = rule_lists_replicate_row_diagnostic<bad>::value;
     return StrategyTable<1, Strategy.width(), N>{};
+  } else if constexpr (first_repeated_row(Strategy) != Strategy.size()) {
+    [[maybe_unused]] constexpr bool valid = rule_repeats_row_diagnostic<first_repeated_row(Strategy)>::value;
+    return StrategyTable<1, Strategy.width(), N>{};
+  } else if constexpr (first_row_beyond_rank(Strategy) != Strategy.size()) {
+    [[maybe_unused]] constexpr bool valid = rule_shards_missing_dim_diagnostic<first_row_beyond_rank(Strategy)>::value;
+    return StrategyTable<1, Strategy.width(), N>{};
+  } else {
+    return expand_to_mesh<N>(Strategy);
   }
 }
 }  // namespace detail
 
 /// `mesh_expansion_v<einsum_strategy_v<"mk,kn->mn">, 2>`: the expanded table as a constexpr value.
-/// A rule row that is all-Replicate is one compile error naming the problem
-/// (`rule_lists_replicate_row_diagnostic<row>`), as are the limits of `expand_to_mesh`.
+/// A rule row that is all-Replicate, a repeated rule row or a Shard of a dim beyond its operand's
+/// rank is one compile error naming the problem (`rule_lists_replicate_row_diagnostic<row>`, ...),
+/// as are the limits of `expand_to_mesh`.
 template <auto Strategy, std::size_t N>
 inline constexpr auto mesh_expansion_v = detail::checked_mesh_expansion<Strategy, N>();
 

@@ -63,6 +63,7 @@
 #include <string>
 #include <string_view>
 
+#include "ctshard/error.hpp"
 #include "ctshard/graph/ir.hpp"
 
 namespace ctshard::fx {
@@ -82,8 +83,8 @@ using graph::TensorType;
 /// Raised for unreadable or malformed graph text. `what()` reads
 /// `<source>:<line>: <problem> in: <offending line>` (the line trimmed, cut after 200
 /// characters); problems not tied to a line (unreadable file, no `def forward`) read
-/// `<source>:0: <problem>`.
-class parse_error : public std::runtime_error {
+/// `<source>:0: <problem>`. A ctshard::error, as every run-time error of the library's input.
+class parse_error : public ctshard::error {
  public:
   /// Builds the message from its parts; `line` is 1-based (0 when no line applies).
   parse_error(std::string source, std::size_t line, const std::string& problem, std::string text);

@@ -174,7 +174,7 @@ Plan greedy_pass(const Graph& graph, const PlanOptions& options, const OpRegistr
 
 /// `options` with the data-parallel inputs added to `placements` when `options.data_parallel`
 /// (inputs `placements` names keep their spec), and what was placed in `dp` (set only then).
-/// Throws like data_parallel_inputs.
+/// Checks the graph first (check_graph). Throws like check_graph and data_parallel_inputs.
 PlanOptions resolve_inputs(const Graph& graph, const PlanOptions& options, std::optional<DataParallelInputs>& dp);
 
 /// The data-parallel inputs of `graph` (docs/semantics.md, "Data-parallel inputs"): the batch

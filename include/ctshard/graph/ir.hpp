@@ -271,6 +271,12 @@ struct Graph {
   std::vector<std::string> symbols() const;
 };
 
+/// Checks a Graph filled in field by field (GraphBuilder and the FX reader build only such
+/// graphs): every node named, no two with one name, every node argument (in lists too) naming a
+/// node defined before it (so no cycle), every output naming a node. Every planner calls it on
+/// its graph. Throws ctshard::error starting with `api` and naming the node and the graph.
+void check_graph(const Graph& graph, std::string_view api);
+
 /// A nested submodule: its attribute name (the class name print_readable gives it) and its
 /// graph; `unreadable` says why the graph could not be read (then `graph` is empty).
 struct Submodule {
@@ -290,7 +296,8 @@ class GraphBuilder {
   /// A tensor input (placeholder) `name` of type `type`, e.g. "f32[64, 128]" (an annotation as in
   /// parse_tensor_type: sizes may be size expressions, "bf16[s0, 768]").
   GraphBuilder& input(std::string name, std::string_view type);
-  /// A tensor input of a type built by the program.
+  /// A tensor input of a type built by the program (checked as an annotation is: an unknown
+  /// dtype or a negative size is a ctshard::error naming the input).
   GraphBuilder& input(std::string name, TensorType type);
   /// An op node `name = op(args..., kwargs...)` with one result of type `type` ("f32[64, 256]");
   /// `op` is the overload name without `torch.ops.` ("aten.mm.default").

@@ -4,6 +4,7 @@
 /// FilledTable and a CostMemo per set of input shard kinds and runs the searches of the select/
 /// headers (full enumeration, DTensor's choice by search, row positions).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -67,11 +68,11 @@ class StrategyEnumerator {
   [[nodiscard]] const RuleSet& filled_rules(std::span<const Spec> input_specs) { return fill(input_specs).table.rules(); }
 
   /// Visits every surviving candidate in DTensor's enumeration order (mesh dim 0 slowest) with its
-  /// per-input costs; returns the filter counts. Throws ctshard::error when the number of inputs or
+  /// per-input costs; returns the filter counts. Throws ctshard::error when the number of inputs, an input's rank or
   /// a spec's mesh rank is wrong, or above max_enumerated_rows candidate rows.
   template <class Visitor>
   FilterCounts for_each(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, Visitor&& visit) {
-    const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
+    const SearchQuery query = query_of(inputs, input_specs);
     Fill& f = fill(input_specs);
     return for_each_row(f.table, f.memo, query, visit);
   }
@@ -81,9 +82,10 @@ class StrategyEnumerator {
   /// once warm, Choice::index left as Choice::unknown_index (index_of computes it); a query
   /// identical to the previous one on the same fill returns the remembered answer.
   /// `SelectAlgo::enumerate`: prices every row (throws above max_enumerated_rows); index set.
-  /// Throws ctshard::error for a wrong number of inputs or a spec of the wrong mesh rank.
+  /// Throws ctshard::error for a wrong number of inputs, an input of another rank than the rules give it, or a
+  /// spec of the wrong mesh rank.
   [[nodiscard]] Choice choose(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, SelectAlgo algo = SelectAlgo::search) {
-    const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
+    const SearchQuery query = query_of(inputs, input_specs);
     Fill& f = fill(input_specs);
     Choice c;
     if (algo == SelectAlgo::enumerate) {
@@ -94,6 +96,7 @@ class StrategyEnumerator {
       c = search_choice(f.table, f.memo, query);
     }
     c.table = static_cast<std::uint32_t>(last_ + 1);
+    c.enumerator = id_;
     if (algo == SelectAlgo::search) {
       f.choice = c;
       f.has_choice = true;
@@ -107,7 +110,7 @@ class StrategyEnumerator {
   /// a full-mesh filter and more than max_enumerated_rows rows come before it. Throws
   /// ctshard::error for a Choice from elsewhere or bad inputs.
   [[nodiscard]] std::optional<std::uint64_t> index_of(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs, const Choice& choice) {
-    const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
+    const SearchQuery query = query_of(inputs, input_specs);
     Fill& f = fill_of(choice);
     return survivor_index(f.table, f.memo, query, choice.digits);
   }
@@ -115,16 +118,17 @@ class StrategyEnumerator {
   /// The first surviving row of minimum total for these inputs (first_minimum_choice: DTensor's
   /// `min(costs)` without its tie preferences; the `plain_min_index` row of `ctshard table`).
   [[nodiscard]] Choice first_minimum(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
-    const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
+    const SearchQuery query = query_of(inputs, input_specs);
     Fill& f = fill(input_specs);
     Choice c = first_minimum_choice(f.table, f.memo, query);
     c.table = static_cast<std::uint32_t>(last_ + 1);
+    c.enumerator = id_;
     return c;
   }
 
   /// The filter counts of the whole table for these inputs without walking it (count_rows).
   [[nodiscard]] RowCounts count(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) {
-    const SearchQuery query = SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
+    const SearchQuery query = query_of(inputs, input_specs);
     Fill& f = fill(input_specs);
     return count_rows(f.table, f.memo, query);
   }
@@ -141,12 +145,23 @@ class StrategyEnumerator {
   /// the table that produced it (placeholder fills differ between calls with different shard
   /// kinds). Throws ctshard::error for a Choice from elsewhere or a bad operand.
   [[nodiscard]] Spec spec_of(const Choice& choice, std::size_t operand) const {
-    if (choice.table == 0 || choice.table > fills_.size())
+    if (choice.enumerator != id_ || choice.table == 0 || choice.table > fills_.size())
       throw error("ctshard::StrategyEnumerator::spec_of: the Choice does not come from this enumerator");
     return fills_[choice.table - 1].table.decode(std::span<const std::uint8_t>(choice.digits.data(), mesh_.size()), operand);
   }
 
  private:
+  /// The query of these inputs, after checking each input's rank against the rank the rules give
+  /// it (when they give one: an einsum's labels, a rule's declared ranks). Throws ctshard::error
+  /// naming the input, as SearchQuery::make does for counts and mesh ranks.
+  [[nodiscard]] SearchQuery query_of(std::span<const TensorMeta> inputs, std::span<const Spec> input_specs) const {
+    for (std::size_t k = 0; k < inputs.size() && k < num_inputs(); ++k)
+      if (const int want = raw_.rank(num_outputs() + k); want >= 0 && static_cast<int>(inputs[k].shape.rank) != want)
+        throw error("ctshard::StrategyEnumerator: input " + std::to_string(k) + " has rank " + std::to_string(inputs[k].shape.rank) +
+                    " but the rules give it " + std::to_string(want) + " dims");
+    return SearchQuery::make(inputs, input_specs, num_inputs(), mesh_);
+  }
+
   /// A table per set of shard kinds, its memo, and the latest search answer with its input stamps.
   struct Fill {
     FilledTable table;
@@ -168,7 +183,7 @@ class StrategyEnumerator {
   }
 
   Fill& fill_of(const Choice& choice) {
-    if (choice.table == 0 || choice.table > fills_.size())
+    if (choice.enumerator != id_ || choice.table == 0 || choice.table > fills_.size())
       throw error("ctshard::StrategyEnumerator::index_of: the Choice does not come from this enumerator");
     return fills_[last_ = choice.table - 1];
   }
@@ -180,6 +195,15 @@ class StrategyEnumerator {
   PlaceholderFill fill_;
   std::vector<Fill> fills_;
   std::size_t last_ = static_cast<std::size_t>(-1);
+  /// Stamped on every Choice it makes (a copy keeps it: its tables are the same).
+  std::uint32_t id_ = next_id();
+
+  static std::uint32_t next_id() noexcept {
+    static std::atomic<std::uint32_t> next{0};
+    std::uint32_t id = next.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (id == 0) id = next.fetch_add(1, std::memory_order_relaxed) + 1;  // (0 means "none"; after 2^32 enumerators)
+    return id;
+  }
 };
 
 }  // namespace ctshard

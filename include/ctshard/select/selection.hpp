@@ -44,7 +44,8 @@ struct Choice {
   ChoiceRule rule = ChoiceRule::only;
   double total_us = 0;
   std::array<std::uint8_t, max_mesh_dims> digits{};
-  std::uint32_t table = 0;  ///< which table of the enumerator the digits index (0: not from one)
+  std::uint32_t table = 0;       ///< which table of the enumerator the digits index (0: not from one)
+  std::uint32_t enumerator = 0;  ///< the StrategyEnumerator that made it (its id; 0: none)
   friend constexpr bool operator==(const Choice& a, const Choice& b) noexcept {
     return a.index == b.index && a.rule == b.rule && a.total_us == b.total_us;
   }
