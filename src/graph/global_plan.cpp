@@ -1926,12 +1926,11 @@ GlobalPlan global_plan(const Graph& graph, const PlanOptions& unresolved, const 
   std::optional<DataParallelInputs> dp;
   const PlanOptions options = resolve_inputs(graph, unresolved, dp);  // the builder counts the data-parallel inputs as pinned
   GlobalOptions global = global_in;
-  // every number checked here too, not only by the front ends: a C++ caller's NaN budget reached
-  // the budget's integer conversion
+  // every number checked (and the time limit clamped) here too, not only by the front ends: a
+  // C++ caller's NaN budget reached the budget's integer conversion
   check_global_options(global, "ctshard plan --global", OptionNames::cli);
   // one deadline for the request: the caller's (set at start-up), else the time limit from now
-  global.deadline = solve::Deadline::after(checked_time_limit_ms(global.time_limit_ms, "ctshard plan --global", "time_limit_ms") / 1000.0)
-                        .earlier(global_in.deadline);
+  global.deadline = solve::Deadline::after(global.time_limit_ms / 1000.0).earlier(global_in.deadline);
   Builder b(graph, options, global, registry);
   GlobalPlan out;
   // the greedy plan as the answer, against the bound 0 (every redistribution and compute cost is

@@ -491,22 +491,37 @@ const Node* Graph::find(std::string_view name) const noexcept {
   return nullptr;
 }
 
+namespace {
+/// The first node reference among `node`'s arguments (lists and keyword values included) that
+/// `defined(name)` rejects, or nullptr: the one reference rule of GraphBuilder and check_graph.
+template <class Defined>
+const Arg* first_undefined_reference(const Node& node, const Defined& defined) {
+  const auto walk = [&](const auto& self, const Arg& a) -> const Arg* {
+    if (a.is_node() && !defined(a.text)) return &a;
+    for (const Arg& item : a.items)
+      if (const Arg* bad = self(self, item)) return bad;
+    return nullptr;
+  };
+  for (const Arg& a : node.args)
+    if (const Arg* bad = walk(walk, a)) return bad;
+  for (const auto& kv : node.kwargs)
+    if (const Arg* bad = walk(walk, kv.second)) return bad;
+  return nullptr;
+}
+}  // namespace
+
 void check_graph(const Graph& graph, std::string_view api) {
   std::unordered_set<std::string_view> defined;
-  const auto where = [&] { return " of " + graph.source_name; };
+  const auto is_defined = [&](std::string_view name) { return defined.count(name) != 0; };
+  const std::string where = " of " + graph.source_name;
   for (const Node& node : graph.nodes) {
-    if (node.name.empty()) throw error(std::string(api) + ": a node" + where() + " has no name");
-    const auto check = [&](const auto& self, const Arg& a) -> void {
-      if (a.is_node() && !defined.count(a.text))
-        throw error(std::string(api) + ": node '" + node.name + "'" + where() + " reads '" + a.text + "', which is not defined before it");
-      for (const Arg& item : a.items) self(self, item);
-    };
-    for (const Arg& a : node.args) check(check, a);
-    for (const auto& kv : node.kwargs) check(check, kv.second);
-    if (!defined.insert(node.name).second) throw error(std::string(api) + ": two nodes" + where() + " are named '" + node.name + "'");
+    if (node.name.empty()) throw error(std::string(api) + ": a node" + where + " has no name");
+    if (const Arg* bad = first_undefined_reference(node, is_defined))
+      throw error(std::string(api) + ": node '" + node.name + "'" + where + " reads '" + bad->text + "', which is not defined before it");
+    if (!defined.insert(node.name).second) throw error(std::string(api) + ": two nodes" + where + " are named '" + node.name + "'");
   }
   for (const std::string& out : graph.outputs)
-    if (!out.empty() && !defined.count(out)) throw error(std::string(api) + ": the output '" + out + "'" + where() + " is not a node");
+    if (!out.empty() && !is_defined(out)) throw error(std::string(api) + ": the output '" + out + "'" + where + " is not a node");
 }
 
 const Submodule* Graph::submodule(std::string_view name) const noexcept {
@@ -561,13 +576,8 @@ GraphBuilder::GraphBuilder(std::string source_name) { graph_.source_name = std::
 void GraphBuilder::add(Node node) {
   if (node.name.empty()) throw error("graph builder: a node needs a name (" + graph_.source_name + ")");
   if (graph_.find(node.name) != nullptr) throw error("graph builder: a node named '" + node.name + "' already exists in " + graph_.source_name);
-  const auto check = [&](const auto& self, const Arg& a) -> void {
-    if (a.is_node() && graph_.find(a.text) == nullptr)
-      throw error("graph builder: node '" + node.name + "' reads '" + a.text + "', which is not defined before it");
-    for (const Arg& item : a.items) self(self, item);
-  };
-  for (const Arg& a : node.args) check(check, a);
-  for (const auto& kv : node.kwargs) check(check, kv.second);
+  if (const Arg* bad = first_undefined_reference(node, [&](std::string_view name) { return graph_.find(name) != nullptr; }))
+    throw error("graph builder: node '" + node.name + "' reads '" + bad->text + "', which is not defined before it");
   node.line = graph_.nodes.size() + 1;
   graph_.nodes.push_back(std::move(node));
 }
